@@ -1,0 +1,18 @@
+// The algorithm tables: every algorithm of every collective, by id. The
+// selection rules (device/select/) pick among them by message size.
+#pragma once
+
+#include "device/engine/alg.h"
+
+namespace ucc::dev {
+
+extern const AlgInfo kBarrierDissemination;
+extern const AlgInfo kBcastBinomial;
+extern const AlgInfo kReduceBinomial;
+extern const AlgInfo kAllreduceRecursiveDoubling;
+extern const AlgInfo kAllreduceRing;
+extern const AlgInfo kAllgatherRing;
+extern const AlgInfo kAlltoallPairwise;
+extern const AlgInfo kReduceScatterRing;
+
+}  // namespace ucc::dev

@@ -1,0 +1,72 @@
+// Broadcast down a binomial tree, pipelined in slot-sized segments.
+//
+// Words: "segment" is one message's worth of the vector (the fabric's slot
+// size). The root sends each segment to its children in order; every other
+// rank takes a segment from its parent, forwards it to each child, then
+// copies it into its own buffer and releases it. Segments flow down the
+// tree while later ones are still leaving the root, so a large broadcast
+// costs about one vector time plus depth * segment time.
+//
+// The broadcast buffer is `src` on every rank (ucc.h's convention).
+#include "device/coll/algorithms.h"
+#include "device/coll/patterns.h"
+#include "device/coll/streams.h"
+
+namespace ucc::dev {
+namespace {
+
+struct Binomial {
+  uint64_t bytes = 0;
+  uint32_t nseg = 0;
+  uint32_t seg = 0;    // current segment
+  uint32_t child = 0;  // children served for the current segment
+  uint32_t nchildren = 0;
+  uint32_t parent = 0;
+  bool root = false;
+
+  Status start(CollRun& run) {
+    bytes = run.d->count * run.esize;
+    nseg = pat::nmsgs(bytes, run.slot);
+    root = run.rank == run.d->root;
+    nchildren = pat::tree_nchildren(run.rank, run.d->root, run.size);
+    if (!root) parent = pat::tree_parent(run.rank, run.d->root, run.size);
+    return progress(run);
+  }
+
+  Status progress(CollRun& run) {
+    while (seg < nseg) {
+      uint32_t len = msg_len(bytes, run.slot, seg);
+      uint64_t off = uint64_t{seg} * run.slot;
+      const void* in = nullptr;
+      if (!root) {
+        Status err = Status::kOk;
+        in = run.peek(parent, len, &err);
+        if (in == nullptr) return failed(err) ? err : Status::kInProgress;
+      }
+      for (; child < nchildren; ++child) {
+        uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, child);
+        void* out = run.reserve(c);
+        if (out == nullptr) return Status::kInProgress;
+        Status st = root ? run.copy_in(out, Buf::kSrc, off, len)
+                         : (memcpy(out, in, len), Status::kOk);
+        if (failed(st)) return st;
+        run.commit(c, len);
+      }
+      if (!root) {
+        Status st = run.copy_out(Buf::kSrc, off, in, len);
+        if (failed(st)) return st;
+        run.release(parent);
+      }
+      child = 0;
+      ++seg;
+    }
+    return Status::kOk;
+  }
+};
+
+}  // namespace
+
+const AlgInfo kBcastBinomial = make_alg<Binomial>(
+    1, "binomial", "binomial tree, pipelined in slot-sized segments");
+
+}  // namespace ucc::dev

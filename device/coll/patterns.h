@@ -1,0 +1,110 @@
+// Pure pattern math for the collective algorithms: who talks to whom and
+// which part of a vector each step covers. No I/O, no state; everything is
+// constexpr so tests/unit/test_patterns.cc can check it exhaustively.
+#pragma once
+
+#include <cstdint>
+
+namespace ucc::dev::pat {
+
+// --- Balanced blocks -------------------------------------------------------
+// Splits `count` elements into `n` blocks whose sizes differ by at most one;
+// the first count % n blocks are one element larger.
+constexpr uint64_t block_offset(uint64_t count, uint32_t n, uint32_t b) {
+  uint64_t q = count / n, r = count % n;
+  return q * b + (b < r ? b : r);
+}
+constexpr uint64_t block_count(uint64_t count, uint32_t n, uint32_t b) {
+  return count / n + (b < count % n ? 1 : 0);
+}
+
+constexpr uint32_t mod(int64_t v, uint32_t n) {
+  int64_t m = v % static_cast<int64_t>(n);
+  return static_cast<uint32_t>(m < 0 ? m + n : m);
+}
+
+// Number of slot-sized messages a stream of `bytes` needs; a stream always
+// carries at least one message so that empty streams still synchronise.
+constexpr uint32_t nmsgs(uint64_t bytes, uint32_t slot) {
+  return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + slot - 1) / slot);
+}
+
+// --- Binomial tree rooted at `root` ----------------------------------------
+// Virtual rank v = (rank - root) mod n. The parent of v clears v's lowest
+// set bit; the children of v are v + 2^i for every 2^i below v's lowest set
+// bit (all powers of two for the root) that stay below n.
+constexpr uint32_t vrank(uint32_t rank, uint32_t root, uint32_t n) {
+  return mod(static_cast<int64_t>(rank) - root, n);
+}
+constexpr uint32_t real_rank(uint32_t v, uint32_t root, uint32_t n) {
+  return (v + root) % n;
+}
+constexpr uint32_t lowbit(uint32_t v) { return v & (~v + 1); }
+// Parent's real rank; only for rank != root.
+constexpr uint32_t tree_parent(uint32_t rank, uint32_t root, uint32_t n) {
+  uint32_t v = vrank(rank, root, n);
+  return real_rank(v - lowbit(v), root, n);
+}
+// Number of children and the i-th child's real rank, children ordered by
+// increasing distance.
+constexpr uint32_t tree_nchildren(uint32_t rank, uint32_t root, uint32_t n) {
+  uint32_t v = vrank(rank, root, n);
+  uint32_t lim = v == 0 ? 0x80000000u : lowbit(v);
+  uint32_t c = 0;
+  for (uint32_t d = 1; d < lim && v + d < n; d <<= 1) ++c;
+  return c;
+}
+constexpr uint32_t tree_child(uint32_t rank, uint32_t root, uint32_t n,
+                              uint32_t i) {
+  return real_rank(vrank(rank, root, n) + (1u << i), root, n);
+}
+
+// --- Dissemination (barrier) -----------------------------------------------
+constexpr uint32_t ceil_log2(uint32_t n) {
+  uint32_t k = 0;
+  while ((1u << k) < n) ++k;
+  return k;
+}
+constexpr uint32_t dissem_to(uint32_t rank, uint32_t n, uint32_t round) {
+  return mod(static_cast<int64_t>(rank) + (int64_t{1} << round), n);
+}
+constexpr uint32_t dissem_from(uint32_t rank, uint32_t n, uint32_t round) {
+  return mod(static_cast<int64_t>(rank) - (int64_t{1} << round), n);
+}
+
+// --- Recursive doubling with a fold for non-powers of two -----------------
+// p = largest power of two <= n, rem = n - p. Among the first 2*rem ranks
+// the even ones fold their data into the next odd rank and wait; the rest
+// take part in log2(p) exchange rounds under virtual ranks 0..p-1.
+constexpr uint32_t pow2_floor(uint32_t n) {
+  uint32_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+struct RdRole {
+  bool folded;       // sends its data away and receives the result at the end
+  uint32_t partner;  // fold partner (folded or its receiver), or n if none
+  uint32_t vrank;    // virtual rank among p when not folded
+};
+constexpr RdRole rd_role(uint32_t rank, uint32_t n) {
+  uint32_t p = pow2_floor(n), rem = n - p;
+  if (rank < 2 * rem) {
+    if (rank % 2 == 0) return RdRole{true, rank + 1, 0};
+    return RdRole{false, rank - 1, rank / 2};
+  }
+  return RdRole{false, n, rank - rem};
+}
+constexpr uint32_t rd_real(uint32_t v, uint32_t n) {
+  uint32_t rem = n - pow2_floor(n);
+  return v < rem ? 2 * v + 1 : v + rem;
+}
+
+// --- Pairwise exchange (alltoall) ------------------------------------------
+// In step s (0..n-1) rank r exchanges with (s - r) mod n, a symmetric
+// pairing: every pair meets exactly once, and a rank whose partner is
+// itself sits the step out. Symmetric pairs make in-place exchange safe.
+constexpr uint32_t pair_partner(uint32_t rank, uint32_t n, uint32_t step) {
+  return mod(static_cast<int64_t>(step) - rank, n);
+}
+
+}  // namespace ucc::dev::pat

@@ -1,0 +1,91 @@
+// Reduce up a binomial tree, pipelined in slot-sized segments.
+//
+// For each segment a non-root rank reserves the message towards its parent
+// first and accumulates into it: its own input combined with its first
+// child's segment, then each further child's segment in turn; then it
+// commits the message. The root accumulates into its destination buffer
+// instead and applies AVG's scaling once all children are in. Tree edges
+// only point up, so bounded inboxes cannot deadlock.
+//
+// Input is `src` on every rank (the root's `src` is its `dst` when in place);
+// only the root's `dst` is written.
+#include "device/coll/algorithms.h"
+#include "device/coll/patterns.h"
+#include "device/coll/streams.h"
+
+namespace ucc::dev {
+namespace {
+
+struct Binomial {
+  uint64_t bytes = 0;
+  uint32_t nseg = 0;
+  uint32_t seg = 0;
+  uint32_t child = 0;  // children combined into the current segment
+  uint32_t nchildren = 0;
+  uint32_t parent = 0;
+  bool root = false;
+  void* acc = nullptr;  // reserved message towards the parent
+
+  Status start(CollRun& run) {
+    bytes = run.d->count * run.esize;
+    nseg = pat::nmsgs(bytes, run.slot);
+    root = run.rank == run.d->root;
+    nchildren = pat::tree_nchildren(run.rank, run.d->root, run.size);
+    if (!root) parent = pat::tree_parent(run.rank, run.d->root, run.size);
+    return progress(run);
+  }
+
+  Status progress(CollRun& run) {
+    while (seg < nseg) {
+      uint32_t len = msg_len(bytes, run.slot, seg);
+      uint64_t off = uint64_t{seg} * run.slot;
+      uint64_t cnt = len / run.esize;
+      if (!root && acc == nullptr) {
+        acc = run.reserve(parent);
+        if (acc == nullptr) return Status::kInProgress;
+        if (nchildren == 0) {
+          Status st = run.copy_in(acc, Buf::kSrc, off, len);
+          if (failed(st)) return st;
+        }
+      }
+      if (root && nchildren == 0) {
+        Status st = run.copy_uu(Buf::kDst, off, Buf::kSrc, off, len);
+        if (failed(st)) return st;
+      }
+      for (; child < nchildren; ++child) {
+        uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, child);
+        Status err = Status::kOk;
+        const void* in = run.peek(c, len, &err);
+        if (in == nullptr) return failed(err) ? err : Status::kInProgress;
+        Status st = Status::kOk;
+        if (root) {
+          st = run.reduce_out(Buf::kDst, off, in,
+                              child == 0 ? Buf::kSrc : Buf::kDst, off, cnt);
+        } else if (child == 0) {
+          st = run.reduce_in(acc, in, Buf::kSrc, off, cnt);
+        } else {
+          reduce(run.rop, run.d->dtype, acc, acc, in, cnt);
+        }
+        if (failed(st)) return st;
+        run.release(c);
+      }
+      if (root) {
+        Status st = run.finish_avg(Buf::kDst, off, cnt);
+        if (failed(st)) return st;
+      } else {
+        run.commit(parent, len);
+        acc = nullptr;
+      }
+      child = 0;
+      ++seg;
+    }
+    return Status::kOk;
+  }
+};
+
+}  // namespace
+
+const AlgInfo kReduceBinomial = make_alg<Binomial>(
+    1, "binomial", "binomial tree, pipelined in slot-sized segments");
+
+}  // namespace ucc::dev

@@ -1,0 +1,201 @@
+// The pipelined ring: the bandwidth algorithm for allreduce, allgather and
+// reduce-scatter.
+//
+// Words: the vector is cut into n "blocks", one per rank; each block is cut
+// into the same number of "segments" (at most one message each), and
+// segment k of every block forms "column" k. Columns are processed one
+// after another; within a column each rank first sends one segment of its
+// own ("injection"), then handles the 2n-2 (allreduce) or n-1 segments that
+// arrive from its left neighbour, each of which may produce one segment
+// towards its right neighbour:
+//
+//   reduce-scatter part  segment of block b arrives; combine with our input
+//                        block b; pass the sum on, until the sum is complete
+//                        (allreduce keeps it as result and starts the
+//                        allgather part with it; reduce-scatter stores it)
+//   allgather part       segment of a finished block arrives; store it; pass
+//                        it on unless our right neighbour already has it
+//
+// Each rank has at most one segment more sent than received per column,
+// so any inbox with >= 2 slots keeps the ring moving (no deadlock), and
+// every segment crosses every link once per part: the bandwidth optimum.
+// Blocks are balanced (sizes differ by at most one element) so any count
+// works, including counts smaller than n.
+#include "device/coll/algorithms.h"
+#include "device/coll/patterns.h"
+#include "device/coll/streams.h"
+
+namespace ucc::dev {
+namespace {
+
+enum class RingMode : uint8_t { kAllreduce, kAllgather, kReduceScatter };
+
+template <RingMode kMode>
+struct Ring {
+  uint64_t count = 0;     // elements of the whole vector
+  uint32_t nseg = 0;      // segments per block
+  uint32_t k = 0;         // current column
+  uint32_t j = 0;         // arrivals handled in the current column
+  uint32_t arrivals = 0;  // arrivals per column
+  uint32_t left = 0, right = 0;
+  bool injected = false;
+
+  // Element offset and count of block b (of the whole vector).
+  uint64_t block_off(const CollRun& run, uint32_t b) const {
+    if (kMode == RingMode::kAllreduce)
+      return pat::block_offset(count, run.size, b);
+    return uint64_t{b} * run.d->count;
+  }
+  uint64_t block_cnt(const CollRun& run, uint32_t b) const {
+    if (kMode == RingMode::kAllreduce)
+      return pat::block_count(count, run.size, b);
+    return run.d->count;
+  }
+  // Byte offset (in the vector) and length of segment k of block b.
+  void seg(const CollRun& run, uint32_t b, uint64_t* off, uint32_t* len) const {
+    uint64_t bc = block_cnt(run, b);
+    *off = (block_off(run, b) + pat::block_offset(bc, nseg, k)) * run.esize;
+    *len = static_cast<uint32_t>(pat::block_count(bc, nseg, k) * run.esize);
+  }
+  uint32_t blk(const CollRun& run, int64_t v) const {
+    return pat::mod(v, run.size);
+  }
+
+  Status start(CollRun& run) {
+    uint32_t n = run.size;
+    count = kMode == RingMode::kAllreduce ? run.d->count : run.d->count * n;
+    uint64_t max_block = kMode == RingMode::kAllreduce
+                             ? pat::block_count(count, n, 0)
+                             : run.d->count;
+    uint64_t per_msg = run.slot / run.esize;
+    nseg = static_cast<uint32_t>(
+        max_block == 0 ? 1 : (max_block + per_msg - 1) / per_msg);
+    left = blk(run, int64_t{run.rank} - 1);
+    right = blk(run, int64_t{run.rank} + 1);
+    arrivals = kMode == RingMode::kAllreduce ? 2 * n - 2 : n - 1;
+    Status st = Status::kOk;
+    if (kMode == RingMode::kAllgather) {
+      // In place, our contribution already sits at its place in dst.
+      uint64_t bytes = run.d->count * run.esize;
+      if (!(run.d->flags & off::kDescInPlace))
+        st = run.copy_uu(Buf::kDst, run.rank * bytes, Buf::kSrc, 0, bytes);
+    } else if (n == 1) {
+      uint64_t bytes = run.d->count * run.esize;
+      st = run.copy_uu(Buf::kDst, 0, Buf::kSrc, 0, bytes);
+      if (!failed(st)) st = run.finish_avg(Buf::kDst, 0, run.d->count);
+    }
+    if (failed(st) || n == 1) return st;
+    return progress(run);
+  }
+
+  // Where the finished block of a reduce-scatter goes in dst: in place, at
+  // its place in the vector; otherwise dst holds our block alone.
+  uint64_t rs_result_off(const CollRun& run, uint64_t vec_off) const {
+    if (run.d->flags & off::kDescInPlace) return vec_off;
+    return vec_off - block_off(run, run.rank) * run.esize;
+  }
+
+  Status inject(CollRun& run) {
+    void* out = run.reserve(right);
+    if (out == nullptr) return Status::kInProgress;
+    uint32_t b = kMode == RingMode::kReduceScatter
+                     ? blk(run, int64_t{run.rank} - 1)
+                     : run.rank;
+    uint64_t off;
+    uint32_t len;
+    seg(run, b, &off, &len);
+    Status st = run.copy_in(
+        out, kMode == RingMode::kAllgather ? Buf::kDst : Buf::kSrc, off, len);
+    if (failed(st)) return st;
+    run.commit(right, len);
+    return Status::kOk;
+  }
+
+  // Handles arrival j of the current column.
+  Status arrive(CollRun& run) {
+    uint32_t n = run.size;
+    bool gather_part;
+    uint32_t b;
+    uint32_t t = 0;  // index within the part
+    if (kMode == RingMode::kAllreduce) {
+      gather_part = j >= n - 1;
+      t = gather_part ? j - (n - 1) : j;
+      b = gather_part ? blk(run, int64_t{run.rank} - t)
+                      : blk(run, int64_t{run.rank} - 1 - t);
+    } else if (kMode == RingMode::kAllgather) {
+      gather_part = true;
+      t = j;
+      b = blk(run, int64_t{run.rank} - 1 - t);
+    } else {
+      gather_part = false;
+      t = j;
+      b = blk(run, int64_t{run.rank} - 2 - t);
+    }
+    uint64_t off;
+    uint32_t len;
+    seg(run, b, &off, &len);
+    uint64_t cnt = len / run.esize;
+    Status err = Status::kOk;
+    const void* in = run.peek(left, len, &err);
+    if (in == nullptr) return failed(err) ? err : Status::kInProgress;
+
+    bool last_of_part = t == n - 2;
+    bool forward =
+        !(last_of_part && (gather_part || kMode == RingMode::kReduceScatter));
+    void* out = nullptr;
+    if (forward) {
+      out = run.reserve(right);
+      if (out == nullptr) return Status::kInProgress;
+    }
+    Status st = Status::kOk;
+    if (gather_part) {
+      st = run.copy_out(Buf::kDst, off, in, len);
+      if (forward) memcpy(out, in, len);
+    } else if (!last_of_part) {
+      st = run.reduce_in(out, in, Buf::kSrc, off, cnt);
+    } else if (kMode == RingMode::kAllreduce) {
+      // The block is complete: keep it and start passing it round.
+      st = run.reduce_in(out, in, Buf::kSrc, off, cnt);
+      run.finish_avg_eng(out, cnt);
+      if (!failed(st)) st = run.copy_out(Buf::kDst, off, out, len);
+    } else {
+      uint64_t doff = rs_result_off(run, off);
+      st = run.reduce_out(Buf::kDst, doff, in, Buf::kSrc, off, cnt);
+      if (!failed(st)) st = run.finish_avg(Buf::kDst, doff, cnt);
+    }
+    if (failed(st)) return st;
+    if (forward) run.commit(right, len);
+    run.release(left);
+    return Status::kOk;
+  }
+
+  Status progress(CollRun& run) {
+    while (k < nseg) {
+      if (!injected) {
+        Status st = inject(run);
+        if (st != Status::kOk) return st;
+        injected = true;
+      }
+      while (j < arrivals) {
+        Status st = arrive(run);
+        if (st != Status::kOk) return st;
+        ++j;
+      }
+      j = 0;
+      injected = false;
+      ++k;
+    }
+    return Status::kOk;
+  }
+};
+
+}  // namespace
+
+const AlgInfo kAllreduceRing = make_alg<Ring<RingMode::kAllreduce>>(
+    2, "ring", "pipelined ring: reduce-scatter then allgather");
+const AlgInfo kAllgatherRing =
+    make_alg<Ring<RingMode::kAllgather>>(1, "ring", "pipelined ring");
+const AlgInfo kReduceScatterRing =
+    make_alg<Ring<RingMode::kReduceScatter>>(1, "ring", "pipelined ring");
+
+}  // namespace ucc::dev

@@ -1,0 +1,134 @@
+// What an algorithm sees of the collective it runs: the validated
+// descriptor, its place in the team, the fabric towards its peers, and the
+// data operations on user buffers.
+//
+// Data operations go through the memory-access adapter (plat::DirectMem in
+// inline mode), never through raw host addresses, and every one of them is
+// bounds-checked against the descriptor's buffer references: a failing
+// check returns kInvalidParam and the collective ends with that status.
+//
+// Messaging wraps the fabric with the collective's tag: a message whose tag
+// or length is wrong ends the collective with kNoMessage instead of being
+// consumed as data.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "device/reduce/reduce.h"
+#include "offload/descriptor.h"
+#include "platform/mem/direct_mem.h"
+#include "platform/shm/shm_fabric.h"
+
+namespace ucc::dev {
+
+using off::Status;
+using Fabric = plat::shm::ShmTeamFabric;
+
+enum class Buf : uint8_t { kSrc, kDst };
+
+struct CollRun {
+  const off::CollDesc* d = nullptr;
+  Fabric* fab = nullptr;
+  uint32_t rank = 0;
+  uint32_t size = 0;
+  uint32_t tag = 0;                // stamps every message of this collective
+  uint32_t slot = 0;               // fabric payload bytes per message
+  uint32_t esize = 0;              // element size
+  off::ROp rop = off::ROp::kNone;  // combining op (avg combines as sum)
+  bool avg = false;
+
+  const off::BufRef& ref(Buf b) const {
+    return b == Buf::kSrc ? d->src : d->dst;
+  }
+  // Direct pointer to bytes [off, off+len) of a user buffer, or nullptr.
+  void* at(Buf b, uint64_t off, uint64_t len) const {
+    return plat::DirectMem::map(ref(b), off, len);
+  }
+  bool same(Buf a, uint64_t aoff, Buf b, uint64_t boff) const {
+    return ref(a).addr + aoff == ref(b).addr + boff;
+  }
+
+  // --- data operations -----------------------------------------------------
+  // engine memory <- user buffer
+  // Every operation on zero bytes succeeds without mapping anything (a
+  // zero-length buffer may well be NULL).
+  Status copy_in(void* eng, Buf b, uint64_t off, uint64_t bytes) const {
+    if (bytes == 0) return Status::kOk;
+    const void* p = at(b, off, bytes);
+    if (p == nullptr) return Status::kInvalidParam;
+    memcpy(eng, p, bytes);
+    return Status::kOk;
+  }
+  // user buffer <- engine memory
+  Status copy_out(Buf b, uint64_t off, const void* eng, uint64_t bytes) const {
+    if (bytes == 0) return Status::kOk;
+    void* p = at(b, off, bytes);
+    if (p == nullptr) return Status::kInvalidParam;
+    memcpy(p, eng, bytes);
+    return Status::kOk;
+  }
+  // user buffer <- user buffer (no-op when both name the same bytes)
+  Status copy_uu(Buf db, uint64_t doff, Buf sb, uint64_t soff,
+                 uint64_t bytes) const {
+    if (bytes == 0) return Status::kOk;
+    void* dp = at(db, doff, bytes);
+    const void* sp = at(sb, soff, bytes);
+    if (dp == nullptr || sp == nullptr) return Status::kInvalidParam;
+    if (dp != sp) memmove(dp, sp, bytes);
+    return Status::kOk;
+  }
+  // engine dst <- engine a (op) user b; count elements
+  Status reduce_in(void* eng_dst, const void* eng_a, Buf b, uint64_t off,
+                   uint64_t count) const {
+    if (count == 0) return Status::kOk;
+    const void* p = at(b, off, count * esize);
+    if (p == nullptr) return Status::kInvalidParam;
+    reduce(rop, d->dtype, eng_dst, eng_a, p, count);
+    return Status::kOk;
+  }
+  // user dst <- engine a (op) user b (b may be the same bytes as dst)
+  Status reduce_out(Buf db, uint64_t doff, const void* eng_a, Buf b,
+                    uint64_t boff, uint64_t count) const {
+    if (count == 0) return Status::kOk;
+    void* dp = at(db, doff, count * esize);
+    const void* bp = at(b, boff, count * esize);
+    if (dp == nullptr || bp == nullptr) return Status::kInvalidParam;
+    reduce(rop, d->dtype, dp, eng_a, bp, count);
+    return Status::kOk;
+  }
+  // Final AVG scaling of count elements of a user buffer (no-op otherwise).
+  Status finish_avg(Buf b, uint64_t off, uint64_t count) const {
+    if (!avg || count == 0) return Status::kOk;
+    void* p = at(b, off, count * esize);
+    if (p == nullptr) return Status::kInvalidParam;
+    scale_div(d->dtype, p, count, size);
+    return Status::kOk;
+  }
+  // Same for engine memory.
+  void finish_avg_eng(void* eng, uint64_t count) const {
+    if (avg) scale_div(d->dtype, eng, count, size);
+  }
+
+  // --- messaging -------------------------------------------------------------
+  void* reserve(uint32_t peer) const { return fab->tx_reserve(peer); }
+  void commit(uint32_t peer, uint32_t len) const {
+    fab->tx_commit(peer, len, tag);
+  }
+  // The next message from `peer` or nullptr; *err is set (and nullptr
+  // returned) when the message does not belong to this collective or is
+  // longer than `expect`.
+  const void* peek(uint32_t peer, uint32_t expect, Status* err) const {
+    uint32_t len = 0, t = 0;
+    const void* p = fab->rx_peek(peer, &len, &t);
+    if (p == nullptr) return nullptr;
+    if (t != tag || len != expect) {
+      *err = Status::kNoMessage;
+      return nullptr;
+    }
+    return p;
+  }
+  void release(uint32_t peer) const { fab->rx_release(peer); }
+};
+
+}  // namespace ucc::dev

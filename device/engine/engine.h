@@ -1,0 +1,77 @@
+// The device engine: takes descriptors from a channel, runs each team's
+// collectives in posting order as resumable state machines over the
+// fabric, and writes every collective's final status into the channel's
+// completion words.
+//
+// All memory is taken in init() and team_open(); progress() never
+// allocates. The engine treats descriptors as untrusted: each is validated
+// (validate.cc) before anything touches a buffer, and a bad one completes
+// with an error status while the engine carries on.
+//
+// Threads: one thread at a time calls any member (inline mode: the host
+// context serialises its callers).
+#pragma once
+
+#include <cstdint>
+
+#include "device/engine/alg.h"
+#include "device/select/select.h"
+#include "offload/channel.h"
+#include "platform/shm/shm_fabric.h"
+
+namespace ucc::dev {
+
+struct EngineConfig {
+  uint32_t max_teams = 64;
+  uint32_t team_queue = 256;  // collectives queued per team; power of 2
+  uint32_t slot_size = 64 * 1024;
+  uint32_t nslots = 8;
+  SelectConfig select;
+};
+
+class Engine {
+ public:
+  Engine() = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine() { fini(); }
+
+  // kNoMemory when the team table cannot be allocated.
+  Status init(const EngineConfig& cfg, off::Channel* ch);
+  void fini();
+
+  // --- team control (the host drives these during team creation) ----------
+  // Reserves a team slot and creates this rank's fabric segment; *addr is
+  // what peers need to reach us. kNoResource when all slots are taken.
+  Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
+                   plat::shm::SegAddr* addr);
+  // Maps all members' segments (addrs indexed by team rank).
+  Status team_connect(uint32_t idx, const plat::shm::SegAddr* addrs);
+  // All members are connected: creation-time resources can go.
+  void team_seal(uint32_t idx);
+  // Frees the slot; collectives still queued on it complete with kError.
+  void team_close(uint32_t idx);
+
+  // Takes new descriptors and advances every team's current collective.
+  // Returns how much happened (descriptors taken, messages moved,
+  // collectives finished): 0 means the pass was idle.
+  uint64_t progress();
+
+  // Validation of one descriptor against the engine's state (validate.cc).
+  Status validate(const off::CollDesc& d) const;
+
+ private:
+  struct Team;
+
+  uint64_t drain();  // moves submitted descriptors onto their teams
+  void take(const off::CollDesc& d);
+  uint64_t advance(Team& t);
+  void finish(Team& t, Status st);
+
+  EngineConfig cfg_{};
+  off::Channel* ch_ = nullptr;
+  Team* teams_ = nullptr;
+  uint32_t busy_ = 0;  // teams with queued or running collectives
+};
+
+}  // namespace ucc::dev

@@ -1,0 +1,102 @@
+// Descriptor validation: everything the engine reads from a descriptor is
+// checked here before any algorithm runs, because descriptors cross the
+// host/device boundary and may be stale, corrupted or forged.
+#include "device/engine/engine.h"
+#include "device/engine/team.h"
+#include "device/reduce/reduce.h"
+
+namespace ucc::dev {
+namespace {
+
+using off::CollType;
+
+// a * b into *out; false on overflow.
+bool mul(uint64_t a, uint64_t b, uint64_t* out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+
+bool fits(const off::BufRef& r, uint64_t need) {
+  if (need == 0) return true;
+  if (r.mem_type != 0 || r.addr == 0) return false;
+  uint64_t end;
+  if (__builtin_add_overflow(r.addr, r.bytes, &end)) return false;
+  return r.bytes >= need;
+}
+
+bool is_reduction(CollType c) {
+  return c == CollType::kReduce || c == CollType::kAllreduce ||
+         c == CollType::kReduceScatter;
+}
+
+}  // namespace
+
+Status Engine::validate(const off::CollDesc& d) const {
+  if (d.magic != off::kDescMagic || d.version != off::kDescVersion)
+    return Status::kInvalidParam;
+  if (d.comp_slot >= ch_->ncomp()) return Status::kInvalidParam;
+  if (d.team >= cfg_.max_teams ||
+      teams_[d.team].state != Team::State::kConnected)
+    return Status::kInvalidParam;
+  if (static_cast<uint32_t>(d.coll) >=
+          static_cast<uint32_t>(CollType::kCount) ||
+      static_cast<uint32_t>(d.dtype) >=
+          static_cast<uint32_t>(off::DType::kCount))
+    return Status::kInvalidParam;
+  if ((d.flags & ~uint16_t{off::kDescInPlace}) != 0)
+    return Status::kInvalidParam;
+  const Team& t = teams_[d.team];
+  uint32_t n = t.size;
+  if (is_reduction(d.coll)) {
+    if (!reduce_supported(d.dtype, d.op)) return Status::kNotSupported;
+  } else if (d.op != off::ROp::kNone) {
+    return Status::kInvalidParam;
+  }
+  if (d.alg != 0) {
+    AlgTable tab = algorithms_of(d.coll);
+    bool known = false;
+    for (uint32_t i = 0; i < tab.n; ++i) known |= tab.algs[i]->id == d.alg;
+    if (!known) return Status::kInvalidParam;
+  }
+  uint64_t one, all;
+  if (!mul(d.count, off::dtype_size(d.dtype), &one) || !mul(one, n, &all))
+    return Status::kInvalidParam;
+  bool in_place = (d.flags & off::kDescInPlace) != 0;
+  bool root = d.root == t.rank;
+  uint64_t need_src = 0, need_dst = 0;
+  switch (d.coll) {
+    case CollType::kBarrier:
+      if (d.count != 0) return Status::kInvalidParam;
+      break;
+    case CollType::kBcast:
+      need_src = one;
+      break;
+    case CollType::kReduce:
+      need_src = one;
+      need_dst = root ? one : 0;
+      break;
+    case CollType::kAllreduce:
+      need_src = need_dst = one;
+      break;
+    case CollType::kAllgather:
+      need_src = in_place ? 0 : one;
+      need_dst = all;
+      break;
+    case CollType::kAlltoall:
+      need_src = need_dst = all;
+      break;
+    case CollType::kReduceScatter:
+      need_src = all;
+      need_dst = in_place ? all : one;
+      break;
+    case CollType::kCount:
+      return Status::kInvalidParam;
+  }
+  if ((d.coll == CollType::kBcast || d.coll == CollType::kReduce) &&
+      d.root >= n)
+    return Status::kInvalidParam;
+  if (!fits(d.src, need_src) || !fits(d.dst, need_dst))
+    return Status::kInvalidParam;
+  return Status::kOk;
+}
+
+}  // namespace ucc::dev

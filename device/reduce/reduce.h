@@ -1,0 +1,48 @@
+// Element-wise reduction kernels: the inner loop of every reducing
+// collective (allreduce, reduce, reduce-scatter).
+//
+// Words: an "element" is one value of the DType; "count" is a number of
+// elements, never bytes. Each call dispatches on (op, dtype) once and then
+// runs a simple indexed loop that the compiler vectorises; 16-bit floats
+// are widened to float32, reduced, and rounded back once per operation,
+// which is correctly rounded for +, *, max, min (float32 has at least
+// 2p+2 bits for both p = 11 and p = 8, so the double rounding is
+// innocuous).
+//
+// Semantics:
+//  - integers wrap (two's complement) on sum and prod;
+//  - land/lor/lxor yield 0 or 1; band/bor/bxor are bitwise;
+//  - max/min are `a > b ? a : b` / `a < b ? a : b`: when either side is a
+//    NaN the comparison is false and `b` is returned;
+//  - kAvg reduces as kSum; the producer of the final value calls scale_div
+//    once with the team size.
+//
+// Threads: pure functions on caller-owned memory; callable from any thread.
+// No allocation; at most 2 KiB of stack (float16 blocks on F16C builds).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "offload/types.h"
+
+namespace ucc::dev {
+
+// True when `op` is defined for `dt`: sum/prod/max/min for every type;
+// land/lor/lxor/band/bor/bxor for the 8 integer types only; avg for the 4
+// floating types only; kNone (and out-of-range values) never.
+bool reduce_supported(off::DType dt, off::ROp op);
+
+// dst[i] = a[i] op b[i] for i < count. `dst` may equal `a` or `b` (or both)
+// exactly; partial overlap is not allowed. Buffers need only the natural
+// alignment of the element type. An unsupported (dt, op) pair does nothing.
+void reduce(off::ROp op, off::DType dt, void* dst, const void* a, const void* b,
+            size_t count);
+
+// dst[i] = dst[i] / divisor: AVG's final step. Floating types only (others
+// are left untouched), as is divisor 0 (no value to produce). The division
+// is done in the element's type (float32 for the 16-bit floats) and
+// rounded once.
+void scale_div(off::DType dt, void* dst, size_t count, uint32_t divisor);
+
+}  // namespace ucc::dev

@@ -1,0 +1,210 @@
+// Collective requests: init (lower the arguments into a descriptor, take a
+// pooled request), post (push the descriptor to the engine), finalize, and
+// the reaping of completions during progress. Nothing here allocates after
+// team creation.
+#include <cstdlib>
+#include <new>
+
+#include "host/request.h"
+#include "platform/os/log.h"
+
+namespace ucc::host {
+namespace {
+
+bool valid_team(ucc_team_h team) {
+  return team != nullptr && team->magic == kTeamMagic;
+}
+
+Request* as_request(ucc_coll_req_h h) {
+  auto* r = reinterpret_cast<Request*>(h);
+  if (r == nullptr || r->magic != kReqMagic) return nullptr;
+  return r;
+}
+
+}  // namespace
+
+void unlink_posted(ucc_context* ctx, Request* r) {
+  if (r->prev != nullptr)
+    r->prev->next = r->next;
+  else
+    ctx->posted = r->next;
+  if (r->next != nullptr) r->next->prev = r->prev;
+  r->next = r->prev = nullptr;
+  r->linked = false;
+}
+
+bool request_pool_init(ucc_team* team, uint32_t n) {
+  team->reqs = static_cast<Request*>(calloc(n, sizeof(Request)));
+  if (team->reqs == nullptr) return false;
+  team->nreqs = n;
+  team->free_reqs = nullptr;
+  for (uint32_t i = n; i-- > 0;) {
+    Request* r = new (&team->reqs[i]) Request();
+    r->index = i;
+    r->team = team;
+    r->next = team->free_reqs;
+    team->free_reqs = r;
+  }
+  return true;
+}
+
+void request_pool_fini(ucc_team* team) {
+  free(team->reqs);
+  team->reqs = nullptr;
+  team->free_reqs = nullptr;
+}
+
+uint64_t reap(ucc_context* ctx, Request** callbacks) {
+  uint64_t done = 0;
+  Request* due = nullptr;
+  Request* r = ctx->posted;
+  while (r != nullptr) {
+    Request* next = r->next;
+    uint64_t w = ctx->ch.read(r->team->comp_base + r->index);
+    off::Status st = off::completion_status(w);
+    if (off::completion_gen(w) == r->gen && st != off::Status::kInProgress) {
+      unlink_posted(ctx, r);
+      r->pub.status = to_ucc(st);
+      ++done;
+      if (r->has_cb) {
+        r->next = due;
+        due = r;
+      }
+    }
+    r = next;
+  }
+  *callbacks = due;
+  return done;
+}
+
+void run_callbacks(Request* due) {
+  while (due != nullptr) {
+    Request* next = due->next;
+    due->next = nullptr;
+    // The callback may finalize the request: touch it no more after this.
+    due->cb.cb(due->cb.data, due->pub.status);
+    due = next;
+  }
+}
+
+}  // namespace ucc::host
+
+using ucc::host::Request;
+
+extern "C" {
+
+ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
+                                 ucc_team_h team) {
+  if (args == nullptr || request == nullptr) {
+    UCC_ERROR("ucc_collective_init: args and request must not be NULL");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (!ucc::host::valid_team(team)) {
+    UCC_ERROR("ucc_collective_init: invalid or destroyed team handle");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (team->state != ucc_team::State::kReady) {
+    UCC_ERROR(
+        "ucc_collective_init: team is not created yet (call "
+        "ucc_team_create_test until UCC_OK)");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  ucc::off::CollDesc d;
+  ucc_status_t st = ucc::host::build_desc(*args, *team, &d);
+  if (st != UCC_OK) return st;
+  ucc_context* ctx = team->ctx;
+  ucc::host::Guard g(ctx->lock, ctx->mt);
+  Request* r = team->free_reqs;
+  if (r == nullptr) {
+    UCC_ERROR(
+        "ucc_collective_init: all %u requests of the team are in use "
+        "(UCC_TEAM_MAX_COLLS)",
+        team->nreqs);
+    return UCC_ERR_NO_RESOURCE;
+  }
+  team->free_reqs = r->next;
+  r->next = r->prev = nullptr;
+  r->magic = ucc::host::kReqMagic;
+  r->desc = d;
+  r->desc.comp_slot = team->comp_base + r->index;
+  r->persistent = (args->mask & UCC_COLL_ARGS_FIELD_FLAGS) &&
+                  (args->flags & UCC_COLL_ARGS_FLAG_PERSISTENT);
+  r->posted = false;
+  r->linked = false;
+  r->has_cb = (args->mask & UCC_COLL_ARGS_FIELD_CB) && args->cb.cb != nullptr;
+  if (r->has_cb) r->cb = args->cb;
+  r->pub.status = UCC_OPERATION_INITIALIZED;
+  *request = &r->pub;
+  return UCC_OK;
+}
+
+ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
+  Request* r = ucc::host::as_request(request);
+  if (r == nullptr) {
+    UCC_ERROR("ucc_collective_post: invalid or finalized request");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (r->pub.status == UCC_INPROGRESS) {
+    UCC_ERROR("ucc_collective_post: request is already in progress");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (r->posted && !r->persistent) {
+    UCC_ERROR(
+        "ucc_collective_post: request was posted already and is not "
+        "persistent");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  ucc_context* ctx = r->team->ctx;
+  ucc::host::Guard g(ctx->lock, ctx->mt);
+  r->desc.gen = ++r->gen;
+  ctx->ch.arm(r->desc.comp_slot, r->gen);
+  if (!ctx->ch.submit(r->desc)) {
+    // Inline mode: let the engine drain its ring, then try once more.
+    ctx->engine.progress();
+    if (!ctx->ch.submit(r->desc)) {
+      UCC_ERROR("ucc_collective_post: submission ring full");
+      return UCC_ERR_NO_RESOURCE;
+    }
+  }
+  r->posted = true;
+  r->pub.status = UCC_INPROGRESS;
+  r->prev = nullptr;
+  r->next = ctx->posted;
+  if (ctx->posted != nullptr) ctx->posted->prev = r;
+  ctx->posted = r;
+  r->linked = true;
+  return UCC_OK;
+}
+
+ucc_status_t ucc_collective_init_and_post(ucc_coll_args_t* args,
+                                          ucc_coll_req_h* request,
+                                          ucc_team_h team) {
+  ucc_status_t st = ucc_collective_init(args, request, team);
+  if (st != UCC_OK) return st;
+  st = ucc_collective_post(*request);
+  if (st != UCC_OK) {
+    ucc_collective_finalize(*request);
+    *request = nullptr;
+  }
+  return st;
+}
+
+ucc_status_t ucc_collective_finalize(ucc_coll_req_h request) {
+  Request* r = ucc::host::as_request(request);
+  if (r == nullptr) {
+    UCC_ERROR("ucc_collective_finalize: invalid or finalized request");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (r->pub.status == UCC_INPROGRESS) {
+    UCC_ERROR("ucc_collective_finalize: request is still in progress");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  ucc_team* team = r->team;
+  ucc::host::Guard g(team->ctx->lock, team->ctx->mt);
+  r->magic = ucc::host::kDeadMagic;
+  r->next = team->free_reqs;
+  team->free_reqs = r;
+  return UCC_OK;
+}
+
+}  // extern "C"

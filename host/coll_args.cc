@@ -1,0 +1,381 @@
+// ucc_coll_args_t -> CollDesc: the first lowering stage. Everything a user
+// can get wrong is caught here with one log line and a public status; the
+// engine validates the descriptor again on its side of the boundary.
+#include <cstring>
+
+#include "device/reduce/reduce.h"
+#include "host/request.h"
+#include "platform/os/log.h"
+
+namespace ucc::host {
+namespace {
+
+using off::CollType;
+using off::DType;
+using off::ROp;
+
+#define ARG_ERROR(st, ...)  \
+  do {                      \
+    UCC_ERROR(__VA_ARGS__); \
+    return st;              \
+  } while (0)
+
+bool map_coll(ucc_coll_type_t t, CollType* out, const char** name) {
+  switch (t) {
+    case UCC_COLL_TYPE_ALLGATHER:
+      *out = CollType::kAllgather;
+      break;
+    case UCC_COLL_TYPE_ALLREDUCE:
+      *out = CollType::kAllreduce;
+      break;
+    case UCC_COLL_TYPE_ALLTOALL:
+      *out = CollType::kAlltoall;
+      break;
+    case UCC_COLL_TYPE_BARRIER:
+      *out = CollType::kBarrier;
+      break;
+    case UCC_COLL_TYPE_BCAST:
+      *out = CollType::kBcast;
+      break;
+    case UCC_COLL_TYPE_REDUCE:
+      *out = CollType::kReduce;
+      break;
+    case UCC_COLL_TYPE_REDUCE_SCATTER:
+      *out = CollType::kReduceScatter;
+      break;
+    default:
+      return false;
+  }
+  *name = off::coll_type_name(*out);
+  return true;
+}
+
+bool known_coll(ucc_coll_type_t t) {
+  uint64_t v = static_cast<uint64_t>(t);
+  return v != 0 && (v & (v - 1)) == 0 && v < UCC_COLL_TYPE_LAST;
+}
+
+// kOk, kNotSupported (valid ucc.h type we do not handle) or kInvalidParam.
+Status map_dtype(ucc_datatype_t dt, DType* out) {
+  if ((dt & UCC_DATATYPE_CLASS_MASK) == UCC_DATATYPE_GENERIC)
+    return Status::kNotSupported;
+  if ((dt & UCC_DATATYPE_CLASS_MASK) != UCC_DATATYPE_PREDEFINED)
+    return Status::kInvalidParam;
+  switch (dt) {
+    case UCC_DT_INT8:
+      *out = DType::kInt8;
+      return Status::kOk;
+    case UCC_DT_INT16:
+      *out = DType::kInt16;
+      return Status::kOk;
+    case UCC_DT_INT32:
+      *out = DType::kInt32;
+      return Status::kOk;
+    case UCC_DT_INT64:
+      *out = DType::kInt64;
+      return Status::kOk;
+    case UCC_DT_UINT8:
+      *out = DType::kUint8;
+      return Status::kOk;
+    case UCC_DT_UINT16:
+      *out = DType::kUint16;
+      return Status::kOk;
+    case UCC_DT_UINT32:
+      *out = DType::kUint32;
+      return Status::kOk;
+    case UCC_DT_UINT64:
+      *out = DType::kUint64;
+      return Status::kOk;
+    case UCC_DT_FLOAT16:
+      *out = DType::kFloat16;
+      return Status::kOk;
+    case UCC_DT_BFLOAT16:
+      *out = DType::kBfloat16;
+      return Status::kOk;
+    case UCC_DT_FLOAT32:
+      *out = DType::kFloat32;
+      return Status::kOk;
+    case UCC_DT_FLOAT64:
+      *out = DType::kFloat64;
+      return Status::kOk;
+    default:
+      break;
+  }
+  return (dt >> UCC_DATATYPE_SHIFT) < UCC_DT_PREDEFINED_LAST
+             ? Status::kNotSupported
+             : Status::kInvalidParam;
+}
+
+Status map_op(ucc_reduction_op_t op, ROp* out) {
+  switch (op) {
+    case UCC_OP_SUM:
+      *out = ROp::kSum;
+      return Status::kOk;
+    case UCC_OP_PROD:
+      *out = ROp::kProd;
+      return Status::kOk;
+    case UCC_OP_MAX:
+      *out = ROp::kMax;
+      return Status::kOk;
+    case UCC_OP_MIN:
+      *out = ROp::kMin;
+      return Status::kOk;
+    case UCC_OP_LAND:
+      *out = ROp::kLand;
+      return Status::kOk;
+    case UCC_OP_LOR:
+      *out = ROp::kLor;
+      return Status::kOk;
+    case UCC_OP_LXOR:
+      *out = ROp::kLxor;
+      return Status::kOk;
+    case UCC_OP_BAND:
+      *out = ROp::kBand;
+      return Status::kOk;
+    case UCC_OP_BOR:
+      *out = ROp::kBor;
+      return Status::kOk;
+    case UCC_OP_BXOR:
+      *out = ROp::kBxor;
+      return Status::kOk;
+    case UCC_OP_AVG:
+      *out = ROp::kAvg;
+      return Status::kOk;
+    case UCC_OP_MAXLOC:
+    case UCC_OP_MINLOC:
+      return Status::kNotSupported;
+    default:
+      return Status::kInvalidParam;
+  }
+}
+
+// One buffer description: datatype and memory type checked, the reference
+// filled for `count` elements.
+ucc_status_t buffer(const char* coll, const char* which,
+                    const ucc_coll_buffer_info_t& info, DType want,
+                    uint64_t count, off::BufRef* ref) {
+  DType dt;
+  Status st = map_dtype(info.datatype, &dt);
+  if (st == Status::kNotSupported)
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: %s datatype %#llx not supported",
+              coll, which, static_cast<unsigned long long>(info.datatype));
+  if (failed(st))
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s datatype %#llx is invalid", coll,
+              which, static_cast<unsigned long long>(info.datatype));
+  if (dt != want)
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: src and dst datatypes differ", coll);
+  if (info.mem_type != UCC_MEMORY_TYPE_HOST &&
+      info.mem_type != UCC_MEMORY_TYPE_UNKNOWN) {
+    if (static_cast<unsigned>(info.mem_type) < UCC_MEMORY_TYPE_LAST)
+      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: %s memory type %d not supported",
+                coll, which, static_cast<int>(info.mem_type));
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s memory type %d is invalid", coll,
+              which, static_cast<int>(info.mem_type));
+  }
+  uint64_t bytes;
+  if (__builtin_mul_overflow(count, off::dtype_size(dt), &bytes) ||
+      bytes > (uint64_t{1} << 62))
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s count %llu overflows", coll, which,
+              static_cast<unsigned long long>(count));
+  if (bytes != 0 && info.buffer == nullptr)
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s buffer is NULL with count %llu",
+              coll, which, static_cast<unsigned long long>(count));
+  *ref = off::BufRef{
+      reinterpret_cast<uintptr_t>(info.buffer), bytes, 0, 0, {0, 0, 0}};
+  return UCC_OK;
+}
+
+// Splits a total count into team-size blocks.
+ucc_status_t per_rank(const char* coll, const char* which, uint64_t total,
+                      uint32_t n, uint64_t* out) {
+  if (total % n != 0)
+    ARG_ERROR(UCC_ERR_INVALID_PARAM,
+              "%s: %s count %llu is not a multiple of the team size %u", coll,
+              which, static_cast<unsigned long long>(total), n);
+  *out = total / n;
+  return UCC_OK;
+}
+
+}  // namespace
+
+ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
+                        off::CollDesc* d) {
+  const uint32_t n = team.size;
+  memset(d, 0, sizeof(*d));
+  d->magic = off::kDescMagic;
+  d->version = off::kDescVersion;
+  d->team = team.eng_idx;
+  d->op = ROp::kNone;
+
+  const char* coll = "collective";
+  if (!map_coll(a.coll_type, &d->coll, &coll)) {
+    if (known_coll(a.coll_type))
+      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "collective type %#x not supported yet",
+                static_cast<unsigned>(a.coll_type));
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "unknown collective type %#x",
+              static_cast<unsigned>(a.coll_type));
+  }
+  uint64_t flags = (a.mask & UCC_COLL_ARGS_FIELD_FLAGS) ? a.flags : 0;
+  if (flags &
+      (UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS | UCC_COLL_ARGS_FLAG_TIMEOUT))
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: flags %#llx not supported yet", coll,
+              static_cast<unsigned long long>(flags));
+  if (a.mask &
+      (UCC_COLL_ARGS_FIELD_ACTIVE_SET | UCC_COLL_ARGS_FIELD_MEM_MAP_SRC_MEMH |
+       UCC_COLL_ARGS_FIELD_MEM_MAP_DST_MEMH))
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: args mask %#llx not supported yet",
+              coll, static_cast<unsigned long long>(a.mask));
+  bool in_place = (flags & UCC_COLL_ARGS_FLAG_IN_PLACE) != 0;
+  bool rooted = d->coll == CollType::kBcast || d->coll == CollType::kReduce;
+  if (rooted) {
+    if (a.root >= n)
+      ARG_ERROR(UCC_ERR_INVALID_PARAM,
+                "%s: root %llu out of range (team of %u)", coll,
+                static_cast<unsigned long long>(a.root), n);
+    d->root = static_cast<uint32_t>(a.root);
+  }
+  bool is_root = rooted && d->root == team.rank;
+
+  // Datatype (and op for reductions) come from the buffer that is read.
+  const ucc_coll_buffer_info_t& sinfo = a.src.info;
+  const ucc_coll_buffer_info_t& dinfo = a.dst.info;
+  bool reduction = d->coll == CollType::kReduce ||
+                   d->coll == CollType::kAllreduce ||
+                   d->coll == CollType::kReduceScatter;
+  bool dst_main = in_place || d->coll == CollType::kAllreduce ||
+                  d->coll == CollType::kAlltoall ||
+                  d->coll == CollType::kAllgather;
+  if (d->coll == CollType::kReduce) dst_main = in_place && is_root;
+  if (d->coll == CollType::kBcast) dst_main = false;
+  if (d->coll != CollType::kBarrier) {
+    ucc_datatype_t udt = dst_main ? dinfo.datatype : sinfo.datatype;
+    Status st = map_dtype(udt, &d->dtype);
+    if (st == Status::kNotSupported)
+      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: datatype %#llx not supported", coll,
+                static_cast<unsigned long long>(udt));
+    if (failed(st))
+      ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid datatype %#llx", coll,
+                static_cast<unsigned long long>(udt));
+  }
+  if (reduction) {
+    Status st = map_op(a.op, &d->op);
+    if (st == Status::kNotSupported)
+      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %d not supported", coll,
+                static_cast<int>(a.op));
+    if (failed(st))
+      ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid op %d", coll,
+                static_cast<int>(a.op));
+    if (!dev::reduce_supported(d->dtype, d->op))
+      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %s is not defined for %s", coll,
+                off::rop_name(d->op), off::dtype_name(d->dtype));
+  }
+
+  ucc_status_t s = UCC_OK;
+  uint64_t c = 0;
+  const DType t = d->dtype;
+  switch (d->coll) {
+    case CollType::kBarrier:
+      break;
+    case CollType::kBcast:
+      c = sinfo.count;
+      s = buffer(coll, "src", sinfo, t, c, &d->src);
+      d->dst = d->src;
+      in_place = false;
+      break;
+    case CollType::kReduce:
+      if (in_place && is_root) {
+        c = dinfo.count;
+        s = buffer(coll, "dst", dinfo, t, c, &d->dst);
+        d->src = d->dst;
+      } else {
+        in_place = false;
+        c = sinfo.count;
+        s = buffer(coll, "src", sinfo, t, c, &d->src);
+        if (s == UCC_OK && is_root) {
+          if (dinfo.count != c)
+            ARG_ERROR(UCC_ERR_INVALID_PARAM,
+                      "%s: dst count %llu != src "
+                      "count %llu",
+                      coll, static_cast<unsigned long long>(dinfo.count),
+                      static_cast<unsigned long long>(c));
+          s = buffer(coll, "dst", dinfo, t, c, &d->dst);
+        }
+      }
+      break;
+    case CollType::kAllreduce:
+      c = dinfo.count;
+      s = buffer(coll, "dst", dinfo, t, c, &d->dst);
+      if (s != UCC_OK) break;
+      if (in_place) {
+        d->src = d->dst;
+      } else {
+        if (sinfo.count != c)
+          ARG_ERROR(UCC_ERR_INVALID_PARAM,
+                    "%s: src count %llu != dst count "
+                    "%llu",
+                    coll, static_cast<unsigned long long>(sinfo.count),
+                    static_cast<unsigned long long>(c));
+        s = buffer(coll, "src", sinfo, t, c, &d->src);
+      }
+      break;
+    case CollType::kAllgather:
+      s = per_rank(coll, "dst", dinfo.count, n, &c);
+      if (s == UCC_OK) s = buffer(coll, "dst", dinfo, t, dinfo.count, &d->dst);
+      if (s != UCC_OK || in_place) break;
+      if (sinfo.count != c)
+        ARG_ERROR(UCC_ERR_INVALID_PARAM,
+                  "%s: src count %llu != dst count / "
+                  "team size (%llu)",
+                  coll, static_cast<unsigned long long>(sinfo.count),
+                  static_cast<unsigned long long>(c));
+      s = buffer(coll, "src", sinfo, t, c, &d->src);
+      break;
+    case CollType::kAlltoall:
+      s = per_rank(coll, "dst", dinfo.count, n, &c);
+      if (s == UCC_OK) s = buffer(coll, "dst", dinfo, t, dinfo.count, &d->dst);
+      if (s != UCC_OK) break;
+      if (in_place) {
+        d->src = d->dst;
+        break;
+      }
+      if (sinfo.count != dinfo.count)
+        ARG_ERROR(UCC_ERR_INVALID_PARAM,
+                  "%s: src count %llu != dst count "
+                  "%llu",
+                  coll, static_cast<unsigned long long>(sinfo.count),
+                  static_cast<unsigned long long>(dinfo.count));
+      s = buffer(coll, "src", sinfo, t, sinfo.count, &d->src);
+      break;
+    case CollType::kReduceScatter:
+      if (in_place) {
+        s = per_rank(coll, "dst", dinfo.count, n, &c);
+        if (s == UCC_OK)
+          s = buffer(coll, "dst", dinfo, t, dinfo.count, &d->dst);
+        d->src = d->dst;
+        break;
+      }
+      c = dinfo.count;
+      if (__builtin_mul_overflow(c, uint64_t{n}, &c) || sinfo.count != c)
+        ARG_ERROR(UCC_ERR_INVALID_PARAM,
+                  "%s: src count %llu != dst count "
+                  "%llu * team size %u",
+                  coll, static_cast<unsigned long long>(sinfo.count),
+                  static_cast<unsigned long long>(dinfo.count), n);
+      c = dinfo.count;
+      s = buffer(coll, "dst", dinfo, t, c, &d->dst);
+      if (s == UCC_OK) s = buffer(coll, "src", sinfo, t, sinfo.count, &d->src);
+      break;
+    case CollType::kCount:
+      return UCC_ERR_INVALID_PARAM;
+  }
+  if (s != UCC_OK) return s;
+  uint64_t total;
+  if (__builtin_mul_overflow(c, uint64_t{n} * off::dtype_size(t), &total))
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: count %llu overflows", coll,
+              static_cast<unsigned long long>(c));
+  d->count = c;
+  if (in_place) d->flags |= off::kDescInPlace;
+  return UCC_OK;
+}
+
+}  // namespace ucc::host

@@ -1,0 +1,280 @@
+#include "host/config.h"
+
+#include <strings.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "device/select/select.h"
+
+namespace ucc::host {
+namespace {
+
+using off::CollType;
+
+constexpr KnobInfo kKnobs[kNumKnobs] = {
+    {"LOG_LEVEL", "warn", Scope::kLib,
+     "Log level: error, warn, info, debug, trace"},
+    {"OFFLOAD", "inline", Scope::kContext,
+     "Where the collective engine runs: inline (in this process, "
+     "progressed by ucc_context_progress)"},
+    {"MAX_TEAMS", "64", Scope::kContext, "Teams a context can hold at once"},
+    {"TEAM_MAX_COLLS", "128", Scope::kContext,
+     "Collective requests preallocated per team (rounded up to a power "
+     "of two); bounds outstanding collectives"},
+    {"SHM_SEG_SIZE", "64K", Scope::kContext,
+     "Bytes per shared-memory message slot (multiple of 64)"},
+    {"SHM_NSEGS", "8", Scope::kContext,
+     "Message slots per peer inbox (power of two, >= 2)"},
+    {"POLL_SPIN", "auto", Scope::kContext,
+     "Idle ucc_context_progress calls before each further idle call "
+     "yields the CPU; auto: 2 when a team has more ranks than this process "
+     "has CPUs, 128 otherwise"},
+    {"ALLREDUCE_RING_MIN", "64K", Scope::kContext,
+     "Allreduce vectors of at least this many bytes use the ring "
+     "algorithm, smaller ones recursive doubling"},
+    {"BARRIER_ALG", "auto", Scope::kContext,
+     "Barrier algorithm: auto, dissemination"},
+    {"BCAST_ALG", "auto", Scope::kContext, "Bcast algorithm: auto, binomial"},
+    {"REDUCE_ALG", "auto", Scope::kContext, "Reduce algorithm: auto, binomial"},
+    {"ALLREDUCE_ALG", "auto", Scope::kContext,
+     "Allreduce algorithm: auto, rd (recursive doubling), ring"},
+    {"ALLGATHER_ALG", "auto", Scope::kContext,
+     "Allgather algorithm: auto, ring"},
+    {"ALLTOALL_ALG", "auto", Scope::kContext,
+     "Alltoall algorithm: auto, pairwise"},
+    {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
+     "Reduce-scatter algorithm: auto, ring"},
+};
+
+// The collective an *_ALG knob selects for, or kCount for other knobs.
+CollType alg_knob_coll(Knob k) {
+  switch (k) {
+    case Knob::kBarrierAlg:
+      return CollType::kBarrier;
+    case Knob::kBcastAlg:
+      return CollType::kBcast;
+    case Knob::kReduceAlg:
+      return CollType::kReduce;
+    case Knob::kAllreduceAlg:
+      return CollType::kAllreduce;
+    case Knob::kAllgatherAlg:
+      return CollType::kAllgather;
+    case Knob::kAlltoallAlg:
+      return CollType::kAlltoall;
+    case Knob::kReduceScatterAlg:
+      return CollType::kReduceScatter;
+    default:
+      return CollType::kCount;
+  }
+}
+
+// Unsigned number with an optional K/M/G suffix (powers of 1024).
+bool parse_size(const char* s, uint64_t* out) {
+  if (s[0] < '0' || s[0] > '9') return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = strtoull(s, &end, 0);
+  if (errno != 0) return false;
+  uint64_t mult = 1;
+  if (*end == 'k' || *end == 'K')
+    mult = 1ull << 10, ++end;
+  else if (*end == 'm' || *end == 'M')
+    mult = 1ull << 20, ++end;
+  else if (*end == 'g' || *end == 'G')
+    mult = 1ull << 30, ++end;
+  if (*end == 'b' || *end == 'B') ++end;
+  if (*end != '\0') return false;
+  return !__builtin_mul_overflow(static_cast<uint64_t>(v), mult, out);
+}
+
+bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// Checks one value for one knob.
+bool valid(Knob k, const char* v) {
+  uint64_t u = 0;
+  switch (k) {
+    case Knob::kLogLevel: {
+      plat::LogLevel l;
+      return plat::log_parse_level(v, &l);
+    }
+    case Knob::kOffload:
+      return strcasecmp(v, "inline") == 0;
+    case Knob::kMaxTeams:
+      return parse_size(v, &u) && u >= 1 && u <= 4096;
+    case Knob::kTeamMaxColls:
+      return parse_size(v, &u) && u >= 1 && u <= 65536;
+    case Knob::kShmSegSize:
+      return parse_size(v, &u) && u >= 64 && u % 64 == 0 && u <= (64u << 20);
+    case Knob::kShmNsegs:
+      return parse_size(v, &u) && u >= 2 && u <= 1024 && is_pow2(u);
+    case Knob::kPollSpin:
+      return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u <= 1000000);
+    case Knob::kAllreduceRingMin:
+      return parse_size(v, &u);
+    default: {
+      uint8_t id;
+      CollType c = alg_knob_coll(k);
+      return c != CollType::kCount && dev::parse_alg(c, v, &id);
+    }
+  }
+}
+
+Status set(ConfigValues* c, Knob k, const char* v, const char* origin) {
+  int i = static_cast<int>(k);
+  if (strlen(v) >= static_cast<size_t>(kValueLen) || !valid(k, v)) {
+    UCC_ERROR("invalid value '%s' for UCC_%s (from %s): %s", v, kKnobs[i].name,
+              origin, kKnobs[i].doc);
+    return Status::kInvalidParam;
+  }
+  strcpy(c->value[i], v);
+  return Status::kOk;
+}
+
+bool find(const char* name, Knob* out) {
+  if (strncasecmp(name, "UCC_", 4) == 0) name += 4;
+  for (int i = 0; i < kNumKnobs; ++i) {
+    if (strcasecmp(name, kKnobs[i].name) == 0) {
+      *out = static_cast<Knob>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+char* trim(char* s) {
+  while (*s == ' ' || *s == '\t') ++s;
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' ||
+                   s[n - 1] == '\r'))
+    s[--n] = '\0';
+  return s;
+}
+
+// NAME = value lines; '#' starts a comment. Unknown names are warned about.
+Status read_file(ConfigValues* c, const char* filename) {
+  FILE* f = fopen(filename, "r");
+  if (f == nullptr) {
+    UCC_ERROR("cannot open config file %s: %s", filename, strerror(errno));
+    return Status::kInvalidParam;
+  }
+  char line[256];
+  Status st = Status::kOk;
+  while (ok(st) && fgets(line, sizeof(line), f) != nullptr) {
+    char* hash = strchr(line, '#');
+    if (hash != nullptr) *hash = '\0';
+    char* eq = strchr(line, '=');
+    char* name = trim(line);
+    if (*name == '\0') continue;
+    if (eq == nullptr) {
+      UCC_ERROR("config file %s: line without '=': %s", filename, name);
+      st = Status::kInvalidParam;
+      break;
+    }
+    *eq = '\0';
+    name = trim(name);
+    char* value = trim(eq + 1);
+    Knob k;
+    if (!find(name, &k)) {
+      UCC_WARN("config file %s: unknown knob %s", filename, name);
+      continue;
+    }
+    if (kKnobs[static_cast<int>(k)].scope == c->scope)
+      st = set(c, k, value, filename);
+  }
+  fclose(f);
+  return st;
+}
+
+}  // namespace
+
+const KnobInfo& knob_info(Knob k) { return kKnobs[static_cast<int>(k)]; }
+
+Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
+                   const char* filename) {
+  c->scope = scope;
+  for (int i = 0; i < kNumKnobs; ++i) strcpy(c->value[i], kKnobs[i].def);
+  if (filename != nullptr && filename[0] != '\0') {
+    Status st = read_file(c, filename);
+    if (failed(st)) return st;
+  }
+  for (int i = 0; i < kNumKnobs; ++i) {
+    if (kKnobs[i].scope != scope) continue;
+    char var[160];
+    snprintf(var, sizeof(var), "UCC_%s", kKnobs[i].name);
+    const char* v = getenv(var);
+    if (env_prefix != nullptr && env_prefix[0] != '\0') {
+      char pvar[160];
+      snprintf(pvar, sizeof(pvar), "%s_UCC_%s", env_prefix, kKnobs[i].name);
+      const char* pv = getenv(pvar);
+      if (pv != nullptr) {
+        v = pv;
+        strcpy(var, pvar);
+      }
+    }
+    if (v != nullptr) {
+      Status st = set(c, static_cast<Knob>(i), v, var);
+      if (failed(st)) return st;
+    }
+  }
+  return Status::kOk;
+}
+
+Status config_modify(ConfigValues* c, const char* name, const char* value) {
+  Knob k;
+  if (name == nullptr || value == nullptr || !find(name, &k) ||
+      kKnobs[static_cast<int>(k)].scope != c->scope) {
+    UCC_ERROR("unknown configuration knob '%s'", name ? name : "(null)");
+    return Status::kInvalidParam;
+  }
+  return set(c, k, value, "modify");
+}
+
+void config_print(const ConfigValues& c, FILE* stream, const char* title,
+                  bool header, bool doc) {
+  if (stream == nullptr) return;
+  if (header)
+    fprintf(stream, "#\n# %s\n#\n", title ? title : "UCC configuration");
+  for (int i = 0; i < kNumKnobs; ++i) {
+    if (kKnobs[i].scope != c.scope) continue;
+    if (doc) fprintf(stream, "#\n# %s\n#\n", kKnobs[i].doc);
+    fprintf(stream, "UCC_%s=%s\n", kKnobs[i].name, c.value[i]);
+  }
+}
+
+Status lib_log_level(const ConfigValues& c, plat::LogLevel* out) {
+  return plat::log_parse_level(c.value[static_cast<int>(Knob::kLogLevel)], out)
+             ? Status::kOk
+             : Status::kInvalidParam;
+}
+
+Status context_settings(const ConfigValues& c, ContextSettings* out) {
+  auto num = [&](Knob k) {
+    uint64_t u = 0;
+    parse_size(c.value[static_cast<int>(k)], &u);
+    return u;
+  };
+  dev::EngineConfig& e = out->engine;
+  e.max_teams = static_cast<uint32_t>(num(Knob::kMaxTeams));
+  uint64_t q = 1;
+  while (q < num(Knob::kTeamMaxColls)) q <<= 1;
+  e.team_queue = static_cast<uint32_t>(q);
+  e.slot_size = static_cast<uint32_t>(num(Knob::kShmSegSize));
+  e.nslots = static_cast<uint32_t>(num(Knob::kShmNsegs));
+  e.select.allreduce_ring_min_bytes = num(Knob::kAllreduceRingMin);
+  for (int i = 0; i < kNumKnobs; ++i) {
+    CollType coll = alg_knob_coll(static_cast<Knob>(i));
+    if (coll == CollType::kCount) continue;
+    uint8_t id = 0;
+    if (!dev::parse_alg(coll, c.value[i], &id)) return Status::kInvalidParam;
+    e.select.forced[static_cast<int>(coll)] = id;
+  }
+  const char* spin = c.value[static_cast<int>(Knob::kPollSpin)];
+  out->poll_spin = strcasecmp(spin, "auto") == 0
+                       ? kPollSpinAuto
+                       : static_cast<uint32_t>(num(Knob::kPollSpin));
+  return Status::kOk;
+}
+
+}  // namespace ucc::host

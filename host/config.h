@@ -1,0 +1,77 @@
+// Configuration knobs: one table (config.cc) gives every knob's name,
+// default, kind and documentation line. Values come from, lowest to
+// highest precedence: the default, a config file, UCC_<NAME> and
+// <PREFIX>_UCC_<NAME> in the environment, and ucc_*_config_modify().
+// A bad value is an error where it is read or modified, never later.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+
+#include "device/engine/engine.h"
+#include "offload/types.h"
+#include "platform/os/log.h"
+
+namespace ucc::host {
+
+using off::Status;
+
+enum class Scope : uint8_t { kLib, kContext };
+
+enum class Knob : uint8_t {
+  kLogLevel,
+  kOffload,
+  kMaxTeams,
+  kTeamMaxColls,
+  kShmSegSize,
+  kShmNsegs,
+  kPollSpin,
+  kAllreduceRingMin,
+  kBarrierAlg,
+  kBcastAlg,
+  kReduceAlg,
+  kAllreduceAlg,
+  kAllgatherAlg,
+  kAlltoallAlg,
+  kReduceScatterAlg,
+  kCount
+};
+
+inline constexpr int kNumKnobs = static_cast<int>(Knob::kCount);
+inline constexpr int kValueLen = 64;
+
+struct KnobInfo {
+  const char* name;  // without the UCC_ prefix
+  const char* def;
+  Scope scope;
+  const char* doc;
+};
+const KnobInfo& knob_info(Knob k);
+
+// A set of knob values (as text, already validated).
+struct ConfigValues {
+  Scope scope;
+  char value[kNumKnobs][kValueLen];
+};
+
+// Fills `c` with defaults, then `filename` (may be null), then the
+// environment. kInvalidParam (with a log line naming the knob) on a bad
+// value or an unreadable file.
+Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
+                   const char* filename);
+// Sets one knob by name (with or without the UCC_ prefix).
+Status config_modify(ConfigValues* c, const char* name, const char* value);
+void config_print(const ConfigValues& c, FILE* stream, const char* title,
+                  bool header, bool doc);
+
+inline constexpr uint32_t kPollSpinAuto = UINT32_MAX;
+
+// What a context runs with, parsed from its values.
+struct ContextSettings {
+  dev::EngineConfig engine;
+  uint32_t poll_spin;  // kPollSpinAuto: chosen per team size (context.cc)
+};
+Status context_settings(const ConfigValues& c, ContextSettings* out);
+Status lib_log_level(const ConfigValues& c, plat::LogLevel* out);
+
+}  // namespace ucc::host

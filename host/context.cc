@@ -1,0 +1,256 @@
+// Contexts: the engine (inline: in this process), the channel it is fed
+// through, and completion reaping in ucc_context_progress.
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "host/objects.h"
+#include "host/request.h"
+#include "platform/os/log.h"
+
+using ucc::host::Scope;
+using ucc::off::Status;
+
+namespace {
+
+constexpr uint32_t kSubmitRing = 1024;
+
+bool valid_lib(ucc_lib_h lib) {
+  return lib != nullptr && lib->magic == ucc::host::kLibMagic;
+}
+
+// Runs one OOB allgather to completion (context creation is blocking in
+// ucc.h's model; the user's OOB progresses by itself).
+ucc_status_t oob_allgather(const ucc_oob_coll_t& oob, void* src, void* dst,
+                           size_t len) {
+  void* req = nullptr;
+  ucc_status_t st = oob.allgather(src, dst, len, oob.coll_info, &req);
+  if (st != UCC_OK) return st;
+  ucc::plat::Backoff b;
+  while ((st = oob.req_test(req)) == UCC_INPROGRESS) b.idle();
+  oob.req_free(req);
+  return st;
+}
+
+}  // namespace
+
+namespace ucc::host {
+
+void context_fit_spin(ucc_context* ctx, uint32_t team_size) {
+  uint32_t spin = ctx->settings.poll_spin;
+  if (spin == kPollSpinAuto) {
+    // Oversubscribed ranks must hand their core over almost at once; ranks
+    // with a core each may spin a little longer for lower latency.
+    cpu_set_t set;
+    long ncpu =
+        sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    if (team_size > ctx->max_team_seen) ctx->max_team_seen = team_size;
+    spin = ctx->max_team_seen > ncpu ? 2 : 128;
+  }
+  ctx->backoff.set_spin_limit(spin);
+}
+
+}  // namespace ucc::host
+
+extern "C" {
+
+ucc_status_t ucc_context_config_read(ucc_lib_h lib, const char* filename,
+                                     ucc_context_config_h* config) {
+  if (!valid_lib(lib) || config == nullptr) {
+    UCC_ERROR("ucc_context_config_read: invalid library handle or config");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  auto* c =
+      static_cast<ucc_context_config*>(calloc(1, sizeof(ucc_context_config)));
+  if (c == nullptr) return UCC_ERR_NO_MEMORY;
+  c->lib = lib;
+  Status st = ucc::host::config_read(&c->values, Scope::kContext,
+                                     lib->env_prefix, filename);
+  if (ucc::off::failed(st)) {
+    free(c);
+    return ucc::host::to_ucc(st);
+  }
+  *config = c;
+  return UCC_OK;
+}
+
+void ucc_context_config_release(ucc_context_config_h config) { free(config); }
+
+void ucc_context_config_print(const ucc_context_config_h config, FILE* stream,
+                              const char* title,
+                              ucc_config_print_flags_t print_flags) {
+  if (config == nullptr) return;
+  ucc::host::config_print(config->values, stream, title,
+                          print_flags & UCC_CONFIG_PRINT_HEADER,
+                          print_flags & UCC_CONFIG_PRINT_DOC);
+}
+
+ucc_status_t ucc_context_config_modify(ucc_context_config_h config,
+                                       const char* component, const char* name,
+                                       const char* value) {
+  if (config == nullptr) {
+    UCC_ERROR("ucc_context_config_modify: config is NULL");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (component != nullptr) {
+    UCC_ERROR("ucc_context_config_modify: unknown component '%s'", component);
+    return UCC_ERR_NOT_FOUND;
+  }
+  return ucc::host::to_ucc(
+      ucc::host::config_modify(&config->values, name, value));
+}
+
+ucc_status_t ucc_context_create(ucc_lib_h lib,
+                                const ucc_context_params_t* params,
+                                const ucc_context_config_h config,
+                                ucc_context_h* context) {
+  if (!valid_lib(lib) || params == nullptr || context == nullptr) {
+    UCC_ERROR("ucc_context_create: invalid lib, params or context pointer");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  ucc::host::ConfigValues defaults;
+  const ucc::host::ConfigValues* values = nullptr;
+  if (config != nullptr) {
+    values = &config->values;
+  } else {
+    Status st = ucc::host::config_read(&defaults, Scope::kContext,
+                                       lib->env_prefix, nullptr);
+    if (ucc::off::failed(st)) return ucc::host::to_ucc(st);
+    values = &defaults;
+  }
+  ucc::host::ContextSettings settings;
+  if (ucc::off::failed(ucc::host::context_settings(*values, &settings)))
+    return UCC_ERR_INVALID_PARAM;
+
+  bool has_oob = (params->mask & UCC_CONTEXT_PARAM_FIELD_OOB) != 0;
+  if (has_oob) {
+    const ucc_oob_coll_t& o = params->oob;
+    if (o.allgather == nullptr || o.req_test == nullptr ||
+        o.req_free == nullptr || o.n_oob_eps == 0 || o.oob_ep >= o.n_oob_eps) {
+      UCC_ERROR(
+          "ucc_context_create: incomplete OOB (callbacks, n_oob_eps "
+          "%u, oob_ep %u)",
+          o.n_oob_eps, o.oob_ep);
+      return UCC_ERR_INVALID_PARAM;
+    }
+  }
+
+  auto* ctx = static_cast<ucc_context*>(
+      aligned_alloc(64, ucc::host::round64(sizeof(ucc_context))));
+  if (ctx == nullptr) return UCC_ERR_NO_MEMORY;
+  new (ctx) ucc_context();
+  ctx->lib = lib;
+  ctx->mt = lib->thread_mode == UCC_THREAD_MULTIPLE;
+  ctx->settings = settings;
+  ctx->type = (params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE)
+                  ? params->type
+                  : UCC_CONTEXT_EXCLUSIVE;
+  ctx->has_oob = has_oob;
+  if (has_oob) ctx->oob = params->oob;
+  ctx->addr[0] = static_cast<uint64_t>(getpid());
+  ctx->addr[1] = gethostid();
+  ucc::host::context_fit_spin(ctx, 1);
+
+  uint32_t ncomp = settings.engine.max_teams * settings.engine.team_queue;
+  size_t bytes = ucc::off::Channel::bytes_needed(kSubmitRing, ncomp);
+  ctx->chmem = aligned_alloc(64, ucc::host::round64(bytes));
+  if (ctx->chmem == nullptr) {
+    ctx->~ucc_context();
+    free(ctx);
+    return UCC_ERR_NO_MEMORY;
+  }
+  ctx->ch.init(ctx->chmem, kSubmitRing, ncomp);
+  Status st = ctx->engine.init(settings.engine, &ctx->ch);
+  ucc_status_t ust = ucc::host::to_ucc(st);
+  if (ust == UCC_OK && has_oob && ctx->oob.n_oob_eps > 1) {
+    // Every member must be on this host: the shared-memory fabric is the
+    // only one so far.
+    uint64_t* all = static_cast<uint64_t*>(
+        calloc(ctx->oob.n_oob_eps, 2 * sizeof(uint64_t)));
+    ust = all == nullptr
+              ? UCC_ERR_NO_MEMORY
+              : oob_allgather(ctx->oob, ctx->addr, all, 2 * sizeof(uint64_t));
+    for (uint32_t i = 0; ust == UCC_OK && i < ctx->oob.n_oob_eps; ++i) {
+      if (all[2 * i + 1] != ctx->addr[1]) {
+        UCC_ERROR(
+            "ucc_context_create: ep %u is on another host; only "
+            "single-host jobs are supported",
+            i);
+        ust = UCC_ERR_NOT_SUPPORTED;
+      }
+    }
+    free(all);
+  }
+  if (ust != UCC_OK) {
+    ctx->engine.fini();
+    free(ctx->chmem);
+    ctx->~ucc_context();
+    free(ctx);
+    return ust;
+  }
+  ctx->magic = ucc::host::kCtxMagic;
+  ++lib->ncontexts;
+  *context = ctx;
+  return UCC_OK;
+}
+
+ucc_status_t ucc_context_progress(ucc_context_h ctx) {
+  if (ctx == nullptr || ctx->magic != ucc::host::kCtxMagic) {
+    UCC_ERROR("ucc_context_progress: invalid context handle");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  ucc::host::Request* due = nullptr;
+  uint64_t events = 0;
+  {
+    ucc::host::Guard g(ctx->lock, ctx->mt);
+    events = ctx->engine.progress();
+    events += ucc::host::reap(ctx, &due);
+  }
+  // Yield outside the lock so other threads of a shared context go on.
+  if (events == 0) {
+    ctx->backoff.idle();
+  } else {
+    ctx->backoff.reset();
+  }
+  ucc::host::run_callbacks(due);
+  return UCC_OK;
+}
+
+ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
+  if (ctx == nullptr || ctx->magic != ucc::host::kCtxMagic) {
+    UCC_ERROR("ucc_context_destroy: invalid context handle");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (ctx->nteams != 0) {
+    UCC_ERROR("ucc_context_destroy: %d teams still exist", ctx->nteams);
+    return UCC_ERR_INVALID_PARAM;
+  }
+  ctx->magic = ucc::host::kDeadMagic;
+  ctx->engine.fini();
+  free(ctx->chmem);
+  --ctx->lib->ncontexts;
+  ctx->~ucc_context();
+  free(ctx);
+  return UCC_OK;
+}
+
+ucc_status_t ucc_context_get_attr(ucc_context_h ctx, ucc_context_attr_t* attr) {
+  if (ctx == nullptr || ctx->magic != ucc::host::kCtxMagic || attr == nullptr) {
+    UCC_ERROR("ucc_context_get_attr: invalid context handle or attr");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (attr->mask & UCC_CONTEXT_ATTR_FIELD_TYPE) attr->type = ctx->type;
+  if (attr->mask & UCC_CONTEXT_ATTR_FIELD_SYNC_TYPE)
+    attr->sync_type = UCC_NO_SYNC_COLLECTIVES;
+  if (attr->mask & UCC_CONTEXT_ATTR_FIELD_CTX_ADDR) attr->ctx_addr = ctx->addr;
+  if (attr->mask & UCC_CONTEXT_ATTR_FIELD_CTX_ADDR_LEN)
+    attr->ctx_addr_len = sizeof(ctx->addr);
+  if (attr->mask & UCC_CONTEXT_ATTR_FIELD_WORK_BUFFER_SIZE)
+    attr->global_work_buffer_size = 0;
+  return UCC_OK;
+}
+
+}  // extern "C"

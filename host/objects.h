@@ -1,0 +1,135 @@
+// The objects behind the public handles. Each starts with a magic number
+// that is cleared when the object is destroyed, so a stale handle is
+// reported (where the memory has not been reused) instead of followed.
+//
+// Threads: a context serialises its callers with `lock` when the library
+// was initialised with UCC_THREAD_MULTIPLE; otherwise the caller does.
+#pragma once
+
+#include <ucc/api/ucc.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "device/engine/engine.h"
+#include "host/config.h"
+#include "offload/channel.h"
+#include "platform/os/backoff.h"
+#include "platform/shm/shm_fabric.h"
+
+namespace ucc::host {
+
+inline constexpr uint32_t kLibMagic = 0x4c494231;   // "LIB1"
+inline constexpr uint32_t kCtxMagic = 0x43545831;   // "CTX1"
+inline constexpr uint32_t kTeamMagic = 0x54454131;  // "TEA1"
+inline constexpr uint32_t kReqMagic = 0x52455131;   // "REQ1"
+inline constexpr uint32_t kDeadMagic = 0xdeadbeef;
+
+// Maps an internal status onto the public one.
+ucc_status_t to_ucc(off::Status st);
+
+struct Request {
+  ucc_coll_req_t pub;  // first: ucc_collective_test() reads pub.status
+  uint32_t magic;
+  uint32_t index;  // in the team's pool; completion slot = base + index
+  ucc_team* team;
+  uint32_t gen;  // generation of the latest post
+  bool persistent;
+  bool posted;  // posted at least once
+  bool linked;  // on the context's list of posted requests
+  ucc_coll_callback_t cb;
+  bool has_cb;
+  off::CollDesc desc;
+  Request* next;  // posted list, or free list while unused
+  Request* prev;
+};
+
+// Serialises a context's callers in UCC_THREAD_MULTIPLE mode.
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+      plat::Backoff b(16);
+      b.idle();
+    }
+  }
+  void unlock() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
+class Guard {
+ public:
+  Guard(SpinLock& l, bool on) : l_(l), on_(on) {
+    if (on_) l_.lock();
+  }
+  ~Guard() {
+    if (on_) l_.unlock();
+  }
+
+ private:
+  SpinLock& l_;
+  bool on_;
+};
+
+}  // namespace ucc::host
+
+struct ucc_lib_info {
+  uint32_t magic;
+  ucc_thread_mode_t thread_mode;
+  uint64_t coll_types;
+  char env_prefix[64];
+  int ncontexts;
+};
+
+struct ucc_lib_config {
+  char env_prefix[64];
+  ucc::host::ConfigValues values;
+};
+
+struct ucc_context_config {
+  ucc_lib_info* lib;
+  ucc::host::ConfigValues values;
+};
+
+struct ucc_context {
+  uint32_t magic;
+  ucc_lib_info* lib;
+  bool mt;  // UCC_THREAD_MULTIPLE: take `lock`
+  ucc::host::SpinLock lock;
+  ucc::host::ContextSettings settings;
+  ucc_context_type_t type;
+  bool has_oob;
+  ucc_oob_coll_t oob;
+  uint64_t addr[2];  // what ucc_context_get_attr reports
+  void* chmem;
+  ucc::off::Channel ch;
+  ucc::dev::Engine engine;
+  ucc::plat::Backoff backoff;
+  ucc::host::Request* posted;  // head of the posted list
+  int nteams;
+  uint32_t max_team_seen;  // largest team created (idle back-off)
+};
+
+struct ucc_team {
+  enum class State : uint8_t { kExchange, kConfirm, kReady, kFailed };
+  uint32_t magic;
+  State state;
+  ucc_context* ctx;
+  uint32_t size;
+  uint32_t rank;
+  uint64_t* eps;  // team rank -> context ep
+  ucc_oob_coll_t oob;
+  void* oob_req;
+  uint32_t eng_idx;  // engine team slot
+  ucc::plat::shm::SegAddr my_addr;
+  ucc::plat::shm::SegAddr* addrs;
+  int32_t my_ok;
+  int32_t* oks;
+  ucc_post_ordering_t ordering;
+  ucc::host::Request* reqs;
+  uint32_t nreqs;
+  uint32_t comp_base;
+  ucc::host::Request* free_reqs;
+};

@@ -1,0 +1,36 @@
+// Collective requests: per-team pools (taken at team creation) and the
+// context's list of posted requests whose completions progress reaps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "host/objects.h"
+
+namespace ucc::host {
+
+inline size_t round64(size_t v) { return (v + 63) & ~size_t{63}; }
+
+// Builds the team's request pool; false when out of memory.
+bool request_pool_init(ucc_team* team, uint32_t n);
+void request_pool_fini(ucc_team* team);
+
+// Removes a request from the context's posted list.
+void unlink_posted(ucc_context* ctx, Request* r);
+
+// Copies finished collectives' statuses into their requests; returns how
+// many finished, and in *callbacks those whose callback is due (linked by
+// `next`), to be run by run_callbacks() once the context lock is released
+// (a callback may call ucc_collective_finalize).
+uint64_t reap(ucc_context* ctx, Request** callbacks);
+void run_callbacks(Request* due);
+
+// Sets the context's idle spin limit for a team of `team_size` ranks.
+void context_fit_spin(ucc_context* ctx, uint32_t team_size);
+
+// Translates and validates user arguments into a descriptor (coll_args.cc).
+// Logs one line and returns the public error on bad input.
+ucc_status_t build_desc(const ucc_coll_args_t& args, const ucc_team& team,
+                        off::CollDesc* d);
+
+}  // namespace ucc::host

@@ -1,0 +1,333 @@
+// Team creation, a non-blocking state machine driven by
+// ucc_team_create_test:
+//   kExchange  the engine opened this rank's fabric segment; its address
+//              travels to every member through the user's OOB allgather
+//   kConfirm   every member mapped every segment; the outcome (ok or not)
+//              travels through a second allgather so all members agree
+//   kReady     collectives may be posted
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "host/request.h"
+#include "platform/os/log.h"
+
+using ucc::off::Status;
+
+namespace {
+
+bool valid_ctx(ucc_context_h c) {
+  return c != nullptr && c->magic == ucc::host::kCtxMagic;
+}
+bool valid_team(ucc_team_h t) {
+  return t != nullptr && t->magic == ucc::host::kTeamMagic;
+}
+
+void team_free(ucc_team* t) {
+  if (t->ctx != nullptr && t->eng_idx != UINT32_MAX)
+    t->ctx->engine.team_close(t->eng_idx);
+  ucc::host::request_pool_fini(t);
+  free(t->eps);
+  free(t->addrs);
+  free(t->oks);
+  t->magic = ucc::host::kDeadMagic;
+  free(t);
+}
+
+// The team's rank and size from its parameters (see ucc.h).
+ucc_status_t rank_and_size(const ucc_team_params_t& p, const ucc_context& ctx,
+                           uint32_t* rank, uint32_t* size) {
+  uint64_t sz = 0;
+  bool has_oob = p.mask & UCC_TEAM_PARAM_FIELD_OOB;
+  if (has_oob) sz = p.oob.n_oob_eps;
+  if (p.mask & UCC_TEAM_PARAM_FIELD_TEAM_SIZE) {
+    if (sz != 0 && p.team_size != sz) {
+      UCC_ERROR("ucc_team_create_post: team_size %llu != oob.n_oob_eps %llu",
+                static_cast<unsigned long long>(p.team_size),
+                static_cast<unsigned long long>(sz));
+      return UCC_ERR_INVALID_PARAM;
+    }
+    sz = p.team_size;
+  }
+  if ((p.mask & UCC_TEAM_PARAM_FIELD_EP_MAP) && p.ep_map.ep_num != 0) {
+    if (sz != 0 && p.ep_map.ep_num != sz) {
+      UCC_ERROR(
+          "ucc_team_create_post: ep_map.ep_num disagrees with the team "
+          "size");
+      return UCC_ERR_INVALID_PARAM;
+    }
+    sz = p.ep_map.ep_num;
+  }
+  if (!has_oob && ctx.has_oob && sz == 0) sz = ctx.oob.n_oob_eps;
+  if (sz == 0 || sz > 1u << 20) {
+    UCC_ERROR("ucc_team_create_post: team size unknown or invalid (%llu)",
+              static_cast<unsigned long long>(sz));
+    return UCC_ERR_INVALID_PARAM;
+  }
+  uint64_t r = UINT64_MAX;
+  if ((p.mask & UCC_TEAM_PARAM_FIELD_EP) &&
+      (p.mask & UCC_TEAM_PARAM_FIELD_EP_RANGE) &&
+      p.ep_range == UCC_COLLECTIVE_EP_RANGE_CONTIG)
+    r = p.ep;
+  if (has_oob) {
+    if (r != UINT64_MAX && r != p.oob.oob_ep) {
+      UCC_ERROR("ucc_team_create_post: ep %llu != oob.oob_ep %u",
+                static_cast<unsigned long long>(r), p.oob.oob_ep);
+      return UCC_ERR_INVALID_PARAM;
+    }
+    r = p.oob.oob_ep;
+  }
+  if (r == UINT64_MAX && !has_oob && ctx.has_oob) r = ctx.oob.oob_ep;
+  if (r >= sz) {
+    UCC_ERROR(
+        "ucc_team_create_post: rank %llu out of range for a team of "
+        "%llu",
+        static_cast<unsigned long long>(r),
+        static_cast<unsigned long long>(sz));
+    return UCC_ERR_INVALID_PARAM;
+  }
+  *rank = static_cast<uint32_t>(r);
+  *size = static_cast<uint32_t>(sz);
+  return UCC_OK;
+}
+
+// Runs the OOB allgather of the current phase; UCC_OK once complete.
+ucc_status_t oob_step(ucc_team* t, void* src, void* dst, size_t len) {
+  if (t->oob_req == nullptr) {
+    ucc_status_t st =
+        t->oob.allgather(src, dst, len, t->oob.coll_info, &t->oob_req);
+    if (st != UCC_OK) return st;
+  }
+  ucc_status_t st = t->oob.req_test(t->oob_req);
+  if (st == UCC_INPROGRESS) return st;
+  t->oob.req_free(t->oob_req);
+  t->oob_req = nullptr;
+  return st;
+}
+
+}  // namespace
+
+extern "C" {
+
+ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
+                                  uint32_t num_contexts,
+                                  const ucc_team_params_t* params,
+                                  ucc_team_h* new_team) {
+  if (contexts == nullptr || num_contexts == 0 || params == nullptr ||
+      new_team == nullptr) {
+    UCC_ERROR("ucc_team_create_post: NULL argument or no contexts");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (num_contexts != 1) {
+    UCC_ERROR("ucc_team_create_post: teams over %u contexts not supported",
+              num_contexts);
+    return UCC_ERR_NOT_SUPPORTED;
+  }
+  ucc_context* ctx = contexts[0];
+  if (!valid_ctx(ctx)) {
+    UCC_ERROR("ucc_team_create_post: invalid context handle");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  const ucc_team_params_t& p = *params;
+  uint32_t rank = 0, size = 0;
+  ucc_status_t st = rank_and_size(p, *ctx, &rank, &size);
+  if (st != UCC_OK) return st;
+  ucc_oob_coll_t oob{};
+  if (p.mask & UCC_TEAM_PARAM_FIELD_OOB) {
+    oob = p.oob;
+  } else if (ctx->has_oob && ctx->oob.n_oob_eps == size) {
+    oob = ctx->oob;  // the team spans the whole context
+  } else if (size > 1) {
+    UCC_ERROR(
+        "ucc_team_create_post: a team of %u needs a team OOB (or a "
+        "context OOB over exactly its members)",
+        size);
+    return UCC_ERR_NOT_SUPPORTED;
+  }
+  if (size > 1 && (oob.allgather == nullptr || oob.req_test == nullptr ||
+                   oob.req_free == nullptr)) {
+    UCC_ERROR("ucc_team_create_post: OOB callbacks missing");
+    return UCC_ERR_INVALID_PARAM;
+  }
+
+  auto* t = static_cast<ucc_team*>(calloc(1, sizeof(ucc_team)));
+  if (t == nullptr) return UCC_ERR_NO_MEMORY;
+  t->eng_idx = UINT32_MAX;
+  t->size = size;
+  t->rank = rank;
+  t->oob = oob;
+  t->ordering = (p.mask & UCC_TEAM_PARAM_FIELD_ORDERING)
+                    ? p.ordering
+                    : UCC_COLLECTIVE_POST_ORDERED;
+  // The engine runs a team's collectives in posting order, which must
+  // therefore be the same on every member.
+  if (t->ordering != UCC_COLLECTIVE_POST_ORDERED &&
+      t->ordering != UCC_COLLECTIVE_INIT_AND_POST_ORDERED) {
+    UCC_ERROR(
+        "ucc_team_create_post: teams without a common posting order "
+        "(ordering %d) are not supported yet",
+        static_cast<int>(t->ordering));
+    team_free(t);
+    return UCC_ERR_NOT_SUPPORTED;
+  }
+  t->eps = static_cast<uint64_t*>(calloc(size, sizeof(uint64_t)));
+  t->addrs = static_cast<ucc::plat::shm::SegAddr*>(
+      calloc(size, sizeof(ucc::plat::shm::SegAddr)));
+  t->oks = static_cast<int32_t*>(calloc(size, sizeof(int32_t)));
+  uint32_t nreqs = ctx->settings.engine.team_queue;
+  if (t->eps == nullptr || t->addrs == nullptr || t->oks == nullptr ||
+      !ucc::host::request_pool_init(t, nreqs)) {
+    team_free(t);
+    return UCC_ERR_NO_MEMORY;
+  }
+  for (uint32_t i = 0; i < size; ++i) t->eps[i] = i;
+  {
+    ucc::host::Guard g(ctx->lock, ctx->mt);
+    Status s = ctx->engine.team_open(size, rank, &t->eng_idx, &t->my_addr);
+    if (ucc::off::failed(s)) {
+      t->eng_idx = UINT32_MAX;
+      team_free(t);
+      return ucc::host::to_ucc(s);
+    }
+  }
+  t->ctx = ctx;
+  t->comp_base = t->eng_idx * nreqs;
+  t->state = ucc_team::State::kExchange;
+  t->magic = ucc::host::kTeamMagic;
+  ++ctx->nteams;
+  *new_team = t;
+  return UCC_OK;
+}
+
+ucc_status_t ucc_team_create_test(ucc_team_h t) {
+  if (!valid_team(t)) {
+    UCC_ERROR("ucc_team_create_test: invalid team handle");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  ucc_status_t st = UCC_OK;
+  switch (t->state) {
+    case ucc_team::State::kExchange: {
+      if (t->size > 1) {
+        st = oob_step(t, &t->my_addr, t->addrs, sizeof(t->my_addr));
+        if (st == UCC_INPROGRESS) return st;
+      } else {
+        t->addrs[0] = t->my_addr;
+      }
+      ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
+      t->my_ok = st == UCC_OK && ucc::off::ok(t->ctx->engine.team_connect(
+                                     t->eng_idx, t->addrs));
+      t->state = ucc_team::State::kConfirm;
+      if (st != UCC_OK) {
+        t->state = ucc_team::State::kFailed;
+        return st;
+      }
+    }
+      [[fallthrough]];
+    case ucc_team::State::kConfirm: {
+      if (t->size > 1) {
+        st = oob_step(t, &t->my_ok, t->oks, sizeof(t->my_ok));
+        if (st == UCC_INPROGRESS) return st;
+      } else {
+        t->oks[0] = t->my_ok;
+      }
+      bool all = st == UCC_OK;
+      for (uint32_t i = 0; all && i < t->size; ++i) all = t->oks[i] != 0;
+      if (!all) {
+        UCC_ERROR(
+            "ucc_team_create_test: a member could not connect to the "
+            "team");
+        t->state = ucc_team::State::kFailed;
+        return st != UCC_OK ? st : UCC_ERR_NO_MESSAGE;
+      }
+      ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
+      t->ctx->engine.team_seal(t->eng_idx);
+      ucc::host::context_fit_spin(t->ctx, t->size);
+      t->state = ucc_team::State::kReady;
+      return UCC_OK;
+    }
+    case ucc_team::State::kReady:
+      return UCC_OK;
+    case ucc_team::State::kFailed:
+      return UCC_ERR_NO_MESSAGE;
+  }
+  return UCC_ERR_INVALID_PARAM;
+}
+
+ucc_status_t ucc_team_destroy(ucc_team_h t) {
+  if (!valid_team(t)) {
+    UCC_ERROR("ucc_team_destroy: invalid or destroyed team handle");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  ucc_context* ctx = t->ctx;
+  if (t->oob_req != nullptr) {
+    // An OOB exchange is under way: finish it so the user's OOB stays
+    // consistent, then destroy.
+    ucc_status_t st = t->oob.req_test(t->oob_req);
+    if (st == UCC_INPROGRESS) return UCC_INPROGRESS;
+    t->oob.req_free(t->oob_req);
+    t->oob_req = nullptr;
+  }
+  ucc::host::Guard g(ctx->lock, ctx->mt);
+  for (uint32_t i = 0; i < t->nreqs; ++i) {
+    ucc::host::Request& r = t->reqs[i];
+    // Still posted: the engine ends it with an error on close; nobody
+    // may look at it after the team is gone.
+    if (r.linked) ucc::host::unlink_posted(ctx, &r);
+    r.magic = ucc::host::kDeadMagic;
+  }
+  --ctx->nteams;
+  team_free(t);
+  return UCC_OK;
+}
+
+ucc_status_t ucc_team_get_attr(ucc_team_h t, ucc_team_attr_t* attr) {
+  if (!valid_team(t) || attr == nullptr) {
+    UCC_ERROR("ucc_team_get_attr: invalid team handle or attr");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (attr->mask & UCC_TEAM_ATTR_FIELD_POST_ORDERING)
+    attr->ordering = t->ordering;
+  if (attr->mask & UCC_TEAM_ATTR_FIELD_OUTSTANDING_CALLS)
+    attr->outstanding_colls = t->nreqs;
+  if (attr->mask & UCC_TEAM_ATTR_FIELD_EP) attr->ep = t->rank;
+  if (attr->mask & UCC_TEAM_ATTR_FIELD_EP_RANGE)
+    attr->ep_range = UCC_COLLECTIVE_EP_RANGE_CONTIG;
+  if (attr->mask & UCC_TEAM_ATTR_FIELD_SYNC_TYPE)
+    attr->sync_type = UCC_NO_SYNC_COLLECTIVES;
+  if (attr->mask & UCC_TEAM_ATTR_FIELD_MEM_PARAMS)
+    attr->mem_params = ucc_mem_map_params_t{nullptr, 0};
+  if (attr->mask & UCC_TEAM_ATTR_FIELD_SIZE) attr->size = t->size;
+  if (attr->mask & UCC_TEAM_ATTR_FIELD_EPS) attr->eps = t->eps;
+  return UCC_OK;
+}
+
+ucc_status_t ucc_team_get_size(ucc_team_h t, uint32_t* size) {
+  if (!valid_team(t) || size == nullptr) {
+    UCC_ERROR("ucc_team_get_size: invalid team handle or size");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  *size = t->size;
+  return UCC_OK;
+}
+
+ucc_status_t ucc_team_get_my_ep(ucc_team_h t, uint64_t* ep) {
+  if (!valid_team(t) || ep == nullptr) {
+    UCC_ERROR("ucc_team_get_my_ep: invalid team handle or ep");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  *ep = t->rank;
+  return UCC_OK;
+}
+
+ucc_status_t ucc_team_get_all_eps(ucc_team_h t, uint64_t** ep,
+                                  uint64_t* num_eps) {
+  if (!valid_team(t) || ep == nullptr || num_eps == nullptr) {
+    UCC_ERROR("ucc_team_get_all_eps: invalid team handle or output");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  *ep = t->eps;
+  *num_eps = t->size;
+  return UCC_OK;
+}
+
+}  // extern "C"

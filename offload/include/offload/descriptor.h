@@ -1,0 +1,86 @@
+// The collective descriptor: what the host tells the engine about one
+// collective. It crosses the host/device boundary, so it is a fixed-size,
+// versioned, pointer-free POD: buffers are host virtual addresses plus a
+// registration key, the completion slot is an index. The engine validates
+// every field before it acts on one (see device/engine/validate.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "offload/types.h"
+
+namespace ucc::off {
+
+inline constexpr uint16_t kDescVersion = 1;
+inline constexpr uint32_t kDescMagic = 0x55434344u;  // "UCCD"
+
+// A reference to a user buffer: [addr, addr + bytes) in the posting
+// process's address space, inside the registration named by `key`
+// (0 = the implicit whole-process registration of inline mode).
+struct BufRef {
+  uint64_t addr;
+  uint64_t bytes;
+  uint32_t key;
+  uint8_t mem_type;  // 0 = host memory; others are rejected for now
+  uint8_t pad0[3];
+};
+static_assert(sizeof(BufRef) == 24);
+
+// Descriptor flags.
+enum DescFlags : uint16_t {
+  kDescInPlace = 1u << 0,  // src is not used; dst holds the input
+};
+
+// Element-count convention (the host normalises ucc.h's per-collective
+// conventions into this one):
+//   barrier                 count = 0
+//   bcast reduce allreduce  count = elements of the whole vector
+//   allgather               count = elements each rank contributes;
+//                           dst holds size * count
+//   alltoall                count = elements per destination block;
+//                           src and dst hold size * count
+//   reduce_scatter          count = elements of each rank's result block;
+//                           src (or dst when in place) holds size * count
+struct alignas(64) CollDesc {
+  uint32_t magic;    // kDescMagic
+  uint16_t version;  // kDescVersion
+  uint16_t flags;    // DescFlags
+  CollType coll;
+  DType dtype;
+  ROp op;
+  uint8_t alg;         // algorithm id from the collective's table; 0 = auto
+  uint32_t team;       // engine-side team index
+  uint32_t comp_slot;  // completion slot index in the channel
+  uint32_t gen;        // post generation, echoed in the completion word
+  uint32_t root;       // team rank of the root for rooted collectives
+  uint32_t pad0;
+  uint64_t count;  // see the convention above
+  BufRef src;
+  BufRef dst;
+  uint8_t pad1[40];  // room for v-collective count/displacement refs
+};
+static_assert(sizeof(CollDesc) == 128);
+static_assert(std::is_trivially_copyable_v<CollDesc>);
+static_assert(offsetof(CollDesc, coll) == 8);
+static_assert(offsetof(CollDesc, team) == 12);
+static_assert(offsetof(CollDesc, count) == 32);
+static_assert(offsetof(CollDesc, src) == 40);
+static_assert(offsetof(CollDesc, dst) == 64);
+
+// A completion word: the engine stores (gen << 32) | uint32(status) with
+// release order once the collective with that generation has ended; the
+// host reads it with acquire order and ignores words of older generations.
+inline constexpr uint64_t completion_word(uint32_t gen, Status st) {
+  return (static_cast<uint64_t>(gen) << 32) |
+         static_cast<uint32_t>(static_cast<int32_t>(st));
+}
+inline constexpr uint32_t completion_gen(uint64_t w) {
+  return static_cast<uint32_t>(w >> 32);
+}
+inline constexpr Status completion_status(uint64_t w) {
+  return static_cast<Status>(static_cast<int32_t>(static_cast<uint32_t>(w)));
+}
+
+}  // namespace ucc::off

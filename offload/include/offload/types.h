@@ -1,0 +1,90 @@
+// The vocabulary shared by the host library and the device engine.
+//
+// These enums are ours, not ucc.h's: the host translates ucc_* values into
+// them once, at collective init, so the engine never depends on the public
+// API's encoding (which a DPU firmware build would not even include).
+// Values are stable: they travel inside versioned descriptors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ucc::off {
+
+// Outcome of every internal call; maps 1:1 onto ucc_status_t in host/.
+enum class Status : int8_t {
+  kOk = 0,
+  kInProgress = 1,
+  kNoResource = -2,  // a pool or ring is full; retry later
+  kNoMessage = -6,   // peer protocol desync (wrong tag / sequence)
+  kInvalidParam = -5,
+  kNotSupported = -8,
+  kNoMemory = -4,
+  kTimedOut = -17,
+  kMessageTruncated = -10,
+  kError = -1,
+};
+
+inline bool ok(Status s) { return s == Status::kOk; }
+inline bool failed(Status s) { return static_cast<int>(s) < 0; }
+
+// Data types the engine knows how to move and reduce.
+enum class DType : uint8_t {
+  kInt8 = 0,
+  kInt16,
+  kInt32,
+  kInt64,
+  kUint8,
+  kUint16,
+  kUint32,
+  kUint64,
+  kFloat16,
+  kBfloat16,
+  kFloat32,
+  kFloat64,
+  kCount  // number of entries; not a type
+};
+
+inline constexpr size_t kDTypeSize[] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+static_assert(sizeof(kDTypeSize) / sizeof(kDTypeSize[0]) ==
+              static_cast<size_t>(DType::kCount));
+
+inline constexpr size_t dtype_size(DType t) {
+  return kDTypeSize[static_cast<size_t>(t)];
+}
+
+// Reduction operators. kAvg is reduced as kSum and scaled once by the team
+// size by whichever rank produces the final value.
+enum class ROp : uint8_t {
+  kSum = 0,
+  kProd,
+  kMax,
+  kMin,
+  kLand,
+  kLor,
+  kLxor,
+  kBand,
+  kBor,
+  kBxor,
+  kAvg,
+  kNone,  // not a reduction (data movement only)
+  kCount = kNone
+};
+
+// Collective operations the engine executes.
+enum class CollType : uint8_t {
+  kBarrier = 0,
+  kBcast,
+  kReduce,
+  kAllreduce,
+  kAllgather,
+  kAlltoall,
+  kReduceScatter,
+  kCount
+};
+
+const char* coll_type_name(CollType t);
+const char* dtype_name(DType t);
+const char* rop_name(ROp op);
+
+}  // namespace ucc::off

@@ -1,0 +1,63 @@
+#include "offload/channel.h"
+
+#include <new>
+
+namespace ucc::off {
+namespace {
+
+constexpr uint32_t kChannelMagic = 0x55434348u;  // "UCCH"
+
+struct Offsets {
+  size_t idx, sq, comp, total;
+};
+
+constexpr size_t align64(size_t v) { return (v + 63) & ~size_t{63}; }
+
+Offsets offsets(uint32_t sq_capacity, uint32_t ncomp) {
+  Offsets o{};
+  o.idx = align64(sizeof(ChannelHeader));
+  o.sq = o.idx + sizeof(RingIndices);
+  o.comp = align64(o.sq + sizeof(CollDesc) * sq_capacity);
+  o.total = align64(o.comp + sizeof(uint64_t) * ncomp);
+  return o;
+}
+
+}  // namespace
+
+size_t Channel::bytes_needed(uint32_t sq_capacity, uint32_t ncomp) {
+  return offsets(sq_capacity, ncomp).total;
+}
+
+void Channel::init(void* mem, uint32_t sq_capacity, uint32_t ncomp) {
+  auto* base = static_cast<char*>(mem);
+  Offsets o = offsets(sq_capacity, ncomp);
+  auto* hdr = reinterpret_cast<ChannelHeader*>(base);
+  hdr->magic = kChannelMagic;
+  hdr->version = kDescVersion;
+  hdr->sq_capacity = sq_capacity;
+  hdr->ncomp = ncomp;
+  auto* idx = new (base + o.idx) RingIndices;
+  sq_.init(idx, reinterpret_cast<CollDesc*>(base + o.sq), sq_capacity);
+  comp_ = reinterpret_cast<std::atomic<uint64_t>*>(base + o.comp);
+  for (uint32_t i = 0; i < ncomp; ++i) new (&comp_[i]) std::atomic<uint64_t>(0);
+  ncomp_ = ncomp;
+}
+
+Status Channel::attach(void* mem, size_t bytes) {
+  auto* base = static_cast<char*>(mem);
+  if (bytes < sizeof(ChannelHeader)) return Status::kInvalidParam;
+  const auto* hdr = reinterpret_cast<const ChannelHeader*>(base);
+  if (hdr->magic != kChannelMagic || hdr->version != kDescVersion)
+    return Status::kInvalidParam;
+  uint32_t cap = hdr->sq_capacity;
+  if (cap == 0 || (cap & (cap - 1)) != 0) return Status::kInvalidParam;
+  Offsets o = offsets(cap, hdr->ncomp);
+  if (o.total > bytes) return Status::kInvalidParam;
+  sq_.attach(reinterpret_cast<RingIndices*>(base + o.idx),
+             reinterpret_cast<CollDesc*>(base + o.sq));
+  comp_ = reinterpret_cast<std::atomic<uint64_t>*>(base + o.comp);
+  ncomp_ = hdr->ncomp;
+  return Status::kOk;
+}
+
+}  // namespace ucc::off

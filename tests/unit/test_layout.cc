@@ -1,0 +1,186 @@
+// Layout guards for what crosses the host/device boundary, the channel's
+// completion protocol, and the shared-memory fabric within one process.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "device/engine/engine.h"
+#include "offload/channel.h"
+#include "offload/descriptor.h"
+#include "platform/shm/shm_fabric.h"
+
+namespace {
+
+using ucc::off::Channel;
+using ucc::off::CollDesc;
+using ucc::off::Status;
+
+TEST(Layout, DescriptorIsOneFixedPod) {
+  EXPECT_EQ(sizeof(CollDesc), 128u);
+  EXPECT_EQ(alignof(CollDesc), 64u);
+  EXPECT_EQ(offsetof(CollDesc, magic), 0u);
+  EXPECT_EQ(offsetof(CollDesc, version), 4u);
+  EXPECT_EQ(offsetof(CollDesc, flags), 6u);
+  EXPECT_EQ(offsetof(CollDesc, coll), 8u);
+  EXPECT_EQ(offsetof(CollDesc, comp_slot), 16u);
+  EXPECT_EQ(offsetof(CollDesc, gen), 20u);
+  EXPECT_EQ(offsetof(CollDesc, root), 24u);
+  EXPECT_EQ(offsetof(CollDesc, count), 32u);
+  EXPECT_EQ(offsetof(CollDesc, src), 40u);
+  EXPECT_EQ(offsetof(CollDesc, dst), 64u);
+  EXPECT_TRUE(std::is_trivially_copyable_v<CollDesc>);
+}
+
+TEST(Layout, CompletionWordRoundTrip) {
+  for (Status st : {Status::kOk, Status::kInProgress, Status::kInvalidParam,
+                    Status::kError}) {
+    uint64_t w = ucc::off::completion_word(0xfffffff0u, st);
+    EXPECT_EQ(ucc::off::completion_gen(w), 0xfffffff0u);
+    EXPECT_EQ(ucc::off::completion_status(w), st);
+  }
+}
+
+struct AlignedBlock {
+  explicit AlignedBlock(size_t n)
+      : p(aligned_alloc(64, (n + 63) & ~size_t{63})) {}
+  ~AlignedBlock() { free(p); }
+  void* p;
+};
+
+TEST(Channel, SubmitCompleteAndAttach) {
+  size_t bytes = Channel::bytes_needed(16, 32);
+  AlignedBlock mem(bytes);
+  Channel host;
+  host.init(mem.p, 16, 32);
+  Channel eng;
+  ASSERT_EQ(eng.attach(mem.p, bytes), Status::kOk);
+  EXPECT_EQ(eng.ncomp(), 32u);
+  CollDesc d{};
+  d.comp_slot = 5;
+  d.gen = 3;
+  for (int i = 0; i < 16; ++i) EXPECT_TRUE(host.submit(d));
+  EXPECT_FALSE(host.submit(d));
+  const CollDesc* got = eng.next();
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->comp_slot, 5u);
+  eng.done();
+  host.arm(5, 3);
+  EXPECT_EQ(ucc::off::completion_status(host.read(5)), Status::kInProgress);
+  eng.complete(5, 3, Status::kOk);
+  EXPECT_EQ(ucc::off::completion_gen(host.read(5)), 3u);
+  EXPECT_EQ(ucc::off::completion_status(host.read(5)), Status::kOk);
+}
+
+TEST(Channel, AttachRejectsGarbage) {
+  std::vector<unsigned char> junk(4096, 0xab);
+  Channel c;
+  EXPECT_EQ(c.attach(junk.data(), junk.size()), Status::kInvalidParam);
+  EXPECT_EQ(c.attach(junk.data(), 4), Status::kInvalidParam);
+}
+
+// Two fabric endpoints of one team in this process: messages flow both ways,
+// in order, with back-pressure when the inbox is full.
+TEST(ShmFabric, TwoEndpointsInOneProcess) {
+  using ucc::plat::shm::FabricConfig;
+  using ucc::plat::shm::SegAddr;
+  using ucc::plat::shm::ShmTeamFabric;
+  ShmTeamFabric a, b;
+  SegAddr addrs[2];
+  ASSERT_EQ(a.open(FabricConfig{2, 0, 256, 4}, &addrs[0]), Status::kOk);
+  ASSERT_EQ(b.open(FabricConfig{2, 1, 256, 4}, &addrs[1]), Status::kOk);
+  ASSERT_EQ(a.connect(addrs), Status::kOk);
+  ASSERT_EQ(b.connect(addrs), Status::kOk);
+  a.seal();
+  b.seal();
+  for (uint32_t i = 0; i < 4; ++i) {
+    void* s = a.tx_reserve(1);
+    ASSERT_NE(s, nullptr);
+    memset(s, static_cast<int>(i), 256);
+    a.tx_commit(1, 100 + i, 42 + i);
+  }
+  EXPECT_EQ(a.tx_reserve(1), nullptr);  // inbox full
+  for (uint32_t i = 0; i < 4; ++i) {
+    uint32_t len = 0, tag = 0;
+    const void* m = b.rx_peek(0, &len, &tag);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(len, 100 + i);
+    EXPECT_EQ(tag, 42 + i);
+    EXPECT_EQ(static_cast<const unsigned char*>(m)[99], i);
+    b.rx_release(0);
+  }
+  uint32_t len, tag;
+  EXPECT_EQ(b.rx_peek(0, &len, &tag), nullptr);
+  EXPECT_NE(a.tx_reserve(1), nullptr);  // space again
+}
+
+TEST(ShmFabric, RejectsMismatchedPeers) {
+  using ucc::plat::shm::FabricConfig;
+  using ucc::plat::shm::SegAddr;
+  using ucc::plat::shm::ShmTeamFabric;
+  ShmTeamFabric a, b;
+  SegAddr addrs[2];
+  ASSERT_EQ(a.open(FabricConfig{2, 0, 256, 4}, &addrs[0]), Status::kOk);
+  ASSERT_EQ(b.open(FabricConfig{2, 1, 512, 4}, &addrs[1]), Status::kOk);
+  EXPECT_EQ(a.connect(addrs), Status::kError);
+  SegAddr bad = addrs[0];
+  EXPECT_EQ(a.open(FabricConfig{0, 0, 256, 4}, &bad), Status::kInvalidParam);
+}
+
+// Forged descriptors are rejected by the engine before any buffer is used.
+TEST(EngineValidate, RejectsForgedDescriptors) {
+  ucc::dev::EngineConfig cfg;
+  cfg.max_teams = 2;
+  cfg.team_queue = 4;
+  cfg.slot_size = 256;
+  cfg.nslots = 2;
+  size_t bytes = Channel::bytes_needed(8, 8);
+  AlignedBlock mem(bytes);
+  Channel ch;
+  ch.init(mem.p, 8, 8);
+  ucc::dev::Engine eng;
+  ASSERT_EQ(eng.init(cfg, &ch), Status::kOk);
+  uint32_t idx = 0;
+  ucc::plat::shm::SegAddr addr;
+  ASSERT_EQ(eng.team_open(1, 0, &idx, &addr), Status::kOk);
+  ASSERT_EQ(eng.team_connect(idx, &addr), Status::kOk);
+  std::vector<float> buf(16, 1.0f);
+  CollDesc good{};
+  good.magic = ucc::off::kDescMagic;
+  good.version = ucc::off::kDescVersion;
+  good.coll = ucc::off::CollType::kAllreduce;
+  good.dtype = ucc::off::DType::kFloat32;
+  good.op = ucc::off::ROp::kSum;
+  good.team = idx;
+  good.count = 16;
+  good.src = {reinterpret_cast<uintptr_t>(buf.data()), 64, 0, 0, {}};
+  good.dst = good.src;
+  EXPECT_EQ(eng.validate(good), Status::kOk);
+  auto bad = [&](auto mutate) {
+    CollDesc d = good;
+    mutate(d);
+    return eng.validate(d);
+  };
+  EXPECT_NE(bad([](CollDesc& d) { d.magic = 0; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.version = 99; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.team = 1; }), Status::kOk);  // not open
+  EXPECT_NE(bad([](CollDesc& d) { d.team = 77; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.comp_slot = 8; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.count = 17; }), Status::kOk);  // > buffer
+  EXPECT_NE(bad([](CollDesc& d) { d.count = ~0ull / 2; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.dst.addr = 0; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.dst.addr = ~0ull - 8; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.dst.mem_type = 1; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.coll = ucc::off::CollType::kCount; }),
+            Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.dtype = ucc::off::DType::kCount; }),
+            Status::kOk);
+  EXPECT_EQ(bad([](CollDesc& d) { d.op = ucc::off::ROp::kBand; }),
+            Status::kNotSupported);
+  EXPECT_NE(bad([](CollDesc& d) { d.alg = 200; }), Status::kOk);
+  EXPECT_NE(bad([](CollDesc& d) { d.flags = 0x80; }), Status::kOk);
+  eng.team_close(idx);
+}
+
+}  // namespace

@@ -1,0 +1,112 @@
+// Pattern math checked exhaustively for team sizes 1..70 (trees, blocks,
+// recursive-doubling roles, pairwise and dissemination schedules).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "device/coll/patterns.h"
+
+namespace pat = ucc::dev::pat;
+
+TEST(Patterns, BalancedBlocksCoverTheVector) {
+  for (uint32_t n = 1; n <= 70; ++n) {
+    for (uint64_t count : {0ull, 1ull, 5ull, 69ull, 70ull, 71ull, 1000ull}) {
+      uint64_t next = 0;
+      for (uint32_t b = 0; b < n; ++b) {
+        EXPECT_EQ(pat::block_offset(count, n, b), next);
+        uint64_t c = pat::block_count(count, n, b);
+        EXPECT_LE(c, count / n + 1);
+        EXPECT_GE(c, count / n);
+        next += c;
+      }
+      EXPECT_EQ(next, count);
+    }
+  }
+}
+
+TEST(Patterns, BinomialTreeIsASpanningTree) {
+  for (uint32_t n = 1; n <= 70; ++n) {
+    for (uint32_t root = 0; root < n; ++root) {
+      std::vector<int> seen_as_child(n, 0);
+      for (uint32_t r = 0; r < n; ++r) {
+        uint32_t nc = pat::tree_nchildren(r, root, n);
+        for (uint32_t i = 0; i < nc; ++i) {
+          uint32_t c = pat::tree_child(r, root, n, i);
+          ASSERT_LT(c, n);
+          ASSERT_NE(c, root);
+          EXPECT_EQ(pat::tree_parent(c, root, n), r);
+          seen_as_child[c]++;
+        }
+      }
+      for (uint32_t r = 0; r < n; ++r)
+        EXPECT_EQ(seen_as_child[r], r == root ? 0 : 1) << "n=" << n;
+    }
+  }
+}
+
+TEST(Patterns, RecursiveDoublingRoles) {
+  for (uint32_t n = 1; n <= 70; ++n) {
+    uint32_t p = pat::pow2_floor(n);
+    ASSERT_LE(p, n);
+    ASSERT_GT(2 * p, n);
+    std::set<uint32_t> vranks;
+    for (uint32_t r = 0; r < n; ++r) {
+      pat::RdRole role = pat::rd_role(r, n);
+      if (role.folded) {
+        ASSERT_LT(role.partner, n);
+        EXPECT_FALSE(pat::rd_role(role.partner, n).folded);
+        EXPECT_EQ(pat::rd_role(role.partner, n).partner, r);
+        continue;
+      }
+      ASSERT_LT(role.vrank, p);
+      EXPECT_TRUE(vranks.insert(role.vrank).second);
+      EXPECT_EQ(pat::rd_real(role.vrank, n), r);
+    }
+    EXPECT_EQ(vranks.size(), p);
+  }
+}
+
+TEST(Patterns, PairwiseIsSymmetricAndComplete) {
+  for (uint32_t n = 1; n <= 70; ++n) {
+    for (uint32_t r = 0; r < n; ++r) {
+      std::set<uint32_t> partners;
+      for (uint32_t s = 0; s < n; ++s) {
+        uint32_t p = pat::pair_partner(r, n, s);
+        ASSERT_LT(p, n);
+        EXPECT_EQ(pat::pair_partner(p, n, s), r);
+        partners.insert(p);
+      }
+      EXPECT_EQ(partners.size(), n);
+    }
+  }
+}
+
+TEST(Patterns, DisseminationReachesEveryone) {
+  for (uint32_t n = 1; n <= 70; ++n) {
+    uint32_t rounds = pat::ceil_log2(n);
+    // Knowledge spreads: after all rounds rank r has heard from all.
+    std::vector<std::vector<bool>> knows(n, std::vector<bool>(n, false));
+    for (uint32_t r = 0; r < n; ++r) knows[r][r] = true;
+    for (uint32_t k = 0; k < rounds; ++k) {
+      auto next = knows;
+      for (uint32_t r = 0; r < n; ++r) {
+        uint32_t from = pat::dissem_from(r, n, k);
+        EXPECT_EQ(pat::dissem_to(from, n, k), r);
+        for (uint32_t x = 0; x < n; ++x)
+          if (knows[from][x]) next[r][x] = true;
+      }
+      knows = next;
+    }
+    for (uint32_t r = 0; r < n; ++r)
+      for (uint32_t x = 0; x < n; ++x) EXPECT_TRUE(knows[r][x]);
+  }
+}
+
+TEST(Patterns, MessageCounts) {
+  EXPECT_EQ(pat::nmsgs(0, 64), 1u);
+  EXPECT_EQ(pat::nmsgs(1, 64), 1u);
+  EXPECT_EQ(pat::nmsgs(64, 64), 1u);
+  EXPECT_EQ(pat::nmsgs(65, 64), 2u);
+  EXPECT_EQ(pat::nmsgs(1 << 20, 65536), 16u);
+}
