@@ -229,6 +229,7 @@ ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
     return UCC_ERR_INVALID_PARAM;
   }
   ctx->magic = ucc::host::kDeadMagic;
+  ucc::host::dead_teams_free(ctx);
   ctx->engine.fini();
   free(ctx->chmem);
   --ctx->lib->ncontexts;

@@ -110,6 +110,7 @@ struct ucc_context {
   ucc::host::Request* posted;  // head of the posted list
   int nteams;
   uint32_t max_team_seen;  // largest team created (idle back-off)
+  ucc_team* dead_teams;    // destroyed teams, kept until the context goes
 };
 
 struct ucc_team {
@@ -132,4 +133,5 @@ struct ucc_team {
   uint32_t nreqs;
   uint32_t comp_base;
   ucc::host::Request* free_reqs;
+  ucc_team* next_dead;  // link on the context's dead list
 };

@@ -25,6 +25,9 @@ void unlink_posted(ucc_context* ctx, Request* r);
 uint64_t reap(ucc_context* ctx, Request** callbacks);
 void run_callbacks(Request* due);
 
+// Frees the destroyed team objects a context kept (team.cc).
+void dead_teams_free(ucc_context* ctx);
+
 // Sets the context's idle spin limit for a team of `team_size` ranks.
 void context_fit_spin(ucc_context* ctx, uint32_t team_size);
 

@@ -23,16 +23,52 @@ bool valid_team(ucc_team_h t) {
   return t != nullptr && t->magic == ucc::host::kTeamMagic;
 }
 
-void team_free(ucc_team* t) {
-  if (t->ctx != nullptr && t->eng_idx != UINT32_MAX)
-    t->ctx->engine.team_close(t->eng_idx);
+// Team objects are never returned to the heap before their context is
+// destroyed: a destroyed team goes on the context's list of dead teams
+// (magic cleared), so a stale handle is reported as such rather than read
+// from freed memory, and the next team creation reuses the object.
+ucc_team* team_alloc(ucc_context* ctx) {
+  ucc_team* t = ctx->dead_teams;
+  if (t != nullptr) {
+    ctx->dead_teams = t->next_dead;
+  } else {
+    t = static_cast<ucc_team*>(malloc(sizeof(ucc_team)));
+    if (t == nullptr) return nullptr;
+  }
+  memset(static_cast<void*>(t), 0, sizeof(*t));
+  t->eng_idx = UINT32_MAX;
+  return t;
+}
+
+void team_free(ucc_context* ctx, ucc_team* t) {
+  if (t->eng_idx != UINT32_MAX) ctx->engine.team_close(t->eng_idx);
   ucc::host::request_pool_fini(t);
   free(t->eps);
   free(t->addrs);
   free(t->oks);
+  t->eps = nullptr;
+  t->addrs = nullptr;
+  t->oks = nullptr;
   t->magic = ucc::host::kDeadMagic;
-  free(t);
+  t->next_dead = ctx->dead_teams;
+  ctx->dead_teams = t;
 }
+
+}  // namespace
+
+namespace ucc::host {
+
+void dead_teams_free(ucc_context* ctx) {
+  while (ctx->dead_teams != nullptr) {
+    ucc_team* t = ctx->dead_teams;
+    ctx->dead_teams = t->next_dead;
+    free(t);
+  }
+}
+
+}  // namespace ucc::host
+
+namespace {
 
 // The team's rank and size from its parameters (see ucc.h).
 ucc_status_t rank_and_size(const ucc_team_params_t& p, const ucc_context& ctx,
@@ -150,9 +186,8 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
     return UCC_ERR_INVALID_PARAM;
   }
 
-  auto* t = static_cast<ucc_team*>(calloc(1, sizeof(ucc_team)));
+  ucc_team* t = team_alloc(ctx);
   if (t == nullptr) return UCC_ERR_NO_MEMORY;
-  t->eng_idx = UINT32_MAX;
   t->size = size;
   t->rank = rank;
   t->oob = oob;
@@ -167,7 +202,7 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
         "ucc_team_create_post: teams without a common posting order "
         "(ordering %d) are not supported yet",
         static_cast<int>(t->ordering));
-    team_free(t);
+    team_free(ctx, t);
     return UCC_ERR_NOT_SUPPORTED;
   }
   t->eps = static_cast<uint64_t*>(calloc(size, sizeof(uint64_t)));
@@ -177,7 +212,7 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
   uint32_t nreqs = ctx->settings.engine.team_queue;
   if (t->eps == nullptr || t->addrs == nullptr || t->oks == nullptr ||
       !ucc::host::request_pool_init(t, nreqs)) {
-    team_free(t);
+    team_free(ctx, t);
     return UCC_ERR_NO_MEMORY;
   }
   for (uint32_t i = 0; i < size; ++i) t->eps[i] = i;
@@ -186,7 +221,7 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
     Status s = ctx->engine.team_open(size, rank, &t->eng_idx, &t->my_addr);
     if (ucc::off::failed(s)) {
       t->eng_idx = UINT32_MAX;
-      team_free(t);
+      team_free(ctx, t);
       return ucc::host::to_ucc(s);
     }
   }
@@ -276,7 +311,7 @@ ucc_status_t ucc_team_destroy(ucc_team_h t) {
     r.magic = ucc::host::kDeadMagic;
   }
   --ctx->nteams;
-  team_free(t);
+  team_free(ctx, t);
   return UCC_OK;
 }
 
