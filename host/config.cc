@@ -35,7 +35,7 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
      "Allreduce vectors of at least this many bytes use the ring "
      "algorithm, smaller ones recursive doubling"},
     {"BARRIER_ALG", "auto", Scope::kContext,
-     "Barrier algorithm: auto, dissemination"},
+     "Barrier algorithm: auto, dissemination, rd"},
     {"BCAST_ALG", "auto", Scope::kContext, "Bcast algorithm: auto, binomial"},
     {"REDUCE_ALG", "auto", Scope::kContext, "Reduce algorithm: auto, binomial"},
     {"ALLREDUCE_ALG", "auto", Scope::kContext,

@@ -7,6 +7,7 @@
 namespace ucc::dev {
 
 extern const AlgInfo kBarrierDissemination;
+extern const AlgInfo kBarrierRecursiveDoubling;
 extern const AlgInfo kBcastBinomial;
 extern const AlgInfo kReduceBinomial;
 extern const AlgInfo kAllreduceRecursiveDoubling;

@@ -9,7 +9,8 @@ namespace {
 
 using off::CollType;
 
-const AlgInfo* const kBarrier[] = {&kBarrierDissemination};
+const AlgInfo* const kBarrier[] = {&kBarrierDissemination,
+                                   &kBarrierRecursiveDoubling};
 const AlgInfo* const kBcast[] = {&kBcastBinomial};
 const AlgInfo* const kReduce[] = {&kReduceBinomial};
 const AlgInfo* const kAllreduce[] = {&kAllreduceRecursiveDoubling,

@@ -41,34 +41,37 @@ const size_t kCounts[] = {0, 1, 7, 1000, 4099, kLarge};
 struct Config {
   const char* name;
   std::vector<std::pair<std::string, std::string>> env;
-  bool small_slots;  // keep the large-count subset tiny
-  bool all_families;
+  bool small_slots;                   // keep the large-count subset tiny
+  std::vector<const char*> families;  // empty: every family
 };
 
+const std::vector<const char*> kAllreduceOnly = {"allreduce", "inflight"};
+
 const Config kConfigs[] = {
-    {"default", {}, false, true},
-    {"rd", {{"UCC_ALLREDUCE_ALG", "rd"}}, false, false},
-    {"ring", {{"UCC_ALLREDUCE_ALG", "ring"}}, false, false},
+    {"default", {}, false, {}},
+    {"rd", {{"UCC_ALLREDUCE_ALG", "rd"}}, false, kAllreduceOnly},
+    {"ring", {{"UCC_ALLREDUCE_ALG", "ring"}}, false, kAllreduceOnly},
     {"auto_ringmin1k",
      {{"UCC_ALLREDUCE_ALG", "auto"}, {"UCC_ALLREDUCE_RING_MIN", "1K"}},
      false,
-     false},
+     kAllreduceOnly},
+    {"barrier_rd", {{"UCC_BARRIER_ALG", "rd"}}, false, {"barrier"}},
     {"smallseg",
      {{"UCC_SHM_SEG_SIZE", "256"}, {"UCC_SHM_NSEGS", "2"}},
      true,
-     true},
+     {}},
     {"rd_smallseg",
      {{"UCC_ALLREDUCE_ALG", "rd"},
       {"UCC_SHM_SEG_SIZE", "256"},
       {"UCC_SHM_NSEGS", "2"}},
      true,
-     false},
+     kAllreduceOnly},
     {"ring_smallseg",
      {{"UCC_ALLREDUCE_ALG", "ring"},
       {"UCC_SHM_SEG_SIZE", "256"},
       {"UCC_SHM_NSEGS", "2"}},
      true,
-     false},
+     kAllreduceOnly},
 };
 
 // ---------------------------------------------------------------------------
@@ -669,14 +672,13 @@ std::vector<Param> all_params() {
   static const char* const kAll[] = {
       "barrier",  "bcast",          "reduce",     "allreduce", "allgather",
       "alltoall", "reduce_scatter", "persistent", "inflight"};
-  static const char* const kAllreduceOnly[] = {"allreduce", "inflight"};
   std::vector<Param> out;
   for (const Config& cfg : kConfigs) {
     for (int n : {1, 2, 3, 4, 5, 8}) {
-      if (cfg.all_families) {
+      if (cfg.families.empty()) {
         for (const char* f : kAll) out.push_back({f, &cfg, n});
       } else {
-        for (const char* f : kAllreduceOnly) out.push_back({f, &cfg, n});
+        for (const char* f : cfg.families) out.push_back({f, &cfg, n});
       }
     }
   }

@@ -1,4 +1,5 @@
-// Allreduce by recursive doubling: the latency algorithm.
+// Allreduce by recursive doubling: the latency algorithm. With a zero-byte
+// vector the same schedule is a barrier.
 //
 // The result is built in place in `dst` (after copying `src` there). With p
 // the largest power of two <= n and rem = n - p, the first 2*rem ranks pair
@@ -103,5 +104,11 @@ struct RecursiveDoubling {
 
 const AlgInfo kAllreduceRecursiveDoubling = make_alg<RecursiveDoubling>(
     1, "rd", "recursive doubling with a fold for non-powers of two");
+// Barrier descriptors carry count 0, so every exchange is one empty message.
+// Unlike dissemination, each round only needs the two ranks of a pair to
+// run, which suits ranks oversubscribed on few cores.
+const AlgInfo kBarrierRecursiveDoubling = make_alg<RecursiveDoubling>(
+    2, "rd",
+    "recursive doubling of empty messages, fold for non-powers of two");
 
 }  // namespace ucc::dev
