@@ -35,12 +35,33 @@ int exit_code(int rc) {
 // The child side of run_ranks(): keeps only its own socket ends, runs fn,
 // exits. root_end[p] / leaf_end[p] are the two ends of rank p's socket to
 // rank 0 (index 0 unused).
+// Pins the calling process to the r-th CPU it may run on (round robin).
+void bind_to_cpu(int r) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  int ncpu = CPU_COUNT(&allowed);
+  if (ncpu <= 0) return;
+  int want = r % ncpu;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (want-- == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof(one), &one);
+      return;
+    }
+  }
+}
+
 [[noreturn]] void run_child(int r, int n, const std::vector<int>& root_end,
                             const std::vector<int>& leaf_end,
-                            const std::function<int(Rank&)>& fn, pid_t parent) {
+                            const std::function<int(Rank&)>& fn, pid_t parent,
+                            bool bind) {
 #ifdef __linux__
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // no orphans if the test binary dies
 #endif
+  if (bind) bind_to_cpu(r);
   if (getppid() != parent) _exit(126);  // parent died before prctl took effect
   std::vector<int> mine;
   if (r == 0) {
@@ -111,7 +132,8 @@ const char* status_name(ucc_status_t st) {
   return "UCC_ERR_(unknown)";
 }
 
-bool run_ranks(int n, const std::function<int(Rank&)>& fn, int timeout_s) {
+bool run_ranks(int n, const std::function<int(Rank&)>& fn, int timeout_s,
+               bool bind) {
   if (n < 1) {
     std::fprintf(stderr, "run_ranks: need at least 1 rank, got %d\n", n);
     return false;
@@ -140,7 +162,7 @@ bool run_ranks(int n, const std::function<int(Rank&)>& fn, int timeout_s) {
   int first_failed = -1;
   for (int r = 0; r < n; ++r) {
     const pid_t pid = fork();
-    if (pid == 0) run_child(r, n, root_end, leaf_end, fn, parent);
+    if (pid == 0) run_child(r, n, root_end, leaf_end, fn, parent, bind);
     if (pid < 0) {
       std::fprintf(stderr, "run_ranks: fork rank %d: %s\n", r,
                    std::strerror(errno));

@@ -82,6 +82,7 @@ struct Config {
   uint64_t root = 0;
   int ranks = 4;
   int timeout_s = 600;
+  bool bind = true;  // --bind core (default) / none
 };
 
 int iters_for(const Config& c, uint64_t bytes) {
@@ -294,8 +295,8 @@ void print_header(const Config& cfg, int n) {
   std::printf("# %-20s %s\n",
               "Inplace:", cs.has_inplace ? (cfg.inplace ? "1" : "0") : "N/A");
   if (cs.rooted) std::printf("# %-20s %" PRIu64 "\n", "Root:", cfg.root);
-  std::printf("# %-20s %d local processes, %d CPUs\n", "Ranks:", n,
-              online_cpus());
+  std::printf("# %-20s %d local processes, %d CPUs, bound: %s\n", "Ranks:", n,
+              online_cpus(), cfg.bind ? "core" : "none");
   if (n > online_cpus()) {
     std::printf(
         "# %-20s more ranks than CPUs: timings include scheduling delays\n",
@@ -448,6 +449,9 @@ const char kUsage[] =
     "  -m host        memory type (host only)\n"
     "  -p             persistent (always on; accepted for UCC compatibility)\n"
     "  -t, --timeout <s>  kill all ranks after s seconds (default 600)\n"
+    "  --bind core|none  pin rank r to CPU r mod ncpu (default core, as\n"
+    "                 mpirun --bind-to core; without it the scheduler may\n"
+    "                 leave two ranks on one core for seconds)\n"
     "  -h, --help     this text\n"
     "\n"
     "Count (UCC's convention), per rank:\n"
@@ -518,6 +522,7 @@ bool parse_int(const char* s, long lo, long hi, long* out) {
 int parse_args(int argc, char** argv, Config* cfg) {
   static const option kLong[] = {{"ranks", required_argument, nullptr, 'N'},
                                  {"timeout", required_argument, nullptr, 't'},
+                                 {"bind", required_argument, nullptr, 'B'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   const CollInfo* coll = coll_by_name("allreduce");
@@ -581,6 +586,14 @@ int parse_args(int argc, char** argv, Config* cfg) {
         if (!parse_int(optarg, 1, 1 << 24, &v)) return bad("timeout", optarg);
         cfg->timeout_s = static_cast<int>(v);
         break;
+      case 'B':
+        if (std::strcmp(optarg, "core") == 0)
+          cfg->bind = true;
+        else if (std::strcmp(optarg, "none") == 0)
+          cfg->bind = false;
+        else
+          return bad("binding (core or none)", optarg);
+        break;
       case 'm':
         if (std::strcmp(optarg, "host") != 0)
           return bad("memory type (host only)", optarg);
@@ -627,6 +640,6 @@ int main(int argc, char** argv) {
   if (rc >= 0) return rc;
   const bool ok = ucct::run_ranks(
       cfg.ranks, [&](ucct::Rank& r) { return ucct::perf::rank_main(r, cfg); },
-      cfg.timeout_s);
+      cfg.timeout_s, cfg.bind);
   return ok ? 0 : 1;
 }
