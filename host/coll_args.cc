@@ -1,6 +1,8 @@
 // ucc_coll_args_t -> CollDesc: the first lowering stage. Everything a user
 // can get wrong is caught here with one log line and a public status; the
 // engine validates the descriptor again on its side of the boundary.
+#include "host/coll_args.h"
+
 #include <cstring>
 
 #include "device/reduce/reduce.h"
@@ -13,12 +15,6 @@ namespace {
 using off::CollType;
 using off::DType;
 using off::ROp;
-
-#define ARG_ERROR(st, ...)  \
-  do {                      \
-    UCC_ERROR(__VA_ARGS__); \
-    return st;              \
-  } while (0)
 
 bool map_coll(ucc_coll_type_t t, CollType* out, const char** name) {
   switch (t) {
@@ -43,6 +39,33 @@ bool map_coll(ucc_coll_type_t t, CollType* out, const char** name) {
     case UCC_COLL_TYPE_REDUCE_SCATTER:
       *out = CollType::kReduceScatter;
       break;
+    case UCC_COLL_TYPE_GATHER:
+      *out = CollType::kGather;
+      break;
+    case UCC_COLL_TYPE_GATHERV:
+      *out = CollType::kGatherv;
+      break;
+    case UCC_COLL_TYPE_SCATTER:
+      *out = CollType::kScatter;
+      break;
+    case UCC_COLL_TYPE_SCATTERV:
+      *out = CollType::kScatterv;
+      break;
+    case UCC_COLL_TYPE_ALLGATHERV:
+      *out = CollType::kAllgatherv;
+      break;
+    case UCC_COLL_TYPE_ALLTOALLV:
+      *out = CollType::kAlltoallv;
+      break;
+    case UCC_COLL_TYPE_REDUCE_SCATTERV:
+      *out = CollType::kReduceScatterv;
+      break;
+    case UCC_COLL_TYPE_FANIN:
+      *out = CollType::kFanin;
+      break;
+    case UCC_COLL_TYPE_FANOUT:
+      *out = CollType::kFanout;
+      break;
     default:
       return false;
   }
@@ -54,6 +77,10 @@ bool known_coll(ucc_coll_type_t t) {
   uint64_t v = static_cast<uint64_t>(t);
   return v != 0 && (v & (v - 1)) == 0 && v < UCC_COLL_TYPE_LAST;
 }
+
+}  // namespace
+
+namespace args {
 
 // kOk, kNotSupported (valid ucc.h type we do not handle) or kInvalidParam.
 Status map_dtype(ucc_datatype_t dt, DType* out) {
@@ -196,7 +223,56 @@ ucc_status_t per_rank(const char* coll, const char* which, uint64_t total,
   return UCC_OK;
 }
 
-}  // namespace
+ucc_status_t dtype(const char* coll, const char* which, ucc_datatype_t udt,
+                   DType* out) {
+  Status st = map_dtype(udt, out);
+  if (st == Status::kNotSupported)
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: %s datatype %#llx not supported",
+              coll, which, static_cast<unsigned long long>(udt));
+  if (failed(st))
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid %s datatype %#llx", coll,
+              which, static_cast<unsigned long long>(udt));
+  return UCC_OK;
+}
+
+ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op, DType t,
+                          ROp* out) {
+  Status st = map_op(op, out);
+  if (st == Status::kNotSupported)
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %d not supported", coll,
+              static_cast<int>(op));
+  if (failed(st))
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid op %d", coll,
+              static_cast<int>(op));
+  if (!dev::reduce_supported(t, *out))
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %s is not defined for %s", coll,
+              off::rop_name(*out), off::dtype_name(t));
+  return UCC_OK;
+}
+
+bool is_rooted(CollType c) {
+  switch (c) {
+    case CollType::kBcast:
+    case CollType::kReduce:
+    case CollType::kGather:
+    case CollType::kGatherv:
+    case CollType::kScatter:
+    case CollType::kScatterv:
+    case CollType::kFanin:
+    case CollType::kFanout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_extra(CollType c) {
+  return c >= CollType::kGather && c < CollType::kCount;
+}
+
+}  // namespace args
+
+using namespace args;
 
 ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
                         off::CollDesc* d) {
@@ -226,7 +302,7 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: args mask %#llx not supported yet",
               coll, static_cast<unsigned long long>(a.mask));
   bool in_place = (flags & UCC_COLL_ARGS_FLAG_IN_PLACE) != 0;
-  bool rooted = d->coll == CollType::kBcast || d->coll == CollType::kReduce;
+  bool rooted = is_rooted(d->coll);
   if (rooted) {
     if (a.root >= n)
       ARG_ERROR(UCC_ERR_INVALID_PARAM,
@@ -235,6 +311,16 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
     d->root = static_cast<uint32_t>(a.root);
   }
   bool is_root = rooted && d->root == team.rank;
+  if (is_extra(d->coll)) {
+    Lowering lo{coll,
+                n,
+                team.rank,
+                in_place,
+                is_root,
+                (flags & UCC_COLL_ARGS_FLAG_COUNT_64BIT) != 0,
+                (flags & UCC_COLL_ARGS_FLAG_DISPLACEMENTS_64BIT) != 0};
+    return lower_extra(a, lo, d);
+  }
 
   // Datatype (and op for reductions) come from the buffer that is read.
   const ucc_coll_buffer_info_t& sinfo = a.src.info;
@@ -248,26 +334,14 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
   if (d->coll == CollType::kReduce) dst_main = in_place && is_root;
   if (d->coll == CollType::kBcast) dst_main = false;
   if (d->coll != CollType::kBarrier) {
-    ucc_datatype_t udt = dst_main ? dinfo.datatype : sinfo.datatype;
-    Status st = map_dtype(udt, &d->dtype);
-    if (st == Status::kNotSupported)
-      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: datatype %#llx not supported", coll,
-                static_cast<unsigned long long>(udt));
-    if (failed(st))
-      ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid datatype %#llx", coll,
-                static_cast<unsigned long long>(udt));
+    ucc_status_t st =
+        dtype(coll, dst_main ? "dst" : "src",
+              dst_main ? dinfo.datatype : sinfo.datatype, &d->dtype);
+    if (st != UCC_OK) return st;
   }
   if (reduction) {
-    Status st = map_op(a.op, &d->op);
-    if (st == Status::kNotSupported)
-      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %d not supported", coll,
-                static_cast<int>(a.op));
-    if (failed(st))
-      ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid op %d", coll,
-                static_cast<int>(a.op));
-    if (!dev::reduce_supported(d->dtype, d->op))
-      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %s is not defined for %s", coll,
-                off::rop_name(d->op), off::dtype_name(d->dtype));
+    ucc_status_t st = reduction_op(coll, a.op, d->dtype, &d->op);
+    if (st != UCC_OK) return st;
   }
 
   ucc_status_t s = UCC_OK;
@@ -321,7 +395,11 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
     case CollType::kAllgather:
       s = per_rank(coll, "dst", dinfo.count, n, &c);
       if (s == UCC_OK) s = buffer(coll, "dst", dinfo, t, dinfo.count, &d->dst);
-      if (s != UCC_OK || in_place) break;
+      if (s != UCC_OK) break;
+      if (in_place) {  // our block is read from its place in dst
+        d->src = d->dst;
+        break;
+      }
       if (sinfo.count != c)
         ARG_ERROR(UCC_ERR_INVALID_PARAM,
                   "%s: src count %llu != dst count / "
@@ -365,7 +443,7 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
       s = buffer(coll, "dst", dinfo, t, c, &d->dst);
       if (s == UCC_OK) s = buffer(coll, "src", sinfo, t, sinfo.count, &d->src);
       break;
-    case CollType::kCount:
+    default:  // the others went through lower_extra
       return UCC_ERR_INVALID_PARAM;
   }
   if (s != UCC_OK) return s;

@@ -46,6 +46,19 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
      "Alltoall algorithm: auto, pairwise"},
     {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
      "Reduce-scatter algorithm: auto, ring"},
+    {"GATHER_ALG", "auto", Scope::kContext, "Gather algorithm: auto, linear"},
+    {"GATHERV_ALG", "auto", Scope::kContext, "Gatherv algorithm: auto, linear"},
+    {"SCATTER_ALG", "auto", Scope::kContext, "Scatter algorithm: auto, linear"},
+    {"SCATTERV_ALG", "auto", Scope::kContext,
+     "Scatterv algorithm: auto, linear"},
+    {"ALLGATHERV_ALG", "auto", Scope::kContext,
+     "Allgatherv algorithm: auto, pairwise"},
+    {"ALLTOALLV_ALG", "auto", Scope::kContext,
+     "Alltoallv algorithm: auto, pairwise"},
+    {"REDUCE_SCATTERV_ALG", "auto", Scope::kContext,
+     "Reduce-scatterv algorithm: auto, ring"},
+    {"FANIN_ALG", "auto", Scope::kContext, "Fanin algorithm: auto, binomial"},
+    {"FANOUT_ALG", "auto", Scope::kContext, "Fanout algorithm: auto, binomial"},
 };
 
 // The collective an *_ALG knob selects for, or kCount for other knobs.
@@ -65,6 +78,24 @@ CollType alg_knob_coll(Knob k) {
       return CollType::kAlltoall;
     case Knob::kReduceScatterAlg:
       return CollType::kReduceScatter;
+    case Knob::kGatherAlg:
+      return CollType::kGather;
+    case Knob::kGathervAlg:
+      return CollType::kGatherv;
+    case Knob::kScatterAlg:
+      return CollType::kScatter;
+    case Knob::kScattervAlg:
+      return CollType::kScatterv;
+    case Knob::kAllgathervAlg:
+      return CollType::kAllgatherv;
+    case Knob::kAlltoallvAlg:
+      return CollType::kAlltoallv;
+    case Knob::kReduceScattervAlg:
+      return CollType::kReduceScatterv;
+    case Knob::kFaninAlg:
+      return CollType::kFanin;
+    case Knob::kFanoutAlg:
+      return CollType::kFanout;
     default:
       return CollType::kCount;
   }

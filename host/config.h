@@ -34,6 +34,15 @@ enum class Knob : uint8_t {
   kAllgatherAlg,
   kAlltoallAlg,
   kReduceScatterAlg,
+  kGatherAlg,
+  kGathervAlg,
+  kScatterAlg,
+  kScattervAlg,
+  kAllgathervAlg,
+  kAlltoallvAlg,
+  kReduceScattervAlg,
+  kFaninAlg,
+  kFanoutAlg,
   kCount
 };
 

@@ -159,10 +159,8 @@ ucc_status_t ucc_init_version(unsigned api_major_version,
   if (lib == nullptr) return UCC_ERR_NO_MEMORY;
   lib->magic = ucc::host::kLibMagic;
   lib->thread_mode = tm;
-  lib->coll_types = UCC_COLL_TYPE_ALLGATHER | UCC_COLL_TYPE_ALLREDUCE |
-                    UCC_COLL_TYPE_ALLTOALL | UCC_COLL_TYPE_BARRIER |
-                    UCC_COLL_TYPE_BCAST | UCC_COLL_TYPE_REDUCE |
-                    UCC_COLL_TYPE_REDUCE_SCATTER;
+  // Every collective type of ucc.h: bits 0..15.
+  lib->coll_types = (uint64_t{UCC_COLL_TYPE_SCATTERV} << 1) - 1;
   if (config != nullptr) strcpy(lib->env_prefix, config->env_prefix);
   *lib_p = lib;
   return UCC_OK;

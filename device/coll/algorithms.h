@@ -15,5 +15,14 @@ extern const AlgInfo kAllreduceRing;
 extern const AlgInfo kAllgatherRing;
 extern const AlgInfo kAlltoallPairwise;
 extern const AlgInfo kReduceScatterRing;
+extern const AlgInfo kReduceScattervRing;
+extern const AlgInfo kAlltoallvPairwise;
+extern const AlgInfo kAllgathervPairwise;
+extern const AlgInfo kGatherLinear;
+extern const AlgInfo kGathervLinear;
+extern const AlgInfo kScatterLinear;
+extern const AlgInfo kScattervLinear;
+extern const AlgInfo kFaninBinomial;
+extern const AlgInfo kFanoutBinomial;
 
 }  // namespace ucc::dev

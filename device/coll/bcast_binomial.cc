@@ -68,5 +68,8 @@ struct Binomial {
 
 const AlgInfo kBcastBinomial = make_alg<Binomial>(
     1, "binomial", "binomial tree, pipelined in slot-sized segments");
+// Fanout descriptors carry count 0: one empty message down each tree edge.
+const AlgInfo kFanoutBinomial = make_alg<Binomial>(
+    1, "binomial", "empty messages down a binomial tree from the root");
 
 }  // namespace ucc::dev

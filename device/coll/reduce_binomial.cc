@@ -87,5 +87,8 @@ struct Binomial {
 
 const AlgInfo kReduceBinomial = make_alg<Binomial>(
     1, "binomial", "binomial tree, pipelined in slot-sized segments");
+// Fanin descriptors carry count 0: one empty message up each tree edge.
+const AlgInfo kFaninBinomial = make_alg<Binomial>(
+    1, "binomial", "empty messages up a binomial tree to the root");
 
 }  // namespace ucc::dev

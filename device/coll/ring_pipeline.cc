@@ -19,8 +19,9 @@
 // Each rank has at most one segment more sent than received per column,
 // so any inbox with >= 2 slots keeps the ring moving (no deadlock), and
 // every segment crosses every link once per part: the bandwidth optimum.
-// Blocks are balanced (sizes differ by at most one element) so any count
-// works, including counts smaller than n.
+// The blocks come from the run's block tables: balanced for allreduce
+// (sizes differ by at most one element, so any count works, including
+// counts smaller than n), the user's counts for reduce_scatterv.
 #include "device/coll/algorithms.h"
 #include "device/coll/patterns.h"
 #include "device/coll/streams.h"
@@ -32,7 +33,6 @@ enum class RingMode : uint8_t { kAllreduce, kAllgather, kReduceScatter };
 
 template <RingMode kMode>
 struct Ring {
-  uint64_t count = 0;     // elements of the whole vector
   uint32_t nseg = 0;      // segments per block
   uint32_t k = 0;         // current column
   uint32_t j = 0;         // arrivals handled in the current column
@@ -40,16 +40,14 @@ struct Ring {
   uint32_t left = 0, right = 0;
   bool injected = false;
 
-  // Element offset and count of block b (of the whole vector).
+  // Element offset and count of block b of the vector that travels: the
+  // input blocks when reducing, the output blocks when gathering (the run's
+  // block tables, blocks.h).
   uint64_t block_off(const CollRun& run, uint32_t b) const {
-    if (kMode == RingMode::kAllreduce)
-      return pat::block_offset(count, run.size, b);
-    return uint64_t{b} * run.d->count;
+    return kMode == RingMode::kAllgather ? run.dst_off[b] : run.src_off[b];
   }
   uint64_t block_cnt(const CollRun& run, uint32_t b) const {
-    if (kMode == RingMode::kAllreduce)
-      return pat::block_count(count, run.size, b);
-    return run.d->count;
+    return kMode == RingMode::kAllgather ? run.dst_cnt[b] : run.src_cnt[b];
   }
   // Byte offset (in the vector) and length of segment k of block b.
   void seg(const CollRun& run, uint32_t b, uint64_t* off, uint32_t* len) const {
@@ -63,10 +61,9 @@ struct Ring {
 
   Status start(CollRun& run) {
     uint32_t n = run.size;
-    count = kMode == RingMode::kAllreduce ? run.d->count : run.d->count * n;
-    uint64_t max_block = kMode == RingMode::kAllreduce
-                             ? pat::block_count(count, n, 0)
-                             : run.d->count;
+    uint64_t max_block = 0;
+    for (uint32_t b = 0; b < n; ++b)
+      if (block_cnt(run, b) > max_block) max_block = block_cnt(run, b);
     uint64_t per_msg = run.slot / run.esize;
     nseg = static_cast<uint32_t>(
         max_block == 0 ? 1 : (max_block + per_msg - 1) / per_msg);
@@ -74,25 +71,26 @@ struct Ring {
     right = blk(run, int64_t{run.rank} + 1);
     arrivals = kMode == RingMode::kAllreduce ? 2 * n - 2 : n - 1;
     Status st = Status::kOk;
+    uint32_t r = run.rank;
     if (kMode == RingMode::kAllgather) {
-      // In place, our contribution already sits at its place in dst.
-      uint64_t bytes = run.d->count * run.esize;
-      if (!(run.d->flags & off::kDescInPlace))
-        st = run.copy_uu(Buf::kDst, run.rank * bytes, Buf::kSrc, 0, bytes);
+      // Our contribution goes to its place in dst (a no-op in place).
+      st = run.copy_uu(Buf::kDst, run.dst_off[r] * run.esize, Buf::kSrc,
+                       run.src_off[r] * run.esize, run.dst_cnt[r] * run.esize);
     } else if (n == 1) {
-      uint64_t bytes = run.d->count * run.esize;
-      st = run.copy_uu(Buf::kDst, 0, Buf::kSrc, 0, bytes);
-      if (!failed(st)) st = run.finish_avg(Buf::kDst, 0, run.d->count);
+      st = run.copy_uu(Buf::kDst, run.dst_off[0] * run.esize, Buf::kSrc,
+                       run.src_off[0] * run.esize, run.src_cnt[0] * run.esize);
+      if (!failed(st))
+        st = run.finish_avg(Buf::kDst, run.dst_off[0] * run.esize,
+                            run.src_cnt[0]);
     }
     if (failed(st) || n == 1) return st;
     return progress(run);
   }
 
-  // Where the finished block of a reduce-scatter goes in dst: in place, at
-  // its place in the vector; otherwise dst holds our block alone.
+  // Where a segment of our finished reduce-scatter block goes in dst.
   uint64_t rs_result_off(const CollRun& run, uint64_t vec_off) const {
-    if (run.d->flags & off::kDescInPlace) return vec_off;
-    return vec_off - block_off(run, run.rank) * run.esize;
+    uint32_t r = run.rank;
+    return run.dst_off[r] * run.esize + (vec_off - run.src_off[r] * run.esize);
   }
 
   Status inject(CollRun& run) {
@@ -197,5 +195,8 @@ const AlgInfo kAllgatherRing =
     make_alg<Ring<RingMode::kAllgather>>(1, "ring", "pipelined ring");
 const AlgInfo kReduceScatterRing =
     make_alg<Ring<RingMode::kReduceScatter>>(1, "ring", "pipelined ring");
+// The same ring over the blocks the user's counts give.
+const AlgInfo kReduceScattervRing = make_alg<Ring<RingMode::kReduceScatter>>(
+    1, "ring", "pipelined ring over blocks of any size");
 
 }  // namespace ucc::dev

@@ -37,6 +37,12 @@ struct CollRun {
   uint32_t esize = 0;              // element size
   off::ROp rop = off::ROp::kNone;  // combining op (avg combines as sum)
   bool avg = false;
+  // Block tables (blocks.h), in elements, indexed by rank: where rank i's
+  // part lies in this rank's src and dst.
+  const uint64_t* src_cnt = nullptr;
+  const uint64_t* src_off = nullptr;
+  const uint64_t* dst_cnt = nullptr;
+  const uint64_t* dst_off = nullptr;
 
   const off::BufRef& ref(Buf b) const {
     return b == Buf::kSrc ? d->src : d->dst;

@@ -3,12 +3,31 @@
 #include <cstdlib>
 #include <new>
 
+#include "device/engine/blocks.h"
 #include "device/engine/team.h"
 #include "platform/os/log.h"
 
 namespace ucc::dev {
 
 using off::CollDesc;
+
+namespace {
+
+// Collectives whose algorithms read the block tables.
+bool uses_blocks(off::CollType c) {
+  switch (c) {
+    case off::CollType::kBarrier:
+    case off::CollType::kBcast:
+    case off::CollType::kReduce:
+    case off::CollType::kFanin:
+    case off::CollType::kFanout:
+      return false;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
 
 Status Engine::init(const EngineConfig& cfg, off::Channel* ch) {
   if (cfg.max_teams == 0 || cfg.team_queue == 0 ||
@@ -47,13 +66,20 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   void* q = nullptr;
   if (posix_memalign(&q, 64, sizeof(CollDesc) * cfg_.team_queue) != 0)
     return Status::kNoMemory;
+  auto* blocks = static_cast<uint64_t*>(calloc(4 * size_t{size}, 8));
+  if (blocks == nullptr) {
+    free(q);
+    return Status::kNoMemory;
+  }
   plat::shm::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots};
   Status st = t.fab.open(fc, addr);
   if (failed(st)) {
     free(q);
+    free(blocks);
     return st;
   }
   t.queue = static_cast<CollDesc*>(q);
+  t.blocks = blocks;
   t.qhead = t.qtail = 0;
   t.size = size;
   t.rank = rank;
@@ -93,6 +119,8 @@ void Engine::team_close(uint32_t idx) {
   t.fab.close();
   free(t.queue);
   t.queue = nullptr;
+  free(t.blocks);
+  t.blocks = nullptr;
   t.state = Team::State::kFree;
 }
 
@@ -144,8 +172,10 @@ uint64_t Engine::advance(Team& t) {
       r.avg = t.cur.op == off::ROp::kAvg;
       r.rop = r.avg ? off::ROp::kSum : t.cur.op;
       t.alg = select_alg(cfg_.select, t.cur, t.size);
-      st = t.alg == nullptr ? Status::kNotSupported
-                            : t.alg->start(t.alg_state, r);
+      st = t.alg == nullptr ? Status::kNotSupported : Status::kOk;
+      if (ok(st) && uses_blocks(t.cur.coll))
+        st = fill_blocks(t.cur, t.size, t.rank, t.blocks, &r);
+      if (ok(st)) st = t.alg->start(t.alg_state, r);
     } else {
       st = t.alg->progress(t.alg_state, t.run);
     }

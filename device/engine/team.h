@@ -18,6 +18,7 @@ struct Engine::Team {
   uint32_t seq = 0;  // collectives started so far
   Fabric fab;
   off::CollDesc* queue = nullptr;  // team_queue entries
+  uint64_t* blocks = nullptr;      // 4 * size: block tables (blocks.h)
   uint32_t qhead = 0, qtail = 0;   // free-running; qtail - qhead queued
   bool running = false;
   const AlgInfo* alg = nullptr;

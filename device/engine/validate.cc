@@ -1,6 +1,7 @@
 // Descriptor validation: everything the engine reads from a descriptor is
 // checked here before any algorithm runs, because descriptors cross the
 // host/device boundary and may be stale, corrupted or forged.
+#include "device/engine/blocks.h"
 #include "device/engine/engine.h"
 #include "device/engine/team.h"
 #include "device/reduce/reduce.h"
@@ -25,7 +26,26 @@ bool fits(const off::BufRef& r, uint64_t need) {
 
 bool is_reduction(CollType c) {
   return c == CollType::kReduce || c == CollType::kAllreduce ||
-         c == CollType::kReduceScatter;
+         c == CollType::kReduceScatter || c == CollType::kReduceScatterv;
+}
+
+bool is_rooted(CollType c) {
+  return c == CollType::kBcast || c == CollType::kReduce ||
+         c == CollType::kGather || c == CollType::kGatherv ||
+         c == CollType::kScatter || c == CollType::kScatterv ||
+         c == CollType::kFanin || c == CollType::kFanout;
+}
+
+// Bytes a side of a v-collective needs: the furthest block its arrays
+// describe. false when the arrays cannot be read or overflow.
+bool vector_need(uint64_t counts, uint64_t displs, const off::CollDesc& d,
+                 uint32_t n, uint64_t* need, uint64_t* total = nullptr) {
+  uint64_t end = 0, sum = 0;
+  if (!vector_extent(counts, displs, d.flags & off::kDescCount64,
+                     d.flags & off::kDescDispl64, n, &end, &sum))
+    return false;
+  if (total != nullptr) *total = sum;
+  return mul(end, off::dtype_size(d.dtype), need);
 }
 
 }  // namespace
@@ -42,8 +62,9 @@ Status Engine::validate(const off::CollDesc& d) const {
       static_cast<uint32_t>(d.dtype) >=
           static_cast<uint32_t>(off::DType::kCount))
     return Status::kInvalidParam;
-  if ((d.flags & ~uint16_t{off::kDescInPlace}) != 0)
-    return Status::kInvalidParam;
+  constexpr uint16_t kKnownFlags =
+      off::kDescInPlace | off::kDescCount64 | off::kDescDispl64;
+  if ((d.flags & ~kKnownFlags) != 0) return Status::kInvalidParam;
   const Team& t = teams_[d.team];
   uint32_t n = t.size;
   if (is_reduction(d.coll)) {
@@ -88,12 +109,55 @@ Status Engine::validate(const off::CollDesc& d) const {
       need_src = all;
       need_dst = in_place ? all : one;
       break;
+    case CollType::kGather:
+      need_src = in_place && root ? 0 : one;
+      need_dst = root ? all : 0;
+      break;
+    case CollType::kScatter:
+      need_src = root ? all : 0;
+      need_dst = in_place && root ? 0 : one;
+      break;
+    case CollType::kFanin:
+    case CollType::kFanout:
+      if (d.count != 0) return Status::kInvalidParam;
+      break;
+    case CollType::kGatherv:
+      need_src = in_place && root ? 0 : one;
+      if (root && !vector_need(d.dst_counts, d.dst_displs, d, n, &need_dst))
+        return Status::kInvalidParam;
+      break;
+    case CollType::kScatterv:
+      need_dst = in_place && root ? 0 : one;
+      if (root && !vector_need(d.src_counts, d.src_displs, d, n, &need_src))
+        return Status::kInvalidParam;
+      break;
+    case CollType::kAllgatherv:
+      need_src = in_place ? 0 : one;
+      if (!vector_need(d.dst_counts, d.dst_displs, d, n, &need_dst))
+        return Status::kInvalidParam;
+      break;
+    case CollType::kAlltoallv:
+      if (in_place ||
+          !vector_need(d.src_counts, d.src_displs, d, n, &need_src) ||
+          !vector_need(d.dst_counts, d.dst_displs, d, n, &need_dst))
+        return Status::kInvalidParam;
+      break;
+    case CollType::kReduceScatterv: {
+      // count is the whole vector; dst_counts splits it.
+      uint64_t total = 0, mine = 0;
+      if (!vector_need(d.dst_counts, 0, d, n, &need_src, &total) ||
+          total != d.count ||
+          !vector_count(d.dst_counts, d.flags & off::kDescCount64, n, t.rank,
+                        &mine) ||
+          !mul(mine, off::dtype_size(d.dtype), &need_dst))
+        return Status::kInvalidParam;
+      if (in_place) need_dst = need_src;
+      break;
+    }
     case CollType::kCount:
       return Status::kInvalidParam;
   }
-  if ((d.coll == CollType::kBcast || d.coll == CollType::kReduce) &&
-      d.root >= n)
-    return Status::kInvalidParam;
+  if (is_rooted(d.coll) && d.root >= n) return Status::kInvalidParam;
   if (!fits(d.src, need_src) || !fits(d.dst, need_dst))
     return Status::kInvalidParam;
   return Status::kOk;

@@ -18,6 +18,15 @@ const AlgInfo* const kAllreduce[] = {&kAllreduceRecursiveDoubling,
 const AlgInfo* const kAllgather[] = {&kAllgatherRing};
 const AlgInfo* const kAlltoall[] = {&kAlltoallPairwise};
 const AlgInfo* const kReduceScatter[] = {&kReduceScatterRing};
+const AlgInfo* const kGather[] = {&kGatherLinear};
+const AlgInfo* const kGatherv[] = {&kGathervLinear};
+const AlgInfo* const kScatter[] = {&kScatterLinear};
+const AlgInfo* const kScatterv[] = {&kScattervLinear};
+const AlgInfo* const kAllgatherv[] = {&kAllgathervPairwise};
+const AlgInfo* const kAlltoallv[] = {&kAlltoallvPairwise};
+const AlgInfo* const kReduceScatterv[] = {&kReduceScattervRing};
+const AlgInfo* const kFanin[] = {&kFaninBinomial};
+const AlgInfo* const kFanout[] = {&kFanoutBinomial};
 
 template <size_t N>
 constexpr AlgTable table(const AlgInfo* const (&a)[N]) {
@@ -33,25 +42,20 @@ const AlgInfo* by_id(AlgTable t, uint8_t id) {
 }  // namespace
 
 AlgTable algorithms_of(CollType coll) {
-  switch (coll) {
-    case CollType::kBarrier:
-      return table(kBarrier);
-    case CollType::kBcast:
-      return table(kBcast);
-    case CollType::kReduce:
-      return table(kReduce);
-    case CollType::kAllreduce:
-      return table(kAllreduce);
-    case CollType::kAllgather:
-      return table(kAllgather);
-    case CollType::kAlltoall:
-      return table(kAlltoall);
-    case CollType::kReduceScatter:
-      return table(kReduceScatter);
-    case CollType::kCount:
-      break;
-  }
-  return AlgTable{nullptr, 0};
+  // Indexed by CollType.
+  static const AlgTable kTables[] = {
+      table(kBarrier),       table(kBcast),          table(kReduce),
+      table(kAllreduce),     table(kAllgather),      table(kAlltoall),
+      table(kReduceScatter), table(kGather),         table(kGatherv),
+      table(kScatter),       table(kScatterv),       table(kAllgatherv),
+      table(kAlltoallv),     table(kReduceScatterv), table(kFanin),
+      table(kFanout),
+  };
+  static_assert(sizeof(kTables) / sizeof(kTables[0]) ==
+                static_cast<size_t>(CollType::kCount));
+  auto i = static_cast<size_t>(coll);
+  return i < static_cast<size_t>(CollType::kCount) ? kTables[i]
+                                                   : AlgTable{nullptr, 0};
 }
 
 const AlgInfo* find_alg(CollType coll, const char* name) {

@@ -6,8 +6,10 @@ namespace ucc::off {
 namespace {
 
 constexpr const char* kCollTypeNames[] = {
-    "barrier",   "bcast",    "reduce",         "allreduce",
-    "allgather", "alltoall", "reduce_scatter",
+    "barrier",   "bcast",           "reduce",         "allreduce",
+    "allgather", "alltoall",        "reduce_scatter", "gather",
+    "gatherv",   "scatter",         "scatterv",       "allgatherv",
+    "alltoallv", "reduce_scatterv", "fanin",          "fanout",
 };
 static_assert(sizeof(kCollTypeNames) / sizeof(kCollTypeNames[0]) ==
               static_cast<size_t>(CollType::kCount));

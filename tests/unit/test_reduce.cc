@@ -1,12 +1,13 @@
 // Unit tests for device/reduce: the support table, every supported
 // (dtype, op) pair against an independent scalar reference at sizes that
 // hit the vector body, its tail and the 16-bit block boundary, aliasing,
-// scale_div, the 16-bit conversions at known bit patterns, and the names.
+// scale_div, and the names. The float16/bfloat16 conversions themselves
+// are tested in test_half.cc.
 //
 // The reference never calls the library: integers are computed in 64-bit
 // and truncated, floats in double, and 16-bit floats are built from exact
-// values by an encoder written here (inputs are small integers and halves,
-// so every expected result is exact in every format).
+// values by encoders written here and in reduce_ref.h (inputs are small
+// integers and halves, so every expected result is exact in every format).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,11 +22,15 @@
 #include "device/reduce/half.h"
 #include "device/reduce/reduce.h"
 #include "offload/types.h"
+#include "tests/unit/reduce_ref.h"
 
 namespace {
 
 using ucc::off::DType;
 using ucc::off::ROp;
+using ucct::unit::ref_half_bits;
+using ucct::unit::ref_half_value;
+using ucct::unit::Rng;
 
 constexpr size_t kCounts[] = {0, 1, 3, 7, 64, 255, 256, 257, 1000, 4099};
 constexpr size_t kTail = 16;  // poisoned elements after `count`
@@ -59,59 +64,8 @@ bool expect_supported(DType dt, ROp op) {
   }
 }
 
-struct Rng {  // splitmix64: deterministic across platforms
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  int small(int lo, int hi) {  // inclusive
-    return lo + static_cast<int>(next() % static_cast<uint64_t>(hi - lo + 1));
-  }
-};
-
 // ---- Exact 16-bit encoders/decoders for the reference -------------------
-
-// Value of a binary16 bit pattern, by the textbook formula.
-double ref_half_value(uint16_t h) {
-  const int sign = h >> 15, e = (h >> 10) & 0x1F, m = h & 0x3FF;
-  double v;
-  if (e == 0x1F) {
-    v = m ? std::numeric_limits<double>::quiet_NaN()
-          : std::numeric_limits<double>::infinity();
-  } else if (e == 0) {
-    v = std::ldexp(static_cast<double>(m), -24);
-  } else {
-    v = std::ldexp(static_cast<double>(m + 1024), e - 25);
-  }
-  return sign ? -v : v;
-}
-
-// Encodes a finite value exactly representable in binary16 (or, past
-// 65504, infinity); rounds to nearest even otherwise, independently of the
-// library: scale to the target ulp and let nearbyint (default mode: ties
-// to even) round.
-uint16_t ref_half_bits(double v) {
-  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-  double a = std::fabs(v);
-  if (std::isnan(v)) return 0x7E00;
-  if (std::isinf(v)) return sign | 0x7C00;
-  if (a == 0) return sign;
-  int e;
-  std::frexp(a, &e);               // a = f * 2^e, f in [0.5, 1)
-  int exp = std::max(e - 1, -14);  // unbiased exponent, clamped at subnormals
-  double r = std::nearbyint(std::ldexp(a, 10 - exp));  // mantissa incl. lead
-  if (r >= 2048) {  // rounding carried into the next binade
-    r /= 2;
-    ++exp;
-  }
-  if (exp > 15) return sign | 0x7C00;
-  const int m = static_cast<int>(r);
-  if (m < 1024) return sign | static_cast<uint16_t>(m);  // subnormal
-  return sign | static_cast<uint16_t>(((exp + 15) << 10) | (m - 1024));
-}
+// (binary16: ref_half_value and ref_half_bits in reduce_ref.h)
 
 // bfloat16 by construction of the float bit pattern, for exact values only.
 uint16_t ref_bf16_bits_exact(double v) {
@@ -594,166 +548,6 @@ TEST(ScaleDiv, IntegersAndZeroDivisorUntouched) {
   ucc::dev::scale_div(DType::kFloat32, f, 2, 0);
   EXPECT_EQ(f[0], 1.0f);
   EXPECT_EQ(f[1], 2.0f);
-}
-
-// ---- 16-bit conversions
-// -------------------------------------------------------
-
-float f32(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-TEST(Half, KnownBitPatterns) {
-  using ucc::dev::float_to_half;
-  using ucc::dev::half_to_float;
-  EXPECT_EQ(float_to_half(1.0f), 0x3C00);
-  EXPECT_EQ(float_to_half(-2.0f), 0xC000);
-  EXPECT_EQ(float_to_half(65504.0f), 0x7BFF);
-  EXPECT_EQ(float_to_half(0.0f), 0x0000);
-  EXPECT_EQ(float_to_half(-0.0f), 0x8000);
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -24)), 0x0001);     // min subnormal
-  EXPECT_EQ(float_to_half(std::ldexp(1023.0f, -24)), 0x03FF);  // max subnormal
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -14)), 0x0400);     // min normal
-  EXPECT_EQ(float_to_half(std::numeric_limits<float>::infinity()), 0x7C00);
-  EXPECT_EQ(float_to_half(-std::numeric_limits<float>::infinity()), 0xFC00);
-  const uint16_t qnan = float_to_half(std::numeric_limits<float>::quiet_NaN());
-  EXPECT_EQ(qnan & 0x7C00, 0x7C00);
-  EXPECT_NE(qnan & 0x03FF, 0);
-  // A NaN whose payload lives only in the dropped bits stays NaN.
-  const uint16_t low_nan = float_to_half(f32(0xFF800001u));
-  EXPECT_EQ(low_nan & 0xFC00, 0xFC00);
-  EXPECT_NE(low_nan & 0x03FF, 0);
-
-  // Rounding: ties to even, both directions, in normals and subnormals.
-  EXPECT_EQ(float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie, down
-  EXPECT_EQ(float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)),
-            0x3C02);                                   // tie, up
-  EXPECT_EQ(float_to_half(f32(0x3F801001u)), 0x3C01);  // just above a tie
-  EXPECT_EQ(float_to_half(65519.0f), 0x7BFF);
-  EXPECT_EQ(float_to_half(65520.0f), 0x7C00);  // tie rounds to even = overflow
-  EXPECT_EQ(float_to_half(1e6f), 0x7C00);
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25)), 0x0000);  // tie to 0
-  EXPECT_EQ(float_to_half(std::ldexp(3.0f, -25)), 0x0002);  // tie to 2
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -25) * 1.0001f), 0x0001);
-  EXPECT_EQ(float_to_half(std::ldexp(2047.0f, -25)), 0x0400);  // into normal
-  EXPECT_EQ(float_to_half(-1e-10f), 0x8000);
-  EXPECT_EQ(float_to_half(std::ldexp(1.0f, -149)), 0x0000);  // float denormal
-
-  EXPECT_EQ(half_to_float(0x3C00), 1.0f);
-  EXPECT_EQ(half_to_float(0xC000), -2.0f);
-  EXPECT_EQ(half_to_float(0x7BFF), 65504.0f);
-  EXPECT_EQ(half_to_float(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(half_to_float(0x03FF), std::ldexp(1023.0f, -24));
-  EXPECT_EQ(half_to_float(0x8001), -std::ldexp(1.0f, -24));
-  EXPECT_TRUE(std::signbit(half_to_float(0x8000)));
-  EXPECT_EQ(half_to_float(0x7C00), std::numeric_limits<float>::infinity());
-  EXPECT_EQ(half_to_float(0xFC00), -std::numeric_limits<float>::infinity());
-  EXPECT_TRUE(std::isnan(half_to_float(0x7E00)));
-  EXPECT_TRUE(std::isnan(half_to_float(0x7C01)));
-}
-
-// Every pattern widens to the textbook value and narrows back to itself.
-TEST(Half, ExhaustiveRoundTrip) {
-  for (uint32_t h = 0; h < 0x10000; ++h) {
-    const float f = ucc::dev::half_to_float(static_cast<uint16_t>(h));
-    const double want = ref_half_value(static_cast<uint16_t>(h));
-    if (std::isnan(want)) {
-      ASSERT_TRUE(std::isnan(f)) << h;
-      const uint16_t back = ucc::dev::float_to_half(f);
-      ASSERT_EQ(back & 0xFC00, h & 0xFC00) << h;  // sign and exponent
-      ASSERT_NE(back & 0x03FF, 0) << h;
-      if (h & 0x0200) {
-        ASSERT_EQ(back, h) << h;  // quiet NaNs keep their payload
-      }
-      continue;
-    }
-    ASSERT_EQ(static_cast<double>(f), want) << h;
-    ASSERT_EQ(ucc::dev::float_to_half(f), h) << h;
-  }
-}
-
-// Every midpoint between neighbouring finite halves is a tie; one float ulp
-// either side is not. Checked against the nearbyint-based reference.
-TEST(Half, ExhaustiveMidpoints) {
-  for (uint32_t h = 0; h < 0x7C00; ++h) {
-    const double lo = ref_half_value(static_cast<uint16_t>(h));
-    const double hi = h + 1 == 0x7C00
-                          ? 65536.0
-                          : ref_half_value(static_cast<uint16_t>(h + 1));
-    const float mid = static_cast<float>((lo + hi) / 2);  // exact in float
-    ASSERT_EQ(static_cast<double>(mid), (lo + hi) / 2);
-    const uint16_t even =
-        (h & 1) ? static_cast<uint16_t>(h + 1) : static_cast<uint16_t>(h);
-    for (float sign : {1.0f, -1.0f}) {
-      const uint16_t sbit = sign < 0 ? 0x8000 : 0;
-      ASSERT_EQ(ucc::dev::float_to_half(sign * mid), even | sbit) << h;
-      ASSERT_EQ(ucc::dev::float_to_half(sign * std::nextafter(mid, 0.0f)),
-                h | sbit)
-          << h;
-      ASSERT_EQ(ucc::dev::float_to_half(sign * std::nextafter(mid, 1e30f)),
-                (h + 1) | sbit)
-          << h;
-    }
-  }
-}
-
-TEST(Half, RandomFloatsMatchReference) {
-  Rng r{42};
-  for (int i = 0; i < 1 << 20; ++i) {
-    // Bias exponents toward the float16 range so all paths get traffic.
-    uint32_t u = static_cast<uint32_t>(r.next());
-    if (i & 1)
-      u = (u & 0x807FFFFFu) | (static_cast<uint32_t>(r.small(100, 145)) << 23);
-    const float f = f32(u);
-    if (std::isnan(f)) continue;
-    ASSERT_EQ(ucc::dev::float_to_half(f), ref_half_bits(f)) << std::hex << u;
-  }
-}
-
-TEST(Bf16, KnownBitPatterns) {
-  using ucc::dev::bf16_to_float;
-  using ucc::dev::float_to_bf16;
-  EXPECT_EQ(float_to_bf16(1.0f), 0x3F80);
-  EXPECT_EQ(float_to_bf16(-2.0f), 0xC000);
-  EXPECT_EQ(float_to_bf16(f32(0x7F7F0000u)), 0x7F7F);  // max finite
-  EXPECT_EQ(float_to_bf16(f32(0x7F7FFFFFu)), 0x7F80);  // FLT_MAX rounds to inf
-  EXPECT_EQ(float_to_bf16(f32(0x00010000u)), 0x0001);  // min subnormal
-  EXPECT_EQ(float_to_bf16(f32(0x00008000u)), 0x0000);  // tie to even 0
-  EXPECT_EQ(float_to_bf16(f32(0x00018000u)), 0x0002);  // tie to even 2
-  EXPECT_EQ(float_to_bf16(std::numeric_limits<float>::infinity()), 0x7F80);
-  EXPECT_EQ(float_to_bf16(-std::numeric_limits<float>::infinity()), 0xFF80);
-  EXPECT_EQ(float_to_bf16(-0.0f), 0x8000);
-  // NaNs with payload only in the low half must not become infinity, nor
-  // (all-ones payload) carry into the sign.
-  for (uint32_t u :
-       {0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FC00000u}) {
-    const uint16_t b = float_to_bf16(f32(u));
-    EXPECT_EQ(b & 0xFF80, (u >> 16) & 0xFF80) << std::hex << u;
-    EXPECT_NE(b & 0x007F, 0) << std::hex << u;
-  }
-  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3F80);  // tie, down
-  EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);  // tie, up
-  EXPECT_EQ(float_to_bf16(f32(0x3F808001u)), 0x3F81);  // above a tie
-
-  EXPECT_EQ(bf16_to_float(0x3F80), 1.0f);
-  EXPECT_EQ(bf16_to_float(0xC000), -2.0f);
-  EXPECT_EQ(bf16_to_float(0x0001), f32(0x00010000u));
-  EXPECT_EQ(bf16_to_float(0x7F80), std::numeric_limits<float>::infinity());
-  EXPECT_TRUE(std::isnan(bf16_to_float(0x7FC0)));
-}
-
-TEST(Bf16, ExhaustiveRoundTrip) {
-  for (uint32_t b = 0; b < 0x10000; ++b) {
-    const float f = ucc::dev::bf16_to_float(static_cast<uint16_t>(b));
-    const uint16_t back = ucc::dev::float_to_bf16(f);
-    if (std::isnan(f)) {
-      ASSERT_EQ(back, b | 0x0040) << b;  // quieted, otherwise the same
-    } else {
-      ASSERT_EQ(back, b) << b;
-    }
-  }
 }
 
 // ---- names

@@ -30,7 +30,9 @@ static_assert(sizeof(BufRef) == 24);
 
 // Descriptor flags.
 enum DescFlags : uint16_t {
-  kDescInPlace = 1u << 0,  // src is not used; dst holds the input
+  kDescInPlace = 1u << 0,  // see each collective's convention below
+  kDescCount64 = 1u << 1,  // v-collective count arrays hold uint64_t
+  kDescDispl64 = 1u << 2,  // v-collective displacement arrays hold uint64_t
 };
 
 // Element-count convention (the host normalises ucc.h's per-collective
@@ -43,6 +45,20 @@ enum DescFlags : uint16_t {
 //                           src and dst hold size * count
 //   reduce_scatter          count = elements of each rank's result block;
 //                           src (or dst when in place) holds size * count
+//   gather / scatter        count = elements per rank's block; the root's
+//                           dst (gather) / src (scatter) holds size * count
+//   fanin / fanout          count = 0; root as for gather / scatter
+//   gatherv scatterv        count = this rank's elements; the root's blocks
+//   allgatherv alltoallv    are described by team-size arrays of counts and
+//   reduce_scatterv         displacements (in elements) at host addresses
+//                           {src,dst}_{counts,displs}: 32-bit entries unless
+//                           kDescCount64 / kDescDispl64; a displacement
+//                           array of 0 means blocks packed in rank order.
+//                           reduce_scatterv: count = the whole vector, the
+//                           blocks are dst_counts.
+// In place (kDescInPlace), the input is read from dst: at this rank's block
+// for allgather(v) and at the root for gather(v); scatter(v) then leaves
+// the root's block where it is.
 struct alignas(64) CollDesc {
   uint32_t magic;    // kDescMagic
   uint16_t version;  // kDescVersion
@@ -59,7 +75,11 @@ struct alignas(64) CollDesc {
   uint64_t count;  // see the convention above
   BufRef src;
   BufRef dst;
-  uint8_t pad1[40];  // room for v-collective count/displacement refs
+  uint64_t src_counts;  // v-collectives: arrays of team size (see above)
+  uint64_t src_displs;
+  uint64_t dst_counts;
+  uint64_t dst_displs;
+  uint8_t pad1[8];
 };
 static_assert(sizeof(CollDesc) == 128);
 static_assert(std::is_trivially_copyable_v<CollDesc>);
@@ -68,6 +88,7 @@ static_assert(offsetof(CollDesc, team) == 12);
 static_assert(offsetof(CollDesc, count) == 32);
 static_assert(offsetof(CollDesc, src) == 40);
 static_assert(offsetof(CollDesc, dst) == 64);
+static_assert(offsetof(CollDesc, src_counts) == 88);
 
 // A completion word: the engine stores (gen << 32) | uint32(status) with
 // release order once the collective with that generation has ended; the

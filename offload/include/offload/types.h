@@ -80,6 +80,15 @@ enum class CollType : uint8_t {
   kAllgather,
   kAlltoall,
   kReduceScatter,
+  kGather,
+  kGatherv,
+  kScatter,
+  kScatterv,
+  kAllgatherv,
+  kAlltoallv,
+  kReduceScatterv,
+  kFanin,
+  kFanout,
   kCount
 };
 

@@ -1,0 +1,67 @@
+// Pairwise exchange: alltoall, alltoallv and allgatherv.
+//
+// In step s (0 <= s < n) rank r exchanges with partner (s - r) mod n: it
+// sends the block of its src meant for the partner and receives the
+// partner's block into its place in dst (the run's block tables say where
+// those are; for allgatherv every partner gets the same block, ours). The
+// pairing is symmetric, so when the exchange is in place the block we send
+// to p and the block we receive from p occupy the same bytes; a received
+// message overwrites them only after our own copy of them has left. The
+// step whose partner is ourselves is the local copy. Every pair meets in
+// the same step on both sides, so bounded inboxes cannot deadlock.
+#include "device/coll/algorithms.h"
+#include "device/coll/patterns.h"
+#include "device/coll/streams.h"
+
+namespace ucc::dev {
+namespace {
+
+struct Pairwise {
+  uint32_t step = 0;
+  bool started = false;
+  SendStream tx;
+  RecvStream rx;
+
+  Status start(CollRun& run) { return progress(run); }
+
+  Status progress(CollRun& run) {
+    const uint64_t es = run.esize;
+    while (step < run.size) {
+      uint32_t p = pat::pair_partner(run.rank, run.size, step);
+      uint64_t soff = run.src_off[p] * es, doff = run.dst_off[p] * es;
+      if (p == run.rank) {
+        if (run.src_cnt[p] != run.dst_cnt[p]) return Status::kInvalidParam;
+        Status st =
+            run.copy_uu(Buf::kDst, doff, Buf::kSrc, soff, run.dst_cnt[p] * es);
+        if (failed(st)) return st;
+        ++step;
+        continue;
+      }
+      if (!started) {
+        tx.init(run, p, Buf::kSrc, soff, run.src_cnt[p] * es);
+        rx.init(run, p, Buf::kDst, doff, run.dst_cnt[p] * es, false);
+        started = true;
+      }
+      Status st = tx.progress(run);
+      if (failed(st)) return st;
+      bool aliased = run.same(Buf::kSrc, soff, Buf::kDst, doff);
+      st = rx.progress(run, aliased ? tx.done : UINT32_MAX);
+      if (failed(st)) return st;
+      if (!tx.finished() || !rx.finished()) return Status::kInProgress;
+      started = false;
+      ++step;
+    }
+    return Status::kOk;
+  }
+};
+
+}  // namespace
+
+const AlgInfo kAlltoallPairwise =
+    make_alg<Pairwise>(1, "pairwise", "n steps of symmetric pairwise exchange");
+const AlgInfo kAlltoallvPairwise =
+    make_alg<Pairwise>(1, "pairwise", "n steps of symmetric pairwise exchange");
+const AlgInfo kAllgathervPairwise = make_alg<Pairwise>(
+    1, "pairwise", "n steps of symmetric pairwise exchange of our block");
+
+}  // namespace ucc::dev
