@@ -103,6 +103,12 @@ ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
     UCC_ERROR("ucc_collective_init: invalid or destroyed team handle");
     return UCC_ERR_INVALID_PARAM;
   }
+  if (team->excluded) {
+    UCC_ERROR(
+        "ucc_collective_init: this rank is not a member of the team "
+        "(left out of ucc_team_create_from_parent)");
+    return UCC_ERR_INVALID_PARAM;
+  }
   if (team->state != ucc_team::State::kReady) {
     UCC_ERROR(
         "ucc_collective_init: team is not created yet (call "

@@ -114,7 +114,13 @@ struct ucc_context {
 };
 
 struct ucc_team {
-  enum class State : uint8_t { kExchange, kConfirm, kReady, kFailed };
+  enum class State : uint8_t {
+    kMembership,  // split only: who joins, in which order (team_split.cc)
+    kExchange,
+    kConfirm,
+    kReady,
+    kFailed
+  };
   uint32_t magic;
   State state;
   ucc_context* ctx;
@@ -134,4 +140,13 @@ struct ucc_team {
   uint32_t comp_base;
   ucc::host::Request* free_reqs;
   ucc_team* next_dead;  // link on the context's dead list
+  // Split teams (ucc_team_create_from_parent): the parent team carries the
+  // bootstrap exchanges instead of a user OOB.
+  ucc_team* parent;         // nullptr for teams made from an OOB
+  ucc_coll_req_h boot_req;  // the parent allgather under way
+  uint32_t psize;           // parent team size
+  uint32_t* members;        // team rank -> parent rank
+  unsigned char* stage;     // psize * kBootEntry bytes for the exchanges
+  uint64_t entry[2];        // our membership entry: included, key
+  bool excluded;            // took part in the split without joining
 };

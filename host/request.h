@@ -25,6 +25,22 @@ void unlink_posted(ucc_context* ctx, Request* r);
 uint64_t reap(ucc_context* ctx, Request** callbacks);
 void run_callbacks(Request* due);
 
+// Team objects (team.cc): taken from the context's dead list or the heap,
+// and put back there (engine slot, pool and arrays released).
+ucc_team* team_alloc(ucc_context* ctx);
+void team_free(ucc_context* ctx, ucc_team* t);
+
+// Gives a team being created its size and rank: member arrays, request
+// pool, engine slot (team.cc).
+ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank);
+
+// Split teams (team_split.cc): the membership exchange over the parent,
+// then joining; and one bootstrap allgather over the parent, delivering
+// the members' entries in team-rank order. UCC_INPROGRESS until done.
+ucc_status_t split_membership(ucc_team* t);
+ucc_status_t split_exchange(ucc_team* t, const void* src, void* dst,
+                            size_t len);
+
 // Frees the destroyed team objects a context kept (team.cc).
 void dead_teams_free(ucc_context* ctx);
 

@@ -23,6 +23,10 @@ bool valid_team(ucc_team_h t) {
   return t != nullptr && t->magic == ucc::host::kTeamMagic;
 }
 
+}  // namespace
+
+namespace ucc::host {
+
 // Team objects are never returned to the heap before their context is
 // destroyed: a destroyed team goes on the context's list of dead teams
 // (magic cleared), so a stale handle is reported as such rather than read
@@ -46,17 +50,39 @@ void team_free(ucc_context* ctx, ucc_team* t) {
   free(t->eps);
   free(t->addrs);
   free(t->oks);
+  free(t->members);
+  free(t->stage);
   t->eps = nullptr;
   t->addrs = nullptr;
   t->oks = nullptr;
+  t->members = nullptr;
+  t->stage = nullptr;
   t->magic = ucc::host::kDeadMagic;
   t->next_dead = ctx->dead_teams;
   ctx->dead_teams = t;
 }
 
-}  // namespace
-
-namespace ucc::host {
+ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
+  ucc_context* ctx = t->ctx;
+  t->size = size;
+  t->rank = rank;
+  t->eps = static_cast<uint64_t*>(calloc(size, sizeof(uint64_t)));
+  t->addrs = static_cast<plat::shm::SegAddr*>(
+      calloc(size, sizeof(plat::shm::SegAddr)));
+  t->oks = static_cast<int32_t*>(calloc(size, sizeof(int32_t)));
+  uint32_t nreqs = ctx->settings.engine.team_queue;
+  if (t->eps == nullptr || t->addrs == nullptr || t->oks == nullptr ||
+      !request_pool_init(t, nreqs))
+    return UCC_ERR_NO_MEMORY;
+  Guard g(ctx->lock, ctx->mt);
+  Status s = ctx->engine.team_open(size, rank, &t->eng_idx, &t->my_addr);
+  if (off::failed(s)) {
+    t->eng_idx = UINT32_MAX;
+    return to_ucc(s);
+  }
+  t->comp_base = t->eng_idx * nreqs;
+  return UCC_OK;
+}
 
 void dead_teams_free(ucc_context* ctx) {
   while (ctx->dead_teams != nullptr) {
@@ -141,6 +167,17 @@ ucc_status_t oob_step(ucc_team* t, void* src, void* dst, size_t len) {
   return st;
 }
 
+// One bootstrap allgather of `len` bytes per member into dst (team-rank
+// order): over the user's OOB, or over the parent team for a split.
+ucc_status_t boot_step(ucc_team* t, const void* src, void* dst, size_t len) {
+  if (t->parent != nullptr) return ucc::host::split_exchange(t, src, dst, len);
+  if (t->size == 1) {
+    memcpy(dst, src, len);
+    return UCC_OK;
+  }
+  return oob_step(t, const_cast<void*>(src), dst, len);
+}
+
 }  // namespace
 
 extern "C" {
@@ -186,7 +223,7 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
     return UCC_ERR_INVALID_PARAM;
   }
 
-  ucc_team* t = team_alloc(ctx);
+  ucc_team* t = ucc::host::team_alloc(ctx);
   if (t == nullptr) return UCC_ERR_NO_MEMORY;
   t->size = size;
   t->rank = rank;
@@ -202,31 +239,16 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
         "ucc_team_create_post: teams without a common posting order "
         "(ordering %d) are not supported yet",
         static_cast<int>(t->ordering));
-    team_free(ctx, t);
+    ucc::host::team_free(ctx, t);
     return UCC_ERR_NOT_SUPPORTED;
   }
-  t->eps = static_cast<uint64_t*>(calloc(size, sizeof(uint64_t)));
-  t->addrs = static_cast<ucc::plat::shm::SegAddr*>(
-      calloc(size, sizeof(ucc::plat::shm::SegAddr)));
-  t->oks = static_cast<int32_t*>(calloc(size, sizeof(int32_t)));
-  uint32_t nreqs = ctx->settings.engine.team_queue;
-  if (t->eps == nullptr || t->addrs == nullptr || t->oks == nullptr ||
-      !ucc::host::request_pool_init(t, nreqs)) {
-    team_free(ctx, t);
-    return UCC_ERR_NO_MEMORY;
+  t->ctx = ctx;
+  ucc_status_t js = ucc::host::team_join(t, size, rank);
+  if (js != UCC_OK) {
+    ucc::host::team_free(ctx, t);
+    return js;
   }
   for (uint32_t i = 0; i < size; ++i) t->eps[i] = i;
-  {
-    ucc::host::Guard g(ctx->lock, ctx->mt);
-    Status s = ctx->engine.team_open(size, rank, &t->eng_idx, &t->my_addr);
-    if (ucc::off::failed(s)) {
-      t->eng_idx = UINT32_MAX;
-      team_free(ctx, t);
-      return ucc::host::to_ucc(s);
-    }
-  }
-  t->ctx = ctx;
-  t->comp_base = t->eng_idx * nreqs;
   t->state = ucc_team::State::kExchange;
   t->magic = ucc::host::kTeamMagic;
   ++ctx->nteams;
@@ -241,16 +263,21 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
   }
   ucc_status_t st = UCC_OK;
   switch (t->state) {
-    case ucc_team::State::kExchange: {
-      if (t->size > 1) {
-        st = oob_step(t, &t->my_addr, t->addrs, sizeof(t->my_addr));
-        if (st == UCC_INPROGRESS) return st;
-      } else {
-        t->addrs[0] = t->my_addr;
+    case ucc_team::State::kMembership:
+      st = ucc::host::split_membership(t);
+      if (st != UCC_OK) {
+        if (st != UCC_INPROGRESS) t->state = ucc_team::State::kFailed;
+        return st;
       }
+      t->state = ucc_team::State::kExchange;
+      [[fallthrough]];
+    case ucc_team::State::kExchange: {
+      st = boot_step(t, &t->my_addr, t->addrs, sizeof(t->my_addr));
+      if (st == UCC_INPROGRESS) return st;
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
-      t->my_ok = st == UCC_OK && ucc::off::ok(t->ctx->engine.team_connect(
-                                     t->eng_idx, t->addrs));
+      t->my_ok = st == UCC_OK &&
+                 (t->excluded || ucc::off::ok(t->ctx->engine.team_connect(
+                                     t->eng_idx, t->addrs)));
       t->state = ucc_team::State::kConfirm;
       if (st != UCC_OK) {
         t->state = ucc_team::State::kFailed;
@@ -259,12 +286,8 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
     }
       [[fallthrough]];
     case ucc_team::State::kConfirm: {
-      if (t->size > 1) {
-        st = oob_step(t, &t->my_ok, t->oks, sizeof(t->my_ok));
-        if (st == UCC_INPROGRESS) return st;
-      } else {
-        t->oks[0] = t->my_ok;
-      }
+      st = boot_step(t, &t->my_ok, t->oks, sizeof(t->my_ok));
+      if (st == UCC_INPROGRESS) return st;
       bool all = st == UCC_OK;
       for (uint32_t i = 0; all && i < t->size; ++i) all = t->oks[i] != 0;
       if (!all) {
@@ -275,8 +298,10 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
         return st != UCC_OK ? st : UCC_ERR_NO_MESSAGE;
       }
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
-      t->ctx->engine.team_seal(t->eng_idx);
-      ucc::host::context_fit_spin(t->ctx, t->size);
+      if (!t->excluded) {
+        t->ctx->engine.team_seal(t->eng_idx);
+        ucc::host::context_fit_spin(t->ctx, t->size);
+      }
       t->state = ucc_team::State::kReady;
       return UCC_OK;
     }
@@ -294,6 +319,15 @@ ucc_status_t ucc_team_destroy(ucc_team_h t) {
     return UCC_ERR_INVALID_PARAM;
   }
   ucc_context* ctx = t->ctx;
+  if (t->boot_req != nullptr) {
+    // A split exchange is under way on the parent: let it end first so the
+    // parent's collectives stay in step on every member.
+    ucc_context_progress(ctx);
+    if (ucc_collective_test(t->boot_req) == UCC_INPROGRESS)
+      return UCC_INPROGRESS;
+    ucc_collective_finalize(t->boot_req);
+    t->boot_req = nullptr;
+  }
   if (t->oob_req != nullptr) {
     // An OOB exchange is under way: finish it so the user's OOB stays
     // consistent, then destroy.
@@ -311,7 +345,7 @@ ucc_status_t ucc_team_destroy(ucc_team_h t) {
     r.magic = ucc::host::kDeadMagic;
   }
   --ctx->nteams;
-  team_free(ctx, t);
+  ucc::host::team_free(ctx, t);
   return UCC_OK;
 }
 

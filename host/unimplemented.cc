@@ -12,10 +12,6 @@
 
 extern "C" {
 
-ucc_status_t ucc_team_create_from_parent(uint64_t, uint32_t, ucc_team_h,
-                                         ucc_team_h*) {
-  NOT_YET("ucc_team_create_from_parent");
-}
 ucc_status_t ucc_dt_create_generic(const ucc_generic_dt_ops_t*, void*,
                                    ucc_datatype_t*) {
   NOT_YET("ucc_dt_create_generic");
