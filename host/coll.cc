@@ -64,7 +64,9 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
     off::Status st = off::completion_status(w);
     if (off::completion_gen(w) == r->gen && st != off::Status::kInProgress) {
       unlink_posted(ctx, r);
-      r->pub.status = to_ucc(st);
+      // Release store: whoever reads the status (ucc_collective_test is an
+      // inline plain read in ucc.h) then sees the collective's data.
+      __atomic_store_n(&r->pub.status, to_ucc(st), __ATOMIC_RELEASE);
       ++done;
       if (r->has_cb) {
         r->next = due;

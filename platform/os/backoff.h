@@ -2,11 +2,13 @@
 // must not burn their time slices spinning: after `spin_limit` consecutive
 // idle polls each further idle poll yields the core (sched_yield).
 //
-// Threads: one instance per polling thread.
+// Threads: any; threads sharing one instance (a context polled by several
+// threads) share the count, which is only a hint.
 #pragma once
 
 #include <sched.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace ucc::plat {
@@ -24,10 +26,14 @@ class Backoff {
   explicit Backoff(uint32_t spin_limit = 64) : spin_limit_(spin_limit) {}
   void set_spin_limit(uint32_t n) { spin_limit_ = n; }
   // Call after a poll that found work.
-  void reset() { idle_ = 0; }
+  void reset() { idle_.store(0, std::memory_order_relaxed); }
   // Call after a poll that found nothing.
   void idle() {
-    if (++idle_ > spin_limit_) {
+    // Relaxed load and store, no read-modify-write: a lost update between
+    // threads only shifts when the next yield happens.
+    uint32_t n = idle_.load(std::memory_order_relaxed) + 1;
+    idle_.store(n, std::memory_order_relaxed);
+    if (n > spin_limit_) {
       sched_yield();
     } else {
       cpu_relax();
@@ -36,7 +42,7 @@ class Backoff {
 
  private:
   uint32_t spin_limit_;
-  uint32_t idle_ = 0;
+  std::atomic<uint32_t> idle_{0};
 };
 
 }  // namespace ucc::plat

@@ -293,7 +293,7 @@ ucc_status_t World::init(Rank& r, double timeout_s) {
   if (report(rank, "ucc_lib_config_read", st) != UCC_OK) return st;
   ucc_lib_params_t lib_params{};
   lib_params.mask = UCC_LIB_PARAM_FIELD_THREAD_MODE;
-  lib_params.thread_mode = UCC_THREAD_SINGLE;
+  lib_params.thread_mode = thread_mode;
   st = ucc_init(&lib_params, lib_config, &lib);
   ucc_lib_config_release(lib_config);
   if (report(rank, "ucc_init", st) != UCC_OK) {

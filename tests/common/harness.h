@@ -85,6 +85,8 @@ class World {
   // Applied with setenv() before ucc_lib_config_read / ucc_context_config_read
   // (e.g. {"UCC_ALLREDUCE_ALG", "ring"}). Set before init().
   std::vector<std::pair<std::string, std::string>> env;
+  // The library's thread mode (set before init()).
+  ucc_thread_mode_t thread_mode = UCC_THREAD_SINGLE;
 
   // Creates lib, context and team; drives team creation with
   // ucc_team_create_test + ucc_context_progress. Returns UCC_OK, the first
