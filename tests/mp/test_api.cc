@@ -1,0 +1,150 @@
+// The queries and small entry points of ucc.h: versions, status strings,
+// attributes of library, context and team, configuration printing, and the
+// entry points that are not implemented yet (they must say so, not crash).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "tests/common/harness.h"
+
+namespace {
+
+#define EXPECT_OK(call) EXPECT_EQ((call), UCC_OK) << #call
+
+TEST(Api, VersionAndStatusStrings) {
+  unsigned major = 0, minor = 0, release = 99;
+  ucc_get_version(&major, &minor, &release);
+  EXPECT_EQ(major, UCC_API_MAJOR);
+  EXPECT_EQ(minor, UCC_API_MINOR);
+  std::string v = ucc_get_version_string();
+  EXPECT_EQ(v, std::to_string(major) + "." + std::to_string(minor) + "." +
+                   std::to_string(release));
+  for (ucc_status_t st :
+       {UCC_OK, UCC_INPROGRESS, UCC_OPERATION_INITIALIZED,
+        UCC_ERR_NOT_SUPPORTED, UCC_ERR_NOT_IMPLEMENTED, UCC_ERR_INVALID_PARAM,
+        UCC_ERR_NO_MEMORY, UCC_ERR_NO_RESOURCE, UCC_ERR_NO_MESSAGE,
+        UCC_ERR_NOT_FOUND, UCC_ERR_TIMED_OUT, UCC_ERR_IO_ERROR}) {
+    const char* s = ucc_status_string(st);
+    ASSERT_NE(s, nullptr);
+    EXPECT_STRNE(s, "Unknown error") << st;
+  }
+  EXPECT_STREQ(ucc_status_string(static_cast<ucc_status_t>(-77)),
+               "Unknown error");
+}
+
+std::string print_to_string(void (*print)(FILE*, const void*),
+                            const void* cfg) {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = open_memstream(&buf, &len);
+  print(f, cfg);
+  std::fclose(f);
+  std::string out(buf, len);
+  std::free(buf);
+  return out;
+}
+
+TEST(Api, AttributesAndConfigurationOfOneRank) {
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    int bad = 0;
+    auto check = [&](bool ok, const char* what) {
+      if (!ok) {
+        std::fprintf(stderr, "rank %d: %s\n", r.rank, what);
+        ++bad;
+      }
+    };
+    ucc_lib_attr_t la{};
+    la.mask = UCC_LIB_ATTR_FIELD_THREAD_MODE | UCC_LIB_ATTR_FIELD_COLL_TYPES |
+              UCC_LIB_ATTR_FIELD_REDUCTION_TYPES | UCC_LIB_ATTR_FIELD_SYNC_TYPE;
+    check(ucc_lib_get_attr(w.lib, &la) == UCC_OK, "lib_get_attr");
+    check(la.thread_mode == UCC_THREAD_SINGLE, "thread mode");
+    check(la.coll_types == 0xffff, "all 16 collective types");
+    check(la.reduction_types & (1ull << UCC_OP_AVG), "avg offered");
+    check(!(la.reduction_types & (1ull << UCC_OP_MAXLOC)), "no maxloc");
+
+    ucc_context_attr_t ca{};
+    ca.mask = UCC_CONTEXT_ATTR_FIELD_TYPE | UCC_CONTEXT_ATTR_FIELD_CTX_ADDR |
+              UCC_CONTEXT_ATTR_FIELD_CTX_ADDR_LEN;
+    check(ucc_context_get_attr(w.ctx, &ca) == UCC_OK, "context_get_attr");
+    check(ca.type == UCC_CONTEXT_EXCLUSIVE, "context type");
+    check(ca.ctx_addr != nullptr && ca.ctx_addr_len > 0, "context address");
+
+    ucc_team_attr_t ta{};
+    ta.mask = UCC_TEAM_ATTR_FIELD_SIZE | UCC_TEAM_ATTR_FIELD_EP |
+              UCC_TEAM_ATTR_FIELD_EPS | UCC_TEAM_ATTR_FIELD_POST_ORDERING |
+              UCC_TEAM_ATTR_FIELD_OUTSTANDING_CALLS;
+    check(ucc_team_get_attr(w.team, &ta) == UCC_OK, "team_get_attr");
+    check(ta.size == static_cast<uint32_t>(r.size), "team size");
+    check(ta.ep == static_cast<uint64_t>(r.rank), "team ep");
+    check(ta.eps != nullptr && ta.eps[r.rank] == ta.ep, "team eps");
+    check(ta.ordering == UCC_COLLECTIVE_POST_ORDERED, "ordering");
+    check(ta.outstanding_colls > 0, "outstanding");
+    uint32_t size = 0;
+    uint64_t ep = 99, *eps = nullptr, neps = 0;
+    check(ucc_team_get_size(w.team, &size) == UCC_OK && size == ta.size,
+          "get_size");
+    check(ucc_team_get_my_ep(w.team, &ep) == UCC_OK && ep == ta.ep,
+          "get_my_ep");
+    check(ucc_team_get_all_eps(w.team, &eps, &neps) == UCC_OK && neps == size &&
+              eps[0] == 0 && eps[size - 1] == size - 1,
+          "get_all_eps");
+
+    // Printing lists the knobs with their values; modify changes them.
+    ucc_lib_config_h lc = nullptr;
+    check(ucc_lib_config_read(nullptr, nullptr, &lc) == UCC_OK, "lib cfg");
+    std::string lp = print_to_string(
+        [](FILE* f, const void* c) {
+          ucc_lib_config_print(
+              static_cast<ucc_lib_config_h>(const_cast<void*>(c)), f, "lib",
+              UCC_CONFIG_PRINT_CONFIG);
+        },
+        lc);
+    check(lp.find("UCC_LOG_LEVEL=") != std::string::npos, "lib print");
+    ucc_lib_config_release(lc);
+    ucc_context_config_h cc = nullptr;
+    check(ucc_context_config_read(w.lib, nullptr, &cc) == UCC_OK, "ctx cfg");
+    check(ucc_context_config_modify(cc, nullptr, "ALLREDUCE_ALG", "ring") ==
+              UCC_OK,
+          "ctx modify");
+    std::string cp = print_to_string(
+        [](FILE* f, const void* c) {
+          ucc_context_config_print(
+              static_cast<ucc_context_config_h>(const_cast<void*>(c)), f, "ctx",
+              static_cast<ucc_config_print_flags_t>(UCC_CONFIG_PRINT_CONFIG |
+                                                    UCC_CONFIG_PRINT_HEADER |
+                                                    UCC_CONFIG_PRINT_DOC));
+        },
+        cc);
+    check(cp.find("UCC_ALLREDUCE_ALG=ring") != std::string::npos,
+          "ctx print shows the modified value");
+    check(cp.find("# ctx") != std::string::npos, "ctx print header");
+    check(
+        ucc_context_config_modify(cc, "tl/ucp", "X", "1") == UCC_ERR_NOT_FOUND,
+        "unknown component");
+    ucc_context_config_release(cc);
+
+    // Not implemented yet: a status, not a crash.
+    ucc_ee_h ee = nullptr;
+    ucc_ee_params_t ep_params{};
+    check(ucc_ee_create(w.team, &ep_params, &ee) == UCC_ERR_NOT_IMPLEMENTED,
+          "ee_create");
+    size_t memh_size = 0;
+    ucc_mem_map_mem_h memh = nullptr;
+    ucc_mem_map_params_t mp{};
+    check(ucc_mem_map(w.ctx, UCC_MEM_MAP_MODE_EXPORT, &mp, &memh_size, &memh) ==
+              UCC_ERR_NOT_IMPLEMENTED,
+          "mem_map");
+    ucc_datatype_t dt = 0;
+    ucc_generic_dt_ops_t ops{};
+    check(ucc_dt_create_generic(&ops, nullptr, &dt) == UCC_ERR_NOT_IMPLEMENTED,
+          "dt_create_generic");
+    return bad;
+  }));
+}
+
+}  // namespace
