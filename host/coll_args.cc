@@ -10,7 +10,8 @@
 #include "platform/os/log.h"
 
 namespace ucc::host {
-namespace {
+
+namespace args {
 
 using off::CollType;
 using off::DType;
@@ -77,10 +78,6 @@ bool known_coll(ucc_coll_type_t t) {
   uint64_t v = static_cast<uint64_t>(t);
   return v != 0 && (v & (v - 1)) == 0 && v < UCC_COLL_TYPE_LAST;
 }
-
-}  // namespace
-
-namespace args {
 
 // kOk, kNotSupported (valid ucc.h type we do not handle) or kInvalidParam.
 Status map_dtype(ucc_datatype_t dt, DType* out) {

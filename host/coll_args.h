@@ -21,6 +21,11 @@ using off::DType;
 using off::ROp;
 using off::Status;
 
+// ucc.h's collective type (one bit) -> ours, with its name; false when
+// unknown. known_coll: whether `t` is one of ucc.h's values at all.
+bool map_coll(ucc_coll_type_t t, CollType* out, const char** name);
+bool known_coll(ucc_coll_type_t t);
+
 // kOk, kNotSupported (a ucc.h type we do not handle) or kInvalidParam.
 Status map_dtype(ucc_datatype_t dt, DType* out);
 Status map_op(ucc_reduction_op_t op, ROp* out);

@@ -128,6 +128,38 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
         "unknown component");
     ucc_context_config_release(cc);
 
+    // Capability query: answers match what init accepts.
+    ucc_coll_caps_t caps{};
+    check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLREDUCE, UCC_DT_FLOAT32,
+                         UCC_OP_SUM, UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+              caps.supported && caps.n_algs == 2 &&
+              std::strcmp(caps.alg_names[0], "rd") == 0 &&
+              std::strcmp(caps.alg_names[1], "ring") == 0 &&
+              caps.max_team_size > 0 && caps.max_count > 0,
+          "query allreduce float32 sum");
+    check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLREDUCE, UCC_DT_FLOAT32,
+                         UCC_OP_BAND, UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+              !caps.supported,
+          "query band on float32: not supported");
+    check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_BCAST, UCC_DT_INT8, UCC_OP_LAST,
+                         UCC_MEMORY_TYPE_CUDA, &caps) == UCC_OK &&
+              !caps.supported,
+          "query bcast on cuda memory: not supported");
+    check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_BARRIER, 0, UCC_OP_LAST,
+                         UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+              caps.supported && caps.n_algs == 2,
+          "query barrier");
+    check(ucc_coll_query(w.ctx, static_cast<ucc_coll_type_t>(3), UCC_DT_INT8,
+                         UCC_OP_SUM, UCC_MEMORY_TYPE_HOST,
+                         &caps) == UCC_ERR_INVALID_PARAM,
+          "query invalid coll type");
+    for (uint64_t t = 1; t < UCC_COLL_TYPE_LAST; t <<= 1) {
+      check(ucc_coll_query(w.ctx, static_cast<ucc_coll_type_t>(t), UCC_DT_INT32,
+                           UCC_OP_SUM, UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+                caps.supported,
+            "every collective type answers");
+    }
+
     // Not implemented yet: a status, not a crash.
     ucc_ee_h ee = nullptr;
     ucc_ee_params_t ep_params{};

@@ -710,25 +710,13 @@ ucc_status_t ucc_mem_map(ucc_context_h context, ucc_mem_map_mode_t mode,
 /* Unmaps and frees a handle from ucc_mem_map. */
 ucc_status_t ucc_mem_unmap(ucc_mem_map_mem_h *memh);
 
-/* ------------------------------------------------------------------------ */
-/* Extensions (ours, not part of UCC 1.x)                                   */
-/* ------------------------------------------------------------------------ */
-
-/* Number of endpoints in the team. */
-ucc_status_t ucc_team_get_size(ucc_team_h team, uint32_t *size);
-
-/* Endpoint of the calling member. */
-ucc_status_t ucc_team_get_my_ep(ucc_team_h team, uint64_t *ep);
-
-/* All endpoints of the team: *ep points to an array of *num_eps entries
- * owned by the team (valid until ucc_team_destroy). */
-ucc_status_t ucc_team_get_all_eps(ucc_team_h team, uint64_t **ep,
-                                  uint64_t *num_eps);
-
 /* Misspelled hint names of UCC 1.1 to 1.3, kept so that old code builds. */
 #define UCC_COLL_ARGS_HINT_OPTMIZE_OVERLAP_CPU UCC_COLL_ARGS_HINT_OPTIMIZE_OVERLAP_CPU
 #define UCC_COLL_ARGS_HINT_OPTMIZE_OVERLAP_GPU UCC_COLL_ARGS_HINT_OPTIMIZE_OVERLAP_GPU
 
 END_C_DECLS
+
+/* Our extensions to the UCC 1.x API. */
+#include <ucc/api/ucc_ext.h>
 
 #endif /* UCC_H_ */

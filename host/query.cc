@@ -1,0 +1,70 @@
+// ucc_coll_query: the capability query of ucc_ext.h. It answers from the
+// same tables that lowering and selection use, so what it says cannot
+// drift from what ucc_collective_init accepts.
+#include <cstring>
+
+#include "device/reduce/reduce.h"
+#include "device/select/select.h"
+#include "host/coll_args.h"
+#include "host/objects.h"
+
+using namespace ucc::host::args;
+
+extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
+                                       ucc_datatype_t datatype,
+                                       ucc_reduction_op_t op,
+                                       ucc_memory_type_t mem_type,
+                                       ucc_coll_caps_t* caps) {
+  if (ctx == nullptr || ctx->magic != ucc::host::kCtxMagic || caps == nullptr) {
+    UCC_ERROR("ucc_coll_query: invalid context or caps");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  memset(caps, 0, sizeof(*caps));
+  CollType c;
+  const char* name = nullptr;
+  if (!map_coll(coll, &c, &name)) {
+    UCC_ERROR("ucc_coll_query: unknown collective type %#x",
+              static_cast<unsigned>(coll));
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (static_cast<unsigned>(mem_type) > UCC_MEMORY_TYPE_UNKNOWN) {
+    UCC_ERROR("ucc_coll_query: invalid memory type %d",
+              static_cast<int>(mem_type));
+    return UCC_ERR_INVALID_PARAM;
+  }
+  bool reduces = c == CollType::kReduce || c == CollType::kAllreduce ||
+                 c == CollType::kReduceScatter ||
+                 c == CollType::kReduceScatterv;
+  bool data = c != CollType::kBarrier && c != CollType::kFanin &&
+              c != CollType::kFanout;
+  DType dt = DType::kUint8;
+  if (data) {
+    Status st = map_dtype(datatype, &dt);
+    if (st == Status::kInvalidParam) {
+      UCC_ERROR("ucc_coll_query: invalid datatype %#llx",
+                static_cast<unsigned long long>(datatype));
+      return UCC_ERR_INVALID_PARAM;
+    }
+    if (st != Status::kOk) return UCC_OK;  // valid, not supported
+  }
+  if (reduces) {
+    ROp rop;
+    Status st = map_op(op, &rop);
+    if (st == Status::kInvalidParam) {
+      UCC_ERROR("ucc_coll_query: invalid op %d", static_cast<int>(op));
+      return UCC_ERR_INVALID_PARAM;
+    }
+    if (st != Status::kOk || !ucc::dev::reduce_supported(dt, rop))
+      return UCC_OK;
+  }
+  if (mem_type != UCC_MEMORY_TYPE_HOST && mem_type != UCC_MEMORY_TYPE_UNKNOWN)
+    return UCC_OK;
+  ucc::dev::AlgTable t = ucc::dev::algorithms_of(c);
+  for (uint32_t i = 0; i < t.n && i < UCC_COLL_CAPS_MAX_ALGS; ++i)
+    caps->alg_names[caps->n_algs++] = t.algs[i]->name;
+  caps->supported = caps->n_algs > 0;
+  // The limits ucc_collective_init and team creation enforce.
+  caps->max_count = data ? (uint64_t{1} << 62) / ucc::off::dtype_size(dt) : 0;
+  caps->max_team_size = 1u << 20;
+  return UCC_OK;
+}
