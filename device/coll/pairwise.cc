@@ -44,7 +44,10 @@ struct Pairwise {
       }
       Status st = tx.progress(run);
       if (failed(st)) return st;
-      bool aliased = run.same(Buf::kSrc, soff, Buf::kDst, doff);
+      // Receiving into bytes we still have to send (in place): never
+      // overtake our own sending.
+      bool aliased = run.overlap(Buf::kSrc, soff, run.src_cnt[p] * es,
+                                 Buf::kDst, doff, run.dst_cnt[p] * es);
       st = rx.progress(run, aliased ? tx.done : UINT32_MAX);
       if (failed(st)) return st;
       if (!tx.finished() || !rx.finished()) return Status::kInProgress;

@@ -51,8 +51,13 @@ struct CollRun {
   void* at(Buf b, uint64_t off, uint64_t len) const {
     return plat::DirectMem::map(ref(b), off, len);
   }
-  bool same(Buf a, uint64_t aoff, Buf b, uint64_t boff) const {
-    return ref(a).addr + aoff == ref(b).addr + boff;
+  // Whether two byte ranges of user buffers share any byte (empty ranges
+  // share none).
+  bool overlap(Buf a, uint64_t aoff, uint64_t alen, Buf b, uint64_t boff,
+               uint64_t blen) const {
+    if (alen == 0 || blen == 0) return false;
+    uint64_t x = ref(a).addr + aoff, y = ref(b).addr + boff;
+    return x < y + blen && y < x + alen;
   }
 
   // --- data operations -----------------------------------------------------
