@@ -3,6 +3,7 @@
 // engine validates the descriptor again on its side of the boundary.
 #include "host/coll_args.h"
 
+#include <cfloat>
 #include <cstring>
 
 #include "device/reduce/reduce.h"
@@ -121,6 +122,24 @@ Status map_dtype(ucc_datatype_t dt, DType* out) {
       return Status::kOk;
     case UCC_DT_FLOAT64:
       *out = DType::kFloat64;
+      return Status::kOk;
+    case UCC_DT_INT128:
+      *out = DType::kInt128;
+      return Status::kOk;
+    case UCC_DT_UINT128:
+      *out = DType::kUint128;
+      return Status::kOk;
+    case UCC_DT_FLOAT128:
+      *out = DType::kFloat128;
+      return Status::kOk;
+    case UCC_DT_FLOAT32_COMPLEX:
+      *out = DType::kFloat32Complex;
+      return Status::kOk;
+    case UCC_DT_FLOAT64_COMPLEX:
+      *out = DType::kFloat64Complex;
+      return Status::kOk;
+    case UCC_DT_FLOAT128_COMPLEX:
+      *out = DType::kFloat128Complex;
       return Status::kOk;
     default:
       break;
@@ -241,10 +260,26 @@ ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op, DType t,
   if (failed(st))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid op %d", coll,
               static_cast<int>(op));
-  if (!dev::reduce_supported(t, *out))
+  if (!long_double_is_binary128() &&
+      (t == DType::kFloat128 || t == DType::kFloat128Complex))
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
+              "%s: %s is C long double in UCC, which is not IEEE binary128 "
+              "on this machine: reductions on it are not supported (moving "
+              "it is)",
+              coll, off::dtype_name(t));
+  if (!reducible(t, *out))
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %s is not defined for %s", coll,
               off::rop_name(*out), off::dtype_name(t));
   return UCC_OK;
+}
+
+bool long_double_is_binary128() { return LDBL_MANT_DIG == 113; }
+
+bool reducible(DType t, ROp op) {
+  if ((t == DType::kFloat128 || t == DType::kFloat128Complex) &&
+      !long_double_is_binary128())
+    return false;
+  return dev::reduce_supported(t, op);
 }
 
 bool is_rooted(CollType c) {

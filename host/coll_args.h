@@ -33,6 +33,15 @@ Status map_op(ucc_reduction_op_t op, ROp* out);
 // The datatype of `which` buffer, with the log line on failure.
 ucc_status_t dtype(const char* coll, const char* which, ucc_datatype_t udt,
                    DType* out);
+// UCC's FLOAT128 (and FLOAT128_COMPLEX) is C long double, which the engine
+// reduces as IEEE binary128: that agrees only where long double is
+// binary128 (AArch64, for one; not x86-64's 80-bit x87 format). Elsewhere
+// the types move but do not reduce.
+bool long_double_is_binary128();
+// Whether the library reduces `t` with `op` (the engine's table plus the
+// rule above).
+bool reducible(DType t, ROp op);
+
 // The reduction op, defined for `t`.
 ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op, DType t,
                           ROp* out);

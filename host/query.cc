@@ -3,7 +3,6 @@
 // drift from what ucc_collective_init accepts.
 #include <cstring>
 
-#include "device/reduce/reduce.h"
 #include "device/select/select.h"
 #include "host/coll_args.h"
 #include "host/objects.h"
@@ -54,8 +53,7 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
       UCC_ERROR("ucc_coll_query: invalid op %d", static_cast<int>(op));
       return UCC_ERR_INVALID_PARAM;
     }
-    if (st != Status::kOk || !ucc::dev::reduce_supported(dt, rop))
-      return UCC_OK;
+    if (st != Status::kOk || !reducible(dt, rop)) return UCC_OK;
   }
   if (mem_type != UCC_MEMORY_TYPE_HOST && mem_type != UCC_MEMORY_TYPE_UNKNOWN)
     return UCC_OK;

@@ -14,6 +14,9 @@
 // Signed integers reduce on their unsigned twin for everything but max and
 // min: two's-complement wrap is then defined behaviour, logical and bitwise
 // results are the same bits, and half the instantiations go away.
+//
+// The wide types (128-bit integers, binary128, complex) have their loops
+// in reduce_wide.h; they join the same single dispatch switch below.
 #include "device/reduce/reduce.h"
 
 #include <cstring>
@@ -24,6 +27,7 @@
 #endif
 
 #include "device/reduce/half.h"
+#include "device/reduce/reduce_wide.h"
 
 namespace ucc::dev {
 namespace {
@@ -310,31 +314,63 @@ void scale_16(void* dst, size_t n, float q) {
   }
 }
 
-bool is_integer(DType dt) { return dt <= DType::kUint64; }
+// What the support table needs to know about a dtype. kUnavailable: the
+// compiler lacks the type (no __float128 on AArch64, for one; no __int128
+// on 32-bit targets), or the value is out of range.
+enum class Kind : uint8_t { kInteger, kReal, kComplex, kUnavailable };
 
-bool is_floating(DType dt) {
-  return dt >= DType::kFloat16 && dt < DType::kCount;
+Kind kind_of(DType dt) {
+  switch (dt) {
+    case DType::kInt8:
+    case DType::kInt16:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kUint8:
+    case DType::kUint16:
+    case DType::kUint32:
+    case DType::kUint64:
+      return Kind::kInteger;
+    case DType::kInt128:
+    case DType::kUint128:
+      return wide::kHaveInt128 ? Kind::kInteger : Kind::kUnavailable;
+    case DType::kFloat16:
+    case DType::kBfloat16:
+    case DType::kFloat32:
+    case DType::kFloat64:
+      return Kind::kReal;
+    case DType::kFloat128:
+      return wide::kHaveFloat128 ? Kind::kReal : Kind::kUnavailable;
+    case DType::kFloat32Complex:
+    case DType::kFloat64Complex:
+      return Kind::kComplex;
+    case DType::kFloat128Complex:
+      return wide::kHaveFloat128 ? Kind::kComplex : Kind::kUnavailable;
+    default:
+      return Kind::kUnavailable;
+  }
 }
 
 }  // namespace
 
 bool reduce_supported(DType dt, ROp op) {
-  if (dt >= DType::kCount) return false;
+  const Kind k = kind_of(dt);
+  if (k == Kind::kUnavailable) return false;
   switch (op) {
     case ROp::kSum:
     case ROp::kProd:
+      return true;
     case ROp::kMax:
     case ROp::kMin:
-      return true;
+      return k != Kind::kComplex;  // complex numbers are not ordered
     case ROp::kLand:
     case ROp::kLor:
     case ROp::kLxor:
     case ROp::kBand:
     case ROp::kBor:
     case ROp::kBxor:
-      return is_integer(dt);
+      return k == Kind::kInteger;
     case ROp::kAvg:
-      return is_floating(dt);
+      return k != Kind::kInteger;
     default:
       return false;
   }
@@ -368,6 +404,22 @@ void reduce(ROp op, DType dt, void* dst, const void* a, const void* b,
       return reduce_float<float>(op, dst, a, b, count);
     case DType::kFloat64:
       return reduce_float<double>(op, dst, a, b, count);
+#if defined(__SIZEOF_INT128__)
+    case DType::kInt128:
+      return wide::reduce_int128(op, true, dst, a, b, count);
+    case DType::kUint128:
+      return wide::reduce_int128(op, false, dst, a, b, count);
+#endif
+#if defined(__SIZEOF_FLOAT128__)
+    case DType::kFloat128:
+      return wide::reduce_float128(op, dst, a, b, count);
+    case DType::kFloat128Complex:
+      return wide::reduce_complex<wide::Float128>(op, dst, a, b, count);
+#endif
+    case DType::kFloat32Complex:
+      return wide::reduce_complex<float>(op, dst, a, b, count);
+    case DType::kFloat64Complex:
+      return wide::reduce_complex<double>(op, dst, a, b, count);
     default:
       return;
   }
@@ -385,6 +437,20 @@ void scale_div(DType dt, void* dst, size_t count, uint32_t divisor) {
       return scale_loop<float>(dst, count, static_cast<float>(divisor));
     case DType::kFloat64:
       return scale_loop<double>(dst, count, static_cast<double>(divisor));
+#if defined(__SIZEOF_FLOAT128__)
+    case DType::kFloat128:
+      return wide::scale_components(dst, count,
+                                    static_cast<wide::Float128>(divisor));
+    case DType::kFloat128Complex:
+      return wide::scale_components(dst, 2 * count,
+                                    static_cast<wide::Float128>(divisor));
+#endif
+    case DType::kFloat32Complex:
+      return wide::scale_components(dst, 2 * count,
+                                    static_cast<float>(divisor));
+    case DType::kFloat64Complex:
+      return wide::scale_components(dst, 2 * count,
+                                    static_cast<double>(divisor));
     default:
       return;  // integers: AVG is not defined on them
   }

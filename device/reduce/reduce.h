@@ -15,7 +15,12 @@
 //  - max/min are `a > b ? a : b` / `a < b ? a : b`: when either side is a
 //    NaN the comparison is false and `b` is returned;
 //  - kAvg reduces as kSum; the producer of the final value calls scale_div
-//    once with the team size.
+//    once with the team size;
+//  - 128-bit integers follow the same rules as the narrow ones;
+//  - float128 (IEEE binary128) is reduced in software, correctly rounded;
+//  - complex types: sum and avg are per component; prod is the plain
+//    formula (a+bi)(c+di) = (ac-bd) + (ad+bc)i, without C99 Annex G's
+//    recovery of infinities, so (inf+inf i)(1+0i) gives NaN+NaN i.
 //
 // Threads: pure functions on caller-owned memory; callable from any thread.
 // No allocation; at most 2 KiB of stack (float16 blocks on F16C builds).
@@ -28,21 +33,31 @@
 
 namespace ucc::dev {
 
-// True when `op` is defined for `dt`: sum/prod/max/min for every type;
-// land/lor/lxor/band/bor/bxor for the 8 integer types only; avg for the 4
-// floating types only; kNone (and out-of-range values) never.
+// True when `op` is defined for `dt`:
+//   sum, prod:    every type;
+//   max, min:     every type but the complex ones;
+//   land lor lxor
+//   band bor bxor: the 10 integer types (int128 and uint128 included) only;
+//   avg:          the 5 real floating types and the 3 complex ones;
+//   kNone (and out-of-range values): never.
+// float128 and float128_complex are unsupported for every op where the
+// compiler has no binary128 type (__SIZEOF_FLOAT128__ undefined), and
+// int128/uint128 where it has no __int128.
 bool reduce_supported(off::DType dt, off::ROp op);
 
 // dst[i] = a[i] op b[i] for i < count. `dst` may equal `a` or `b` (or both)
 // exactly; partial overlap is not allowed. Buffers need only the natural
-// alignment of the element type. An unsupported (dt, op) pair does nothing.
+// alignment of the element type; the 128-bit and complex types need none
+// (they are accessed by memcpy). An unsupported (dt, op) pair does
+// nothing.
 void reduce(off::ROp op, off::DType dt, void* dst, const void* a, const void* b,
             size_t count);
 
-// dst[i] = dst[i] / divisor: AVG's final step. Floating types only (others
-// are left untouched), as is divisor 0 (no value to produce). The division
-// is done in the element's type (float32 for the 16-bit floats) and
-// rounded once.
+// dst[i] = dst[i] / divisor: AVG's final step. Floating and complex types
+// only (others are left untouched), as is divisor 0 (no value to
+// produce). The division is done in the element's type (float32 for the
+// 16-bit floats; each component's type for complex, both parts divided)
+// and rounded once.
 void scale_div(off::DType dt, void* dst, size_t count, uint32_t divisor);
 
 }  // namespace ucc::dev

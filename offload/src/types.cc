@@ -14,10 +14,16 @@ constexpr const char* kCollTypeNames[] = {
 static_assert(sizeof(kCollTypeNames) / sizeof(kCollTypeNames[0]) ==
               static_cast<size_t>(CollType::kCount));
 
+// One row per family, in DType order.
+// clang-format off
 constexpr const char* kDTypeNames[] = {
-    "int8",   "int16",  "int32",   "int64",    "uint8",   "uint16",
-    "uint32", "uint64", "float16", "bfloat16", "float32", "float64",
+    "int8",    "int16",    "int32",    "int64",
+    "uint8",   "uint16",   "uint32",   "uint64",
+    "float16", "bfloat16", "float32",  "float64",
+    "int128",  "uint128",  "float128",
+    "float32_complex", "float64_complex", "float128_complex",
 };
+// clang-format on
 static_assert(sizeof(kDTypeNames) / sizeof(kDTypeNames[0]) ==
               static_cast<size_t>(DType::kCount));
 

@@ -28,7 +28,15 @@ enum class Status : int8_t {
 inline bool ok(Status s) { return s == Status::kOk; }
 inline bool failed(Status s) { return static_cast<int>(s) < 0; }
 
-// Data types the engine knows how to move and reduce.
+// Data types the engine knows how to move and reduce. New types are
+// appended after kFloat64 so that the values above never change.
+//
+// The wide types: kInt128/kUint128 are two's-complement 128-bit integers
+// in native byte order (GCC/Clang's __int128); kFloat128 is IEEE 754
+// binary128 (reducible only where the compiler has it: see
+// dev::reduce_supported); the complex types are two components of the
+// named width, real part first, as C's `float _Complex` and
+// std::complex<float> lay them out.
 enum class DType : uint8_t {
   kInt8 = 0,
   kInt16,
@@ -42,12 +50,28 @@ enum class DType : uint8_t {
   kBfloat16,
   kFloat32,
   kFloat64,
+  kInt128,
+  kUint128,
+  kFloat128,
+  kFloat32Complex,
+  kFloat64Complex,
+  kFloat128Complex,
   kCount  // number of entries; not a type
 };
 
-inline constexpr size_t kDTypeSize[] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
+inline constexpr size_t kDTypeSize[] = {
+    1,  2,  4,  8,  // int8 int16 int32 int64
+    1,  2,  4,  8,  // uint8 uint16 uint32 uint64
+    2,  2,  4,  8,  // float16 bfloat16 float32 float64
+    16, 16, 16,     // int128 uint128 float128
+    8,  16, 32,     // float32_complex float64_complex float128_complex
+};
 static_assert(sizeof(kDTypeSize) / sizeof(kDTypeSize[0]) ==
               static_cast<size_t>(DType::kCount));
+// Values travel in descriptors: the first appended type must follow the
+// last original one.
+static_assert(static_cast<int>(DType::kFloat64) == 11 &&
+              static_cast<int>(DType::kInt128) == 12);
 
 inline constexpr size_t dtype_size(DType t) {
   return kDTypeSize[static_cast<size_t>(t)];
