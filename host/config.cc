@@ -1,6 +1,7 @@
 #include "host/config.h"
 
 #include <strings.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -222,9 +223,39 @@ Status read_file(ConfigValues* c, const char* filename) {
 
 const KnobInfo& knob_info(Knob k) { return kKnobs[static_cast<int>(k)]; }
 
+int config_unknown_env(const char* env_prefix) {
+  char prefixed[80] = "";
+  if (env_prefix != nullptr && env_prefix[0] != '\0')
+    snprintf(prefixed, sizeof(prefixed), "%s_UCC_", env_prefix);
+  int unknown = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* name = nullptr;
+    if (strncmp(*e, "UCC_", 4) == 0) {
+      name = *e + 4;
+    } else if (prefixed[0] != '\0' &&
+               strncmp(*e, prefixed, strlen(prefixed)) == 0) {
+      name = *e + strlen(prefixed);
+    }
+    if (name == nullptr) continue;
+    const char* eq = strchr(name, '=');
+    size_t len = eq != nullptr ? static_cast<size_t>(eq - name) : strlen(name);
+    bool known = false;
+    for (int i = 0; i < kNumKnobs && !known; ++i)
+      known = strlen(kKnobs[i].name) == len &&
+              strncmp(kKnobs[i].name, name, len) == 0;
+    if (!known) {
+      UCC_WARN("unknown configuration knob in the environment: %.*s (ignored)",
+               static_cast<int>(eq != nullptr ? eq - *e : strlen(*e)), *e);
+      ++unknown;
+    }
+  }
+  return unknown;
+}
+
 Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
                    const char* filename) {
   c->scope = scope;
+  if (scope == Scope::kLib) config_unknown_env(env_prefix);
   for (int i = 0; i < kNumKnobs; ++i) strcpy(c->value[i], kKnobs[i].def);
   if (filename != nullptr && filename[0] != '\0') {
     Status st = read_file(c, filename);

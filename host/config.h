@@ -68,6 +68,10 @@ struct ConfigValues {
 // value or an unreadable file.
 Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
                    const char* filename);
+// Warns once per UCC_<NAME> (or <PREFIX>_UCC_<NAME>) variable in the
+// environment that names no knob; returns how many there were. Reading a
+// library configuration calls it.
+int config_unknown_env(const char* env_prefix);
 // Sets one knob by name (with or without the UCC_ prefix).
 Status config_modify(ConfigValues* c, const char* name, const char* value);
 void config_print(const ConfigValues& c, FILE* stream, const char* title,

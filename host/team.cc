@@ -70,7 +70,10 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
   t->addrs = static_cast<plat::shm::SegAddr*>(
       calloc(size, sizeof(plat::shm::SegAddr)));
   t->oks = static_cast<int32_t*>(calloc(size, sizeof(int32_t)));
-  uint32_t nreqs = ctx->settings.engine.team_queue;
+  // Completion slots come in team_queue-sized ranges per engine slot; the
+  // pool may be smaller when the user bounds outstanding collectives.
+  uint32_t stride = ctx->settings.engine.team_queue;
+  uint32_t nreqs = t->nreqs != 0 && t->nreqs < stride ? t->nreqs : stride;
   if (t->eps == nullptr || t->addrs == nullptr || t->oks == nullptr ||
       !request_pool_init(t, nreqs))
     return UCC_ERR_NO_MEMORY;
@@ -80,7 +83,7 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
     t->eng_idx = UINT32_MAX;
     return to_ucc(s);
   }
-  t->comp_base = t->eng_idx * nreqs;
+  t->comp_base = t->eng_idx * stride;
   return UCC_OK;
 }
 
@@ -243,6 +246,11 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
     return UCC_ERR_NOT_SUPPORTED;
   }
   t->ctx = ctx;
+  if ((p.mask & UCC_TEAM_PARAM_FIELD_OUTSTANDING_COLLS) &&
+      p.outstanding_colls != 0)
+    t->nreqs = p.outstanding_colls > UINT32_MAX
+                   ? UINT32_MAX
+                   : static_cast<uint32_t>(p.outstanding_colls);
   ucc_status_t js = ucc::host::team_join(t, size, rank);
   if (js != UCC_OK) {
     ucc::host::team_free(ctx, t);

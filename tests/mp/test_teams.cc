@@ -219,3 +219,40 @@ TEST(Split, CreateDestroyCyclesDoNotLeak) {
 }
 
 }  // namespace
+
+namespace {
+
+// outstanding_colls bounds the team's request pool.
+TEST(TeamParams, OutstandingCollsBoundsRequests) {
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    ucc_team_params_t p{};
+    p.mask = UCC_TEAM_PARAM_FIELD_OOB | UCC_TEAM_PARAM_FIELD_OUTSTANDING_COLLS;
+    p.oob = w.oob;
+    p.outstanding_colls = 3;
+    ucc_team_h t = nullptr;
+    CK(ucc_team_create_post(&w.ctx, 1, &p, &t));
+    CK(finish_create(w, t));
+    ucc_team_attr_t attr{};
+    attr.mask = UCC_TEAM_ATTR_FIELD_OUTSTANDING_CALLS;
+    CK(ucc_team_get_attr(t, &attr));
+    ucc_coll_args_t a{};
+    a.coll_type = UCC_COLL_TYPE_BARRIER;
+    ucc_coll_req_h reqs[4] = {};
+    for (int i = 0; i < 3; ++i) CK(ucc_collective_init(&a, &reqs[i], t));
+    ucc_status_t fourth = ucc_collective_init(&a, &reqs[3], t);
+    for (int i = 0; i < 3; ++i) CK(ucc_collective_finalize(reqs[i]));
+    CK(destroy(w, t));
+    if (attr.outstanding_colls != 3 || fourth != UCC_ERR_NO_RESOURCE) {
+      std::fprintf(stderr, "rank %d: outstanding %llu, fourth init %s\n",
+                   r.rank,
+                   static_cast<unsigned long long>(attr.outstanding_colls),
+                   ucct::status_name(fourth));
+      return 2;
+    }
+    return 0;
+  }));
+}
+
+}  // namespace

@@ -49,6 +49,19 @@ TEST(Config, EnvironmentAndPrefix) {
   unsetenv("XYZ_UCC_SHM_NSEGS");
 }
 
+TEST(Config, UnknownKnobsInTheEnvironmentAreReported) {
+  int before = ucc::host::config_unknown_env("XYZ");
+  setenv("UCC_NO_SUCH_KNOB", "1", 1);
+  setenv("XYZ_UCC_ALSO_UNKNOWN", "1", 1);
+  setenv("UCC_ALLREDUCE_ALG", "ring", 1);  // known: not reported
+  EXPECT_EQ(ucc::host::config_unknown_env("XYZ"), before + 2);
+  EXPECT_EQ(ucc::host::config_unknown_env(nullptr), before + 1);
+  unsetenv("UCC_NO_SUCH_KNOB");
+  unsetenv("XYZ_UCC_ALSO_UNKNOWN");
+  unsetenv("UCC_ALLREDUCE_ALG");
+  EXPECT_EQ(ucc::host::config_unknown_env("XYZ"), before);
+}
+
 TEST(Config, BadValuesAreErrors) {
   for (auto [name, v] :
        std::initializer_list<std::pair<const char*, const char*>>{
