@@ -23,6 +23,7 @@
 
 #include <sched.h>
 
+#include <cinttypes>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -299,6 +300,30 @@ class Report {
   long failures_ = 0;
   int lines_ = 0;
 };
+
+// Compares cnt elements of `data` (datatype t) from element pos0 on with
+// want(i) bit for bit; reports the first three mismatches (at most three
+// per caller, counted in *shown) and the total. desc() names the case; it
+// is called on failures only.
+template <typename Desc, typename Want>
+void compare_elems(Report& rep, const DtypeInfo& t, const void* data, Desc desc,
+                   const char* what, size_t pos0, size_t cnt, Want want,
+                   int* shown) {
+  size_t bad = 0;
+  for (size_t i = 0; i < cnt; ++i) {
+    const uint64_t got = ucct::load_bits(t, data, pos0 + i);
+    const uint64_t exp = want(i);
+    if (got == exp) continue;
+    if (++bad <= 3 && (*shown)++ < 3) {
+      uint64_t e = exp;
+      rep.fail("%s: %s elem %zu got 0x%" PRIx64 " (%g) want 0x%" PRIx64 " (%g)",
+               desc(), what, pos0 + i, got, ucct::load_value(t, data, pos0 + i),
+               exp, ucct::load_value(t, &e, 0));
+    }
+  }
+  if (bad > 3)
+    rep.fail("%s: %s: %zu mismatching elements in all", desc(), what, bad);
+}
 
 // --- request helpers ------------------------------------------------------
 

@@ -416,22 +416,7 @@ class VChecker {
     // Compares cnt elements of b from element pos0 on with want(i).
     auto elems = [&](const Buf& b, const char* what, size_t pos0, size_t cnt,
                      auto want) {
-      size_t bad = 0;
-      for (size_t i = 0; i < cnt; ++i) {
-        const uint64_t got = ucct::load_bits(t, b.data(), pos0 + i);
-        const uint64_t exp = want(i);
-        if (got == exp) continue;
-        if (++bad <= 3 && shown++ < 3) {
-          uint64_t e = exp;
-          rep_.fail("%s: %s elem %zu got 0x%" PRIx64 " (%g) want 0x%" PRIx64
-                    " (%g)",
-                    desc(), what, pos0 + i, got,
-                    ucct::load_value(t, b.data(), pos0 + i), exp,
-                    ucct::load_value(t, &e, 0));
-        }
-      }
-      if (bad > 3)
-        rep_.fail("%s: %s: %zu mismatching elements in all", desc(), what, bad);
+      compare_elems(rep_, t, b.data(), desc, what, pos0, cnt, want, &shown);
     };
     // Every byte of b outside the blocks of v must still be poison.
     auto gaps = [&](const Buf& b, const VSide& v, const char* what) {
