@@ -282,22 +282,6 @@ bool reducible(DType t, ROp op) {
   return dev::reduce_supported(t, op);
 }
 
-bool is_rooted(CollType c) {
-  switch (c) {
-    case CollType::kBcast:
-    case CollType::kReduce:
-    case CollType::kGather:
-    case CollType::kGatherv:
-    case CollType::kScatter:
-    case CollType::kScatterv:
-    case CollType::kFanin:
-    case CollType::kFanout:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_extra(CollType c) {
   return c >= CollType::kGather && c < CollType::kCount;
 }
@@ -334,7 +318,7 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: args mask %#llx not supported yet",
               coll, static_cast<unsigned long long>(a.mask));
   bool in_place = (flags & UCC_COLL_ARGS_FLAG_IN_PLACE) != 0;
-  bool rooted = is_rooted(d->coll);
+  bool rooted = off::coll_rooted(d->coll);
   if (rooted) {
     if (a.root >= n)
       ARG_ERROR(UCC_ERR_INVALID_PARAM,
@@ -357,9 +341,7 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
   // Datatype (and op for reductions) come from the buffer that is read.
   const ucc_coll_buffer_info_t& sinfo = a.src.info;
   const ucc_coll_buffer_info_t& dinfo = a.dst.info;
-  bool reduction = d->coll == CollType::kReduce ||
-                   d->coll == CollType::kAllreduce ||
-                   d->coll == CollType::kReduceScatter;
+  bool reduction = off::coll_reduces(d->coll);
   bool dst_main = in_place || d->coll == CollType::kAllreduce ||
                   d->coll == CollType::kAlltoall ||
                   d->coll == CollType::kAllgather;

@@ -54,7 +54,6 @@ ucc_status_t buffer(const char* coll, const char* which,
 ucc_status_t per_rank(const char* coll, const char* which, uint64_t total,
                       uint32_t n, uint64_t* out);
 
-bool is_rooted(CollType c);
 // Collectives lowered by lower_extra (coll_args_v.cc).
 bool is_extra(CollType c);
 

@@ -54,6 +54,16 @@ ucc_status_t expect_count(const Lowering& lo, const char* which, uint64_t got,
     if (s_ != UCC_OK) return s_; \
   } while (0)
 
+// The side a rank describes with a plain buffer (its own block): the
+// collective's datatype comes from it, and the count is the block's.
+ucc_status_t own_block(const Lowering& lo, const char* which,
+                       const ucc_coll_buffer_info_t& info, off::CollDesc* d,
+                       off::BufRef* ref) {
+  TRY(dtype(lo.coll, which, info.datatype, &d->dtype));
+  d->count = info.count;
+  return buffer(lo.coll, which, info, d->dtype, info.count, ref);
+}
+
 ucc_status_t gather(const ucc_coll_args_t& a, const Lowering& lo,
                     off::CollDesc* d, bool* in_place) {
   const auto& si = a.src.info;
@@ -66,9 +76,7 @@ ucc_status_t gather(const ucc_coll_args_t& a, const Lowering& lo,
     return UCC_OK;
   }
   *in_place = false;
-  TRY(dtype(lo.coll, "src", si.datatype, &d->dtype));
-  d->count = si.count;
-  TRY(buffer(lo.coll, "src", si, d->dtype, si.count, &d->src));
+  TRY(own_block(lo, "src", si, d, &d->src));
   if (!lo.is_root) return UCC_OK;
   uint64_t all;
   if (__builtin_mul_overflow(si.count, uint64_t{lo.n}, &all))
@@ -84,9 +92,7 @@ ucc_status_t scatter(const ucc_coll_args_t& a, const Lowering& lo,
   const auto& di = a.dst.info;
   if (!lo.is_root) {
     *in_place = false;
-    TRY(dtype(lo.coll, "dst", di.datatype, &d->dtype));
-    d->count = di.count;
-    return buffer(lo.coll, "dst", di, d->dtype, di.count, &d->dst);
+    return own_block(lo, "dst", di, d, &d->dst);
   }
   TRY(dtype(lo.coll, "src", si.datatype, &d->dtype));
   TRY(per_rank(lo.coll, "src", si.count, lo.n, &d->count));
@@ -109,9 +115,7 @@ ucc_status_t gatherv(const ucc_coll_args_t& a, const Lowering& lo,
     return UCC_OK;
   }
   *in_place = false;
-  TRY(dtype(lo.coll, "src", si.datatype, &d->dtype));
-  d->count = si.count;
-  TRY(buffer(lo.coll, "src", si, d->dtype, si.count, &d->src));
+  TRY(own_block(lo, "src", si, d, &d->src));
   if (!lo.is_root) return UCC_OK;
   TRY(vside(lo, "dst", dv, d->dtype, d, false, &total));
   return expect_count(lo, "src", si.count, my_count(lo, dv));
@@ -124,9 +128,7 @@ ucc_status_t scatterv(const ucc_coll_args_t& a, const Lowering& lo,
   uint64_t total = 0;
   if (!lo.is_root) {
     *in_place = false;
-    TRY(dtype(lo.coll, "dst", di.datatype, &d->dtype));
-    d->count = di.count;
-    return buffer(lo.coll, "dst", di, d->dtype, di.count, &d->dst);
+    return own_block(lo, "dst", di, d, &d->dst);
   }
   TRY(dtype(lo.coll, "src", sv.datatype, &d->dtype));
   TRY(vside(lo, "src", sv, d->dtype, d, true, &total));

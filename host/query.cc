@@ -31,11 +31,8 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
               static_cast<int>(mem_type));
     return UCC_ERR_INVALID_PARAM;
   }
-  bool reduces = c == CollType::kReduce || c == CollType::kAllreduce ||
-                 c == CollType::kReduceScatter ||
-                 c == CollType::kReduceScatterv;
-  bool data = c != CollType::kBarrier && c != CollType::kFanin &&
-              c != CollType::kFanout;
+  bool reduces = ucc::off::coll_reduces(c);
+  bool data = ucc::off::coll_moves_data(c);
   DType dt = DType::kUint8;
   if (data) {
     Status st = map_dtype(datatype, &dt);

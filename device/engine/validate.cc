@@ -24,18 +24,6 @@ bool fits(const off::BufRef& r, uint64_t need) {
   return r.bytes >= need;
 }
 
-bool is_reduction(CollType c) {
-  return c == CollType::kReduce || c == CollType::kAllreduce ||
-         c == CollType::kReduceScatter || c == CollType::kReduceScatterv;
-}
-
-bool is_rooted(CollType c) {
-  return c == CollType::kBcast || c == CollType::kReduce ||
-         c == CollType::kGather || c == CollType::kGatherv ||
-         c == CollType::kScatter || c == CollType::kScatterv ||
-         c == CollType::kFanin || c == CollType::kFanout;
-}
-
 // Bytes a side of a v-collective needs: the furthest block its arrays
 // describe. false when the arrays cannot be read or overflow.
 bool vector_need(uint64_t counts, uint64_t displs, const off::CollDesc& d,
@@ -67,7 +55,7 @@ Status Engine::validate(const off::CollDesc& d) const {
   if ((d.flags & ~kKnownFlags) != 0) return Status::kInvalidParam;
   const Team& t = teams_[d.team];
   uint32_t n = t.size;
-  if (is_reduction(d.coll)) {
+  if (off::coll_reduces(d.coll)) {
     if (!reduce_supported(d.dtype, d.op)) return Status::kNotSupported;
   } else if (d.op != off::ROp::kNone) {
     return Status::kInvalidParam;
@@ -157,7 +145,7 @@ Status Engine::validate(const off::CollDesc& d) const {
     case CollType::kCount:
       return Status::kInvalidParam;
   }
-  if (is_rooted(d.coll) && d.root >= n) return Status::kInvalidParam;
+  if (off::coll_rooted(d.coll) && d.root >= n) return Status::kInvalidParam;
   if (!fits(d.src, need_src) || !fits(d.dst, need_dst))
     return Status::kInvalidParam;
   return Status::kOk;

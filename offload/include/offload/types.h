@@ -116,6 +116,24 @@ enum class CollType : uint8_t {
   kCount
 };
 
+// What kind of collective a type is: the host and the engine both need it
+// (argument checks, descriptor validation, capability answers).
+constexpr bool coll_reduces(CollType c) {
+  return c == CollType::kReduce || c == CollType::kAllreduce ||
+         c == CollType::kReduceScatter || c == CollType::kReduceScatterv;
+}
+constexpr bool coll_rooted(CollType c) {
+  return c == CollType::kBcast || c == CollType::kReduce ||
+         c == CollType::kGather || c == CollType::kGatherv ||
+         c == CollType::kScatter || c == CollType::kScatterv ||
+         c == CollType::kFanin || c == CollType::kFanout;
+}
+// Whether it carries data (barrier, fanin and fanout do not).
+constexpr bool coll_moves_data(CollType c) {
+  return c != CollType::kBarrier && c != CollType::kFanin &&
+         c != CollType::kFanout;
+}
+
 const char* coll_type_name(CollType t);
 const char* dtype_name(DType t);
 const char* rop_name(ROp op);
