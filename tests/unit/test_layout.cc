@@ -18,7 +18,7 @@ using ucc::off::CollDesc;
 using ucc::off::Status;
 
 TEST(Layout, DescriptorIsOneFixedPod) {
-  EXPECT_EQ(sizeof(CollDesc), 128u);
+  EXPECT_EQ(sizeof(CollDesc), 192u);
   EXPECT_EQ(alignof(CollDesc), 64u);
   EXPECT_EQ(offsetof(CollDesc, magic), 0u);
   EXPECT_EQ(offsetof(CollDesc, version), 4u);

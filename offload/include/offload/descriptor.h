@@ -13,7 +13,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kDescVersion = 1;
+inline constexpr uint16_t kDescVersion = 2;
 inline constexpr uint32_t kDescMagic = 0x55434344u;  // "UCCD"
 
 // A reference to a user buffer: [addr, addr + bytes) in the posting
@@ -33,6 +33,8 @@ enum DescFlags : uint16_t {
   kDescInPlace = 1u << 0,  // see each collective's convention below
   kDescCount64 = 1u << 1,  // v-collective count arrays hold uint64_t
   kDescDispl64 = 1u << 2,  // v-collective displacement arrays hold uint64_t
+  kDescTagged = 1u << 3,   // matched by `tag`, not by the team's post order
+  kDescErrGlobal = 1u << 4,  // all members agree on the final status
 };
 
 // Element-count convention (the host normalises ucc.h's per-collective
@@ -79,9 +81,24 @@ struct alignas(64) CollDesc {
   uint64_t src_displs;
   uint64_t dst_counts;
   uint64_t dst_displs;
-  uint8_t pad1[8];
+  // 0, or nanoseconds after the engine takes the descriptor at which the
+  // collective ends with kTimedOut.
+  uint64_t timeout_ns;
+  // Active set: set_size > 0 restricts the collective to the team ranks
+  // set_start + i * set_stride, i < set_size; ranks, roots and v-arrays
+  // are then counted in set positions, except `root`, which stays a team
+  // rank. set_size = 0: the whole team.
+  uint32_t set_start;
+  int32_t set_stride;
+  uint32_t set_size;
+  uint16_t tag;  // user tag (kDescTagged)
+  uint16_t pad1;
+  // DType::kGeneric: the process's generic-datatype index and element size.
+  uint32_t user_dt;
+  uint32_t user_esize;
+  uint8_t pad2[40];
 };
-static_assert(sizeof(CollDesc) == 128);
+static_assert(sizeof(CollDesc) == 192);
 static_assert(std::is_trivially_copyable_v<CollDesc>);
 static_assert(offsetof(CollDesc, coll) == 8);
 static_assert(offsetof(CollDesc, team) == 12);
@@ -89,6 +106,9 @@ static_assert(offsetof(CollDesc, count) == 32);
 static_assert(offsetof(CollDesc, src) == 40);
 static_assert(offsetof(CollDesc, dst) == 64);
 static_assert(offsetof(CollDesc, src_counts) == 88);
+static_assert(offsetof(CollDesc, timeout_ns) == 120);
+static_assert(offsetof(CollDesc, set_start) == 128);
+static_assert(offsetof(CollDesc, user_dt) == 144);
 
 // A completion word: the engine stores (gen << 32) | uint32(status) with
 // release order once the collective with that generation has ended; the
