@@ -1,11 +1,12 @@
 // Reduce up a binomial tree, pipelined in slot-sized segments.
 //
-// For each segment a non-root rank reserves the message towards its parent
-// first and accumulates into it: its own input combined with its first
-// child's segment, then each further child's segment in turn; then it
-// commits the message. The root accumulates into its destination buffer
-// instead and applies AVG's scaling once all children are in. Tree edges
-// only point up, so bounded inboxes cannot deadlock.
+// For each segment a non-root rank waits for all its children's messages,
+// then reserves the message towards its parent and accumulates into it:
+// its own input combined with its first child's segment, then each further
+// child's segment in turn; then it commits the message. The root accumulates
+// into its destination buffer instead and applies AVG's scaling once all
+// children are in. Tree edges only point up, so bounded inboxes cannot
+// deadlock.
 //
 // Input is `src` on every rank (the root's `src` is its `dst` when in place);
 // only the root's `dst` is written.
@@ -24,7 +25,6 @@ struct Binomial {
   uint32_t nchildren = 0;
   uint32_t parent = 0;
   bool root = false;
-  void* acc = nullptr;  // reserved message towards the parent
 
   Status start(CollRun& run) {
     bytes = run.d->count * run.esize;
@@ -40,45 +40,62 @@ struct Binomial {
       uint32_t len = msg_len(bytes, run.slot, seg);
       uint64_t off = uint64_t{seg} * run.slot;
       uint64_t cnt = len / run.esize;
-      if (!root && acc == nullptr) {
-        acc = run.reserve(parent);
-        if (acc == nullptr) return Status::kInProgress;
-        if (nchildren == 0) {
-          Status st = run.copy_in(acc, Buf::kSrc, off, len);
-          if (failed(st)) return st;
-        }
-      }
-      if (root && nchildren == 0) {
-        Status st = run.copy_uu(Buf::kDst, off, Buf::kSrc, off, len);
-        if (failed(st)) return st;
-      }
-      for (; child < nchildren; ++child) {
-        uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, child);
-        Status err = Status::kOk;
-        const void* in = run.peek(c, len, &err);
-        if (in == nullptr) return failed(err) ? err : Status::kInProgress;
-        Status st = Status::kOk;
-        if (root) {
-          st = run.reduce_out(Buf::kDst, off, in,
-                              child == 0 ? Buf::kSrc : Buf::kDst, off, cnt);
-        } else if (child == 0) {
-          st = run.reduce_in(acc, in, Buf::kSrc, off, cnt);
-        } else {
-          reduce(run.rop, run.d->dtype, acc, acc, in, cnt);
-        }
-        if (failed(st)) return st;
-        run.release(c);
-      }
-      if (root) {
-        Status st = run.finish_avg(Buf::kDst, off, cnt);
-        if (failed(st)) return st;
-      } else {
-        run.commit(parent, len);
-        acc = nullptr;
-      }
+      Status st = root ? root_segment(run, len, off, cnt)
+                       : inner_segment(run, len, off, cnt);
+      if (st != Status::kOk) return st;
       child = 0;
       ++seg;
     }
+    return Status::kOk;
+  }
+
+  // The root folds each child's segment into dst as it arrives.
+  Status root_segment(CollRun& run, uint32_t len, uint64_t off, uint64_t cnt) {
+    if (nchildren == 0) {
+      Status st = run.copy_uu(Buf::kDst, off, Buf::kSrc, off, len);
+      if (failed(st)) return st;
+    }
+    for (; child < nchildren; ++child) {
+      uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, child);
+      Status err = Status::kOk;
+      const void* in = run.peek(c, len, &err);
+      if (in == nullptr) return failed(err) ? err : Status::kInProgress;
+      Status st = run.reduce_out(Buf::kDst, off, in,
+                                 child == 0 ? Buf::kSrc : Buf::kDst, off, cnt);
+      if (failed(st)) return st;
+      run.release(c);
+    }
+    return run.finish_avg(Buf::kDst, off, cnt);
+  }
+
+  // Others wait until every child's segment is there, then reserve the
+  // message to the parent, combine into it and send it in one step: a
+  // reservation is never held while waiting, so it cannot hold up other
+  // collectives that send to the same parent.
+  Status inner_segment(CollRun& run, uint32_t len, uint64_t off, uint64_t cnt) {
+    for (uint32_t i = 0; i < nchildren; ++i) {
+      Status err = Status::kOk;
+      uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, i);
+      if (run.peek(c, len, &err) == nullptr)
+        return failed(err) ? err : Status::kInProgress;
+    }
+    void* acc = run.reserve(parent);
+    if (acc == nullptr) return Status::kInProgress;
+    Status st = Status::kOk;
+    if (nchildren == 0) st = run.copy_in(acc, Buf::kSrc, off, len);
+    for (uint32_t i = 0; i < nchildren && ok(st); ++i) {
+      Status err = Status::kOk;
+      uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, i);
+      const void* in = run.peek(c, len, &err);
+      if (i == 0)
+        st = run.reduce_in(acc, in, Buf::kSrc, off, cnt);
+      else
+        reduce(run.rop, run.d->dtype, acc, acc, in, cnt);
+    }
+    if (failed(st)) return st;
+    run.commit(parent, len);
+    for (uint32_t i = 0; i < nchildren; ++i)
+      run.release(pat::tree_child(run.rank, run.d->root, run.size, i));
     return Status::kOk;
   }
 };

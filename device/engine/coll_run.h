@@ -7,32 +7,36 @@
 // bounds-checked against the descriptor's buffer references: a failing
 // check returns kInvalidParam and the collective ends with that status.
 //
-// Messaging wraps the fabric with the collective's tag: a message whose tag
-// or length is wrong ends the collective with kNoMessage instead of being
-// consumed as data.
+// Messaging goes through the team's Port with the collective's key, so a
+// collective only ever sees its own messages; one whose length is wrong
+// ends the collective with kNoMessage instead of being consumed as data.
+// Peers are positions in the collective's set of ranks (the whole team, or
+// an active set), which the Port's team ranks are mapped from.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "device/engine/port.h"
 #include "device/reduce/reduce.h"
 #include "offload/descriptor.h"
 #include "platform/mem/direct_mem.h"
-#include "platform/shm/shm_fabric.h"
 
 namespace ucc::dev {
 
 using off::Status;
-using Fabric = plat::shm::ShmTeamFabric;
 
 enum class Buf : uint8_t { kSrc, kDst };
 
 struct CollRun {
   const off::CollDesc* d = nullptr;
-  Fabric* fab = nullptr;
-  uint32_t rank = 0;
-  uint32_t size = 0;
-  uint32_t tag = 0;                // stamps every message of this collective
+  Port* port = nullptr;
+  uint32_t rank = 0;       // position in the set
+  uint32_t size = 0;       // ranks in the set
+  MsgKey key{};            // stamps every message of this collective
+  uint32_t id = 0;         // the collective's live id in the port
+  uint32_t set_start = 0;  // set position i is team rank start + i * stride
+  int32_t set_stride = 1;
   uint32_t slot = 0;               // fabric payload bytes per message
   uint32_t esize = 0;              // element size
   off::ROp rop = off::ROp::kNone;  // combining op (avg combines as sum)
@@ -122,24 +126,31 @@ struct CollRun {
   }
 
   // --- messaging -------------------------------------------------------------
-  void* reserve(uint32_t peer) const { return fab->tx_reserve(peer); }
+  uint32_t team_rank(uint32_t peer) const {
+    return static_cast<uint32_t>(int64_t{set_start} +
+                                 int64_t{peer} * int64_t{set_stride});
+  }
+  void* reserve(uint32_t peer) const {
+    return port->reserve(team_rank(peer), id);
+  }
   void commit(uint32_t peer, uint32_t len) const {
-    fab->tx_commit(peer, len, tag);
+    port->commit(team_rank(peer), len, key, MsgKind::kData, id);
   }
   // The next message from `peer` or nullptr; *err is set (and nullptr
-  // returned) when the message does not belong to this collective or is
-  // longer than `expect`.
+  // returned) when it is not `expect` bytes long.
   const void* peek(uint32_t peer, uint32_t expect, Status* err) const {
-    uint32_t len = 0, t = 0;
-    const void* p = fab->rx_peek(peer, &len, &t);
+    uint32_t len = 0;
+    const void* p = port->find(team_rank(peer), key, MsgKind::kData, &len);
     if (p == nullptr) return nullptr;
-    if (t != tag || len != expect) {
+    if (len != expect) {
       *err = Status::kNoMessage;
       return nullptr;
     }
     return p;
   }
-  void release(uint32_t peer) const { fab->rx_release(peer); }
+  void release(uint32_t peer) const {
+    port->release(team_rank(peer), key, MsgKind::kData);
+  }
 };
 
 }  // namespace ucc::dev

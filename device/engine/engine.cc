@@ -5,33 +5,17 @@
 
 #include "device/engine/blocks.h"
 #include "device/engine/team.h"
+#include "platform/os/clock.h"
 #include "platform/os/log.h"
 
 namespace ucc::dev {
 
 using off::CollDesc;
 
-namespace {
-
-// Collectives whose algorithms read the block tables.
-bool uses_blocks(off::CollType c) {
-  switch (c) {
-    case off::CollType::kBarrier:
-    case off::CollType::kBcast:
-    case off::CollType::kReduce:
-    case off::CollType::kFanin:
-    case off::CollType::kFanout:
-      return false;
-    default:
-      return true;
-  }
-}
-
-}  // namespace
-
 Status Engine::init(const EngineConfig& cfg, off::Channel* ch) {
   if (cfg.max_teams == 0 || cfg.team_queue == 0 ||
-      (cfg.team_queue & (cfg.team_queue - 1)) != 0)
+      (cfg.team_queue & (cfg.team_queue - 1)) != 0 || cfg.inflight == 0 ||
+      cfg.inflight > Port::kMaxLive)
     return Status::kInvalidParam;
   cfg_ = cfg;
   ch_ = ch;
@@ -40,7 +24,9 @@ Status Engine::init(const EngineConfig& cfg, off::Channel* ch) {
     return Status::kNoMemory;
   teams_ = static_cast<Team*>(mem);
   for (uint32_t i = 0; i < cfg.max_teams; ++i) new (&teams_[i]) Team;
-  return Status::kOk;
+  Status st = store_.init(cfg.unexpected, cfg.slot_size);
+  if (failed(st)) fini();
+  return st;
 }
 
 void Engine::fini() {
@@ -51,7 +37,24 @@ void Engine::fini() {
   }
   free(teams_);
   teams_ = nullptr;
+  store_.fini();
 }
+
+namespace {
+
+void free_team_memory(off::CollDesc*& q, uint64_t*& qd, void*& inst,
+                      uint64_t*& blocks) {
+  free(q);
+  free(qd);
+  free(inst);
+  free(blocks);
+  q = nullptr;
+  qd = nullptr;
+  inst = nullptr;
+  blocks = nullptr;
+}
+
+}  // namespace
 
 Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
                          plat::shm::SegAddr* addr) {
@@ -63,28 +66,44 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
     return Status::kNoResource;
   }
   Team& t = teams_[i];
-  void* q = nullptr;
-  if (posix_memalign(&q, 64, sizeof(CollDesc) * cfg_.team_queue) != 0)
-    return Status::kNoMemory;
-  auto* blocks = static_cast<uint64_t*>(calloc(4 * size_t{size}, 8));
-  if (blocks == nullptr) {
-    free(q);
+  const uint32_t k = cfg_.inflight;
+  off::CollDesc* q = nullptr;
+  uint64_t* qd = nullptr;
+  void* inst = nullptr;
+  uint64_t* blocks = nullptr;
+  void* qmem = nullptr;
+  if (posix_memalign(&qmem, 64, sizeof(CollDesc) * cfg_.team_queue) == 0)
+    q = static_cast<off::CollDesc*>(qmem);
+  qd = static_cast<uint64_t*>(calloc(cfg_.team_queue, 8));
+  if (posix_memalign(&inst, 64, sizeof(Inst) * k) != 0) inst = nullptr;
+  blocks = static_cast<uint64_t*>(calloc(4 * size_t{size} * k, 8));
+  if (q == nullptr || qd == nullptr || inst == nullptr || blocks == nullptr) {
+    free_team_memory(q, qd, inst, blocks);
     return Status::kNoMemory;
   }
+  Status st = t.port.init(i, size, k, &store_);
   plat::shm::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots};
-  Status st = t.fab.open(fc, addr);
+  if (ok(st)) st = t.port.fab().open(fc, addr);
   if (failed(st)) {
-    free(q);
-    free(blocks);
+    t.port.fini();
+    free_team_memory(q, qd, inst, blocks);
     return st;
   }
-  t.queue = static_cast<CollDesc*>(q);
-  t.blocks = blocks;
+  t.queue = q;
+  t.qdeadline = qd;
+  t.inst = static_cast<Inst*>(inst);
+  for (uint32_t j = 0; j < k; ++j) {
+    new (&t.inst[j]) Inst;
+    t.inst[j].blocks = blocks + 4 * size_t{size} * j;
+  }
   t.qhead = t.qtail = 0;
   t.size = size;
   t.rank = rank;
   t.seq = 0;
-  t.running = false;
+  t.nrun = 0;
+  t.ntimed = 0;
+  t.future_aborts = 0;
+  t.idle = 0;
   t.state = Team::State::kOpen;
   *idx = i;
   return Status::kOk;
@@ -93,13 +112,13 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
 Status Engine::team_connect(uint32_t idx, const plat::shm::SegAddr* addrs) {
   if (idx >= cfg_.max_teams || teams_[idx].state != Team::State::kOpen)
     return Status::kInvalidParam;
-  Status st = teams_[idx].fab.connect(addrs);
+  Status st = teams_[idx].port.fab().connect(addrs);
   if (ok(st)) teams_[idx].state = Team::State::kConnected;
   return st;
 }
 
 void Engine::team_seal(uint32_t idx) {
-  if (idx < cfg_.max_teams) teams_[idx].fab.seal();
+  if (idx < cfg_.max_teams) teams_[idx].port.fab().seal();
 }
 
 void Engine::team_close(uint32_t idx) {
@@ -110,17 +129,24 @@ void Engine::team_close(uint32_t idx) {
   // them now so they end with an error instead of meeting a later team
   // that reuses the slot.
   drain();
-  if (t.running || t.qtail != t.qhead) --busy_;
-  if (t.running) finish(t, Status::kError);
+  if (t.busy()) --busy_;
+  for (uint32_t j = 0; j < cfg_.inflight; ++j) {
+    Inst& in = t.inst[j];
+    if (in.phase != Inst::Phase::kFree && !in.reported)
+      report(in, Status::kError);
+    in.phase = Inst::Phase::kFree;
+  }
+  t.nrun = 0;
   while (t.qtail != t.qhead) {
     const CollDesc& d = t.queue[t.qhead++ & (cfg_.team_queue - 1)];
     ch_->complete(d.comp_slot, d.gen, Status::kError);
   }
-  t.fab.close();
-  free(t.queue);
-  t.queue = nullptr;
-  free(t.blocks);
-  t.blocks = nullptr;
+  t.port.fini();
+  void* inst = t.inst;
+  uint64_t* blocks = t.inst[0].blocks;
+  for (uint32_t j = 0; j < cfg_.inflight; ++j) t.inst[j].~Inst();
+  free_team_memory(t.queue, t.qdeadline, inst, blocks);
+  t.inst = nullptr;
   t.state = Team::State::kFree;
 }
 
@@ -137,57 +163,32 @@ void Engine::take(const CollDesc& d) {
     ch_->complete(d.comp_slot, d.gen, Status::kNoResource);
     return;
   }
-  if (!t.running && t.qtail == t.qhead) ++busy_;
-  t.queue[t.qtail++ & (cfg_.team_queue - 1)] = d;
-}
-
-void Engine::finish(Team& t, Status st) {
-  ch_->complete(t.cur.comp_slot, t.cur.gen, st);
-  t.running = false;
+  if (!t.busy()) ++busy_;
+  uint32_t at = t.qtail++ & (cfg_.team_queue - 1);
+  t.queue[at] = d;
+  t.qdeadline[at] = 0;
+  if (d.timeout_ns != 0) {
+    uint64_t now = plat::now_ns();
+    t.qdeadline[at] =
+        d.timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + d.timeout_ns;
+    ++t.ntimed;
+  }
 }
 
 uint64_t Engine::advance(Team& t) {
-  uint64_t events = 0;
-  for (;;) {
-    Status st;
-    if (!t.running) {
-      if (t.qtail == t.qhead) {
-        --busy_;  // only busy teams are advanced
-        return events;
-      }
-      t.cur = t.queue[t.qhead++ & (cfg_.team_queue - 1)];
-      t.running = true;
-      ++events;
-      CollRun& r = t.run;
-      r.d = &t.cur;
-      r.fab = &t.fab;
-      r.rank = t.rank;
-      r.size = t.size;
-      // The tag names the collective's sequence number and type, so a
-      // member that posted a different collective fails instead of
-      // exchanging data with it.
-      r.tag = (++t.seq << 8) | static_cast<uint32_t>(t.cur.coll);
-      r.slot = t.fab.slot_size();
-      r.esize = static_cast<uint32_t>(off::dtype_size(t.cur.dtype));
-      r.avg = t.cur.op == off::ROp::kAvg;
-      r.rop = r.avg ? off::ROp::kSum : t.cur.op;
-      t.alg = select_alg(cfg_.select, t.cur, t.size);
-      st = t.alg == nullptr ? Status::kNotSupported : Status::kOk;
-      if (ok(st) && uses_blocks(t.cur.coll))
-        st = fill_blocks(t.cur, t.size, t.rank, t.blocks, &r);
-      if (ok(st)) st = t.alg->start(t.alg_state, r);
-    } else {
-      st = t.alg->progress(t.alg_state, t.run);
-    }
-    if (st == Status::kInProgress) return events;
-    if (failed(st))
-      UCC_ERROR("%s (%s) failed on rank %u: status %d",
-                off::coll_type_name(t.cur.coll),
-                t.alg != nullptr ? t.alg->name : "none", t.rank,
-                static_cast<int>(st));
-    finish(t, st);
-    ++events;
+  uint64_t now = t.ntimed != 0 ? plat::now_ns() : 0;
+  uint64_t events = start_queued(t, now);
+  if (t.port.attention_changed()) check_aborts(t);
+  // Oldest first: earlier collectives get the fabric first.
+  for (uint32_t i = 0; i < t.nrun;) {
+    uint32_t id = t.order[i];
+    uint32_t before = t.nrun;
+    events += step(t, t.inst[id], now);
+    if (t.nrun == before) ++i;  // else retire() shifted the list
   }
+  if (t.nrun < cfg_.inflight && t.qtail != t.qhead)
+    events += start_queued(t, now);
+  return events;
 }
 
 uint64_t Engine::drain() {
@@ -206,11 +207,17 @@ uint64_t Engine::progress() {
   if (busy_ == 0) return events;
   for (uint32_t i = 0; i < cfg_.max_teams; ++i) {
     Team& t = teams_[i];
-    if (t.state != Team::State::kConnected) continue;
-    if (!t.running && t.qtail == t.qhead) continue;
-    uint64_t before = t.fab.events();
-    events += advance(t);
-    events += t.fab.events() - before;
+    if (t.state != Team::State::kConnected || !t.busy()) continue;
+    uint64_t before = t.port.fab().events();
+    uint64_t ev = advance(t);
+    ev += t.port.fab().events() - before;
+    if (ev == 0 && t.nrun != 0) {
+      // Stuck: maybe behind messages we cannot consume yet (port.h).
+      if ((++t.idle & 15) == 0) ev += t.port.sweep();
+    }
+    if (ev != 0) t.idle = 0;
+    if (!t.busy()) --busy_;
+    events += ev;
   }
   return events;
 }

@@ -1,7 +1,8 @@
-// The device engine: takes descriptors from a channel, runs each team's
-// collectives in posting order as resumable state machines over the
-// fabric, and writes every collective's final status into the channel's
-// completion words.
+// The device engine: takes descriptors from a channel, starts each team's
+// collectives in posting order, runs up to `inflight` of them at once per
+// team as resumable state machines over the team's port, and writes every
+// collective's final status into the channel's completion words.
+// Collectives may finish in any order.
 //
 // All memory is taken in init() and team_open(); progress() never
 // allocates. The engine treats descriptors as untrusted: each is validated
@@ -26,6 +27,8 @@ struct EngineConfig {
   uint32_t team_queue = 256;  // collectives queued per team; power of 2
   uint32_t slot_size = 64 * 1024;
   uint32_t nslots = 8;
+  uint32_t inflight = 8;     // collectives running at once per team (<= 64)
+  uint32_t unexpected = 16;  // engine-wide store of unexpected messages
   SelectConfig select;
 };
 
@@ -49,7 +52,8 @@ class Engine {
   Status team_connect(uint32_t idx, const plat::shm::SegAddr* addrs);
   // All members are connected: creation-time resources can go.
   void team_seal(uint32_t idx);
-  // Frees the slot; collectives still queued on it complete with kError.
+  // Frees the slot; collectives still queued or running on it complete
+  // with kError.
   void team_close(uint32_t idx);
 
   // Takes new descriptors and advances every team's current collective.
@@ -62,15 +66,28 @@ class Engine {
 
  private:
   struct Team;
+  struct Inst;
 
   uint64_t drain();  // moves submitted descriptors onto their teams
   void take(const off::CollDesc& d);
   uint64_t advance(Team& t);
-  void finish(Team& t, Status st);
+
+  // Instance life (inst.cc).
+  uint64_t start_queued(Team& t, uint64_t now);
+  void start(Team& t, uint32_t id, const off::CollDesc& d, uint64_t deadline);
+  uint64_t step(Team& t, Inst& in, uint64_t now);
+  void alg_ended(Team& t, Inst& in, Status st, bool notify);
+  void report(Inst& in, Status st);
+  void retire(Team& t, uint32_t id);
+  uint64_t notify(Team& t, Inst& in);
+  uint64_t agree(Team& t, Inst& in);
+  void check_aborts(Team& t);
+  uint32_t set_rank(const Team& t, const off::CollDesc& d) const;
 
   EngineConfig cfg_{};
   off::Channel* ch_ = nullptr;
   Team* teams_ = nullptr;
+  Store store_;
   uint32_t busy_ = 0;  // teams with queued or running collectives
 };
 

@@ -1,30 +1,56 @@
-// Engine-side state of one team: its fabric, its queue of validated
-// descriptors (run strictly in posting order, which every member shares),
-// and the storage of the collective that is running.
+// Engine-side state of one team: its port (fabric plus message matching),
+// the queue of validated descriptors not started yet (started in posting
+// order), and a fixed set of instances, each running one collective.
 #pragma once
 
 #include <cstdint>
 
 #include "device/engine/alg.h"
 #include "device/engine/engine.h"
+#include "device/engine/port.h"
 
 namespace ucc::dev {
+
+// One running collective. Its life: kRun (the algorithm moves data), then
+// on failure kNotify (aborts go to every other member of its set, so none
+// waits for us forever), then with a global error type kAgree (the members
+// agree on the worst status), then back to kFree. The completion word is
+// written exactly once: when the final status is known, which for a local
+// failure is before its aborts have all gone out.
+struct Engine::Inst {
+  enum class Phase : uint8_t { kFree, kRun, kNotify, kAgree };
+  Phase phase = Phase::kFree;
+  bool global = false;    // error_type GLOBAL: agree on the status
+  bool reported = false;  // completion word written
+  Status st = Status::kOk;
+  uint64_t deadline = 0;     // 0: none
+  uint32_t notify_next = 0;  // kNotify: next set position to tell
+  uint32_t agree_dist = 1;   // kAgree: current dissemination distance
+  bool agree_sent = false;
+  const AlgInfo* alg = nullptr;
+  uint64_t* blocks = nullptr;  // 4 * team size: block tables (blocks.h)
+  off::CollDesc d{};
+  CollRun run{};
+  alignas(64) unsigned char alg_state[kMaxAlgState];
+};
 
 struct Engine::Team {
   enum class State : uint8_t { kFree, kOpen, kConnected };
   State state = State::kFree;
   uint32_t size = 0;
   uint32_t rank = 0;
-  uint32_t seq = 0;  // collectives started so far
-  Fabric fab;
+  uint64_t seq = 0;  // ordered collectives started so far
+  Port port;
   off::CollDesc* queue = nullptr;  // team_queue entries
-  uint64_t* blocks = nullptr;      // 4 * size: block tables (blocks.h)
+  uint64_t* qdeadline = nullptr;   // per queue entry: 0, or the deadline
   uint32_t qhead = 0, qtail = 0;   // free-running; qtail - qhead queued
-  bool running = false;
-  const AlgInfo* alg = nullptr;
-  off::CollDesc cur{};
-  CollRun run{};
-  alignas(64) unsigned char alg_state[kMaxAlgState];
+  Inst* inst = nullptr;            // cfg.inflight instances
+  uint8_t order[Port::kMaxLive];   // running instances, oldest first
+  uint32_t nrun = 0;
+  uint32_t ntimed = 0;         // queued or running with a deadline
+  uint32_t future_aborts = 0;  // aborts kept for collectives not started
+  uint32_t idle = 0;           // passes without progress in a row
+  bool busy() const { return nrun != 0 || qtail != qhead; }
 };
 
 }  // namespace ucc::dev

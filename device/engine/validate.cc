@@ -36,6 +36,35 @@ bool vector_need(uint64_t counts, uint64_t displs, const off::CollDesc& d,
   return mul(end, off::dtype_size(d.dtype), need);
 }
 
+// An active set must name distinct team ranks in range, this rank among
+// them; *n and *me are the set's size and this rank's position.
+bool set_ok(const off::CollDesc& d, uint32_t team_size, uint32_t team_rank,
+            uint32_t* n, uint32_t* me) {
+  if (d.set_size == 0) {
+    if (d.set_start != 0 || d.set_stride != 0) return false;
+    *n = team_size;
+    *me = team_rank;
+    return true;
+  }
+  if (d.set_size > team_size || d.set_start >= team_size) return false;
+  if (d.set_stride == 0 && d.set_size > 1) return false;
+  int64_t last =
+      int64_t{d.set_start} + int64_t{d.set_stride} * (int64_t{d.set_size} - 1);
+  if (last < 0 || last >= int64_t{team_size}) return false;
+  int64_t off = int64_t{team_rank} - int64_t{d.set_start};
+  if (d.set_stride == 0) {
+    if (off != 0) return false;
+    *me = 0;
+  } else {
+    if (off % d.set_stride != 0) return false;
+    int64_t pos = off / d.set_stride;
+    if (pos < 0 || pos >= int64_t{d.set_size}) return false;
+    *me = static_cast<uint32_t>(pos);
+  }
+  *n = d.set_size;
+  return true;
+}
+
 }  // namespace
 
 Status Engine::validate(const off::CollDesc& d) const {
@@ -50,11 +79,16 @@ Status Engine::validate(const off::CollDesc& d) const {
       static_cast<uint32_t>(d.dtype) >=
           static_cast<uint32_t>(off::DType::kCount))
     return Status::kInvalidParam;
-  constexpr uint16_t kKnownFlags =
-      off::kDescInPlace | off::kDescCount64 | off::kDescDispl64;
+  constexpr uint16_t kKnownFlags = off::kDescInPlace | off::kDescCount64 |
+                                   off::kDescDispl64 | off::kDescTagged |
+                                   off::kDescErrGlobal;
   if ((d.flags & ~kKnownFlags) != 0) return Status::kInvalidParam;
   const Team& t = teams_[d.team];
-  uint32_t n = t.size;
+  uint32_t n = 0, me = 0;
+  if (!set_ok(d, t.size, t.rank, &n, &me)) return Status::kInvalidParam;
+  // An active set is matched by tag: non-members never count it.
+  if (d.set_size != 0 && (d.flags & off::kDescTagged) == 0)
+    return Status::kInvalidParam;
   if (off::coll_reduces(d.coll)) {
     if (!reduce_supported(d.dtype, d.op)) return Status::kNotSupported;
   } else if (d.op != off::ROp::kNone) {
@@ -70,7 +104,7 @@ Status Engine::validate(const off::CollDesc& d) const {
   if (!mul(d.count, off::dtype_size(d.dtype), &one) || !mul(one, n, &all))
     return Status::kInvalidParam;
   bool in_place = (d.flags & off::kDescInPlace) != 0;
-  bool root = d.root == t.rank;
+  bool root = d.root == me;
   uint64_t need_src = 0, need_dst = 0;
   switch (d.coll) {
     case CollType::kBarrier:
@@ -135,7 +169,7 @@ Status Engine::validate(const off::CollDesc& d) const {
       uint64_t total = 0, mine = 0;
       if (!vector_need(d.dst_counts, 0, d, n, &need_src, &total) ||
           total != d.count ||
-          !vector_count(d.dst_counts, d.flags & off::kDescCount64, n, t.rank,
+          !vector_count(d.dst_counts, d.flags & off::kDescCount64, n, me,
                         &mine) ||
           !mul(mine, off::dtype_size(d.dtype), &need_dst))
         return Status::kInvalidParam;

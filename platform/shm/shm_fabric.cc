@@ -16,7 +16,7 @@ namespace ucc::plat::shm {
 namespace {
 
 constexpr uint32_t kSegMagic = 0x55435347u;  // "UCSG"
-constexpr uint32_t kSegVersion = 1;
+constexpr uint32_t kSegVersion = 2;
 constexpr size_t kSlotHdr = 64;  // keeps payloads 64-byte aligned
 
 struct SegHeader {
@@ -26,21 +26,30 @@ struct SegHeader {
   uint32_t slot_size;
   uint32_t nslots;
   int32_t owner_pid;
+  uint32_t pad;
+  std::atomic<uint32_t> attention;  // control messages delivered here
 };
+static_assert(sizeof(SegHeader) <= 64);
 
-// Producer and consumer indices of one inbox, each on its own line.
+// Control of one inbox. Its slots are a pool, not a ring: the sender takes
+// a free slot, fills it, appends its index to `order` and publishes `head`;
+// the owner reads `order` to learn the arrival order and bumps the slot's
+// `done` count when it releases it. A slot is free when the sender's count
+// of messages put through it equals `done`. Each word has one writer, so
+// no atomic read-modify-write is needed, and releases in any order free
+// slots at once (a ring would keep every slot behind the oldest unreleased
+// message). An `order` entry the owner has not read yet cannot be
+// overwritten: that takes nslots more messages, and the unread ones hold
+// their slots; so the owner copies entries out as it learns of them.
 struct InboxCtl {
-  alignas(64) std::atomic<uint32_t> head;  // written by the sending peer
-  alignas(64) std::atomic<uint32_t> tail;  // written by the owner
+  alignas(64) std::atomic<uint32_t> head;            // by the sender
+  alignas(64) std::atomic<uint8_t> done[kMaxSlots];  // by the owner
+  alignas(64) uint8_t order[kMaxSlots];              // by the sender
 };
-static_assert(sizeof(InboxCtl) == 128);
-
-struct SlotHdr {
-  uint32_t len;
-  uint32_t tag;
-};
+static_assert(sizeof(InboxCtl) == 192);
 
 constexpr size_t kCtlOff = 64;
+static_assert(kMaxSlots <= 64, "one bit per slot in the owner's masks");
 
 size_t data_offset(uint32_t nranks) {
   size_t end = kCtlOff + sizeof(InboxCtl) * nranks;
@@ -55,6 +64,7 @@ size_t segment_bytes(const FabricConfig& c) {
 InboxCtl* ctl(char* seg, uint32_t inbox) {
   return reinterpret_cast<InboxCtl*>(seg + kCtlOff) + inbox;
 }
+// Slot `idx` (masked into range: indices come from shared memory).
 char* slot(char* seg, const FabricConfig& c, uint32_t inbox, uint32_t idx) {
   size_t n = static_cast<size_t>(inbox) * c.nslots + (idx & (c.nslots - 1));
   return seg + data_offset(c.nranks) + n * slot_stride(c.slot_size);
@@ -64,7 +74,7 @@ char* slot(char* seg, const FabricConfig& c, uint32_t inbox, uint32_t idx) {
 
 Status ShmTeamFabric::open(const FabricConfig& cfg, SegAddr* out) {
   if (cfg.nranks == 0 || cfg.rank >= cfg.nranks || cfg.slot_size < 64 ||
-      cfg.slot_size % 64 != 0 || cfg.nslots < 2 ||
+      cfg.slot_size % 64 != 0 || cfg.nslots < 2 || cfg.nslots > kMaxSlots ||
       (cfg.nslots & (cfg.nslots - 1)) != 0)
     return Status::kInvalidParam;
   cfg_ = cfg;
@@ -94,10 +104,11 @@ Status ShmTeamFabric::open(const FabricConfig& cfg, SegAddr* out) {
   h->slot_size = cfg.slot_size;
   h->nslots = cfg.nslots;
   h->owner_pid = getpid();
+  new (&h->attention) std::atomic<uint32_t>(0);
   for (uint32_t i = 0; i < cfg.nranks; ++i) {
     InboxCtl* c = new (ctl(seg_, i)) InboxCtl;
     c->head.store(0, std::memory_order_relaxed);
-    c->tail.store(0, std::memory_order_relaxed);
+    for (auto& d : c->done) d.store(0, std::memory_order_relaxed);
   }
   peers_ = static_cast<Peer*>(calloc(cfg.nranks, sizeof(Peer)));
   if (peers_ == nullptr) {
@@ -178,47 +189,107 @@ void ShmTeamFabric::close() {
 
 void* ShmTeamFabric::tx_reserve(uint32_t peer) {
   Peer& p = peers_[peer];
-  if (p.tx_head - p.tx_tail >= cfg_.nslots) {
-    // C1 pairs with R1 in rx_release(): the owner is done with the slot.
-    p.tx_tail = ctl(p.base, cfg_.rank)->tail.load(std::memory_order_acquire);
-    if (p.tx_head - p.tx_tail >= cfg_.nslots) return nullptr;
+  if (p.tx_slot < 0) {
+    const InboxCtl* c = ctl(p.base, cfg_.rank);
+    // Round robin from the last slot taken, as a ring would: a slot the
+    // owner has just read is taken last, which keeps its lines from moving
+    // between the two cores while they are still in use there.
+    for (uint32_t k = 1; k <= cfg_.nslots; ++k) {
+      uint32_t s = (p.tx_last + k) & (cfg_.nslots - 1);
+      // C1 pairs with R1 in rx_release(): the owner is done with the slot.
+      if (c->done[s].load(std::memory_order_acquire) == p.sent[s]) {
+        p.tx_slot = static_cast<int32_t>(s);
+        p.tx_last = s;
+        break;
+      }
+    }
+    if (p.tx_slot < 0) return nullptr;
   }
-  return slot(p.base, cfg_, cfg_.rank, p.tx_head) + kSlotHdr;
+  return slot(p.base, cfg_, cfg_.rank, static_cast<uint32_t>(p.tx_slot)) +
+         kSlotHdr;
 }
 
-void ShmTeamFabric::tx_commit(uint32_t peer, uint32_t len, uint32_t tag) {
+uint32_t ShmTeamFabric::tx_free(uint32_t peer) {
+  const Peer& p = peers_[peer];
+  const InboxCtl* c = ctl(p.base, cfg_.rank);
+  uint32_t n = 0;
+  for (uint32_t s = 0; s < cfg_.nslots; ++s)
+    n += c->done[s].load(std::memory_order_acquire) == p.sent[s] ? 1 : 0;
+  return n;
+}
+
+void ShmTeamFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
+                              uint8_t kind) {
   Peer& p = peers_[peer];
-  auto* h =
-      reinterpret_cast<SlotHdr*>(slot(p.base, cfg_, cfg_.rank, p.tx_head));
+  auto s = static_cast<uint32_t>(p.tx_slot);
+  auto* h = reinterpret_cast<MsgHdr*>(slot(p.base, cfg_, cfg_.rank, s));
   h->len = len;
-  h->tag = tag;
+  h->kind = kind;
+  h->key = key;
+  InboxCtl* c = ctl(p.base, cfg_.rank);
+  c->order[p.tx_head & (cfg_.nslots - 1)] = static_cast<uint8_t>(s);
+  ++p.sent[s];
   ++p.tx_head;
+  p.tx_slot = -1;
   ++events_;
-  // P1 pairs with C2 in rx_peek(): header and payload before the index.
-  ctl(p.base, cfg_.rank)->head.store(p.tx_head, std::memory_order_release);
-}
-
-const void* ShmTeamFabric::rx_peek(uint32_t peer, uint32_t* len,
-                                   uint32_t* tag) {
-  Peer& p = peers_[peer];
-  if (p.rx_head == p.rx_tail) {
-    // C2 pairs with P1.
-    p.rx_head = ctl(seg_, peer)->head.load(std::memory_order_acquire);
-    if (p.rx_head == p.rx_tail) return nullptr;
+  // P1 pairs with C2 in rx_end(): slot and order entry before the count.
+  c->head.store(p.tx_head, std::memory_order_release);
+  if (kind != 0) {
+    // After P1, so a receiver that sees the count change finds the message.
+    reinterpret_cast<SegHeader*>(p.base)->attention.fetch_add(
+        1, std::memory_order_release);
   }
-  const char* s = slot(seg_, cfg_, peer, p.rx_tail);
-  const auto* h = reinterpret_cast<const SlotHdr*>(s);
-  *len = h->len;
-  *tag = h->tag;
-  return s + kSlotHdr;
 }
 
-void ShmTeamFabric::rx_release(uint32_t peer) {
+uint32_t ShmTeamFabric::rx_poll(uint32_t peer) {
   Peer& p = peers_[peer];
-  ++p.rx_tail;
+  if (p.rx_dead != 0) {  // drop released entries, keeping the order
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p.npend; ++i) {
+      if (((p.rx_dead >> i) & 1) == 0) p.pend[n++] = p.pend[i];
+    }
+    p.npend = n;
+    p.rx_dead = 0;
+    ++p.epoch;
+  }
+  // C2 pairs with P1. Unread order entries are intact (port.h), but a
+  // broken sender could claim more messages than slots: never take more
+  // than the free slots could hold.
+  const InboxCtl* c = ctl(seg_, peer);
+  uint32_t h = c->head.load(std::memory_order_acquire);
+  if (h - p.rx_head > cfg_.nslots - p.npend)
+    h = p.rx_head + (cfg_.nslots - p.npend);
+  for (; p.rx_head != h; ++p.rx_head) {
+    p.pend[p.npend++] = static_cast<uint8_t>(
+        c->order[p.rx_head & (cfg_.nslots - 1)] & (cfg_.nslots - 1));
+  }
+  return p.npend;
+}
+
+const MsgHdr* ShmTeamFabric::rx_hdr(uint32_t peer, uint32_t i) const {
+  const Peer& p = peers_[peer];
+  if (i >= p.npend || ((p.rx_dead >> i) & 1)) return nullptr;
+  return reinterpret_cast<const MsgHdr*>(slot(seg_, cfg_, peer, p.pend[i]));
+}
+
+const void* ShmTeamFabric::rx_payload(uint32_t peer, uint32_t i) const {
+  return slot(seg_, cfg_, peer, peers_[peer].pend[i]) + kSlotHdr;
+}
+
+void ShmTeamFabric::rx_release(uint32_t peer, uint32_t i) {
+  Peer& p = peers_[peer];
+  if (i >= p.npend || ((p.rx_dead >> i) & 1)) return;
+  p.rx_dead |= uint64_t{1} << i;
   ++events_;
   // R1 pairs with C1: our reads of the slot happen before its reuse.
-  ctl(seg_, peer)->tail.store(p.rx_tail, std::memory_order_release);
+  std::atomic<uint8_t>& d = ctl(seg_, peer)->done[p.pend[i]];
+  d.store(static_cast<uint8_t>(d.load(std::memory_order_relaxed) + 1),
+          std::memory_order_release);
+}
+
+uint32_t ShmTeamFabric::attention() const {
+  return reinterpret_cast<const SegHeader*>(seg_)->attention.load(
+      std::memory_order_acquire);
 }
 
 }  // namespace ucc::plat::shm

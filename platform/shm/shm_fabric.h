@@ -1,17 +1,25 @@
 // Shared-memory fabric between the engines of one team on one host.
 //
 // Words used here:
-//   inbox    the part of a rank's segment where one peer writes to it; an
-//            SPSC ring of `nslots` slots of `slot_size` bytes each. The
-//            sender is the producer, the segment owner the consumer.
+//   inbox    the part of a rank's segment where one peer writes to it:
+//            `nslots` slots of `slot_size` bytes each, used as a pool
+//            (see InboxCtl in the .cc). The sender is the producer, the
+//            segment owner the consumer.
 //   segment  one memfd per (rank, team) holding one inbox per peer. Peers
 //            map it through /proc/<pid>/fd/<fd> during team creation.
-//   message  one slot: up to slot_size bytes plus (len, tag).
+//   message  one slot: up to slot_size bytes plus a header (MsgHdr) with
+//            the length, an opaque 24-byte key and a kind byte that the
+//            layer above uses for matching.
 //
 // An eager send writes straight into the receiver's inbox (a "put" into
 // remote memory); the receiver reads or reduces the payload in place and
 // then releases the slot. No syscalls after connect(). Messages between two
-// ranks arrive in the order they were committed.
+// ranks arrive in the order they were committed; the receiver may look at
+// every pending message of an inbox and release them in any order (a slot
+// is reused once all older ones are released too).
+//
+// A message of nonzero kind also bumps the receiver's attention counter,
+// so a receiver can notice control messages without scanning inboxes.
 //
 // Threads: one engine thread drives a ShmTeamFabric; reserve/commit and
 // peek/release for one peer must not be interleaved by two threads.
@@ -31,8 +39,26 @@ struct FabricConfig {
   uint32_t nranks;
   uint32_t rank;
   uint32_t slot_size;  // bytes; multiple of 64
-  uint32_t nslots;     // power of two, >= 2
+  uint32_t nslots;     // power of two, 2..64
 };
+
+inline constexpr uint32_t kMaxSlots = 64;
+
+// What precedes every payload. The key and kind are the caller's.
+struct MsgKey {
+  uint64_t w[3];
+  bool operator==(const MsgKey& o) const {
+    return w[0] == o.w[0] && w[1] == o.w[1] && w[2] == o.w[2];
+  }
+  bool operator!=(const MsgKey& o) const { return !(*this == o); }
+};
+struct MsgHdr {
+  uint32_t len;
+  uint8_t kind;
+  uint8_t pad[3];
+  MsgKey key;
+};
+static_assert(sizeof(MsgHdr) == 32);
 
 // What a rank publishes (through the user's OOB) so peers can map it.
 struct SegAddr {
@@ -64,6 +90,7 @@ class ShmTeamFabric {
   void close();
 
   uint32_t slot_size() const { return cfg_.slot_size; }
+  uint32_t nslots() const { return cfg_.nslots; }
   // Messages committed plus released so far: lets a poller tell whether a
   // pass moved anything (for idle back-off).
   uint64_t events() const { return events_; }
@@ -74,22 +101,41 @@ class ShmTeamFabric {
   // nullptr while all its slots are in use. At most one reservation per
   // peer is outstanding; commit() publishes it.
   void* tx_reserve(uint32_t peer);
-  void tx_commit(uint32_t peer, uint32_t len, uint32_t tag);
+  // Free slots in the peer's inbox for us (looks at the consumer index).
+  uint32_t tx_free(uint32_t peer);
+  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key, uint8_t kind);
 
-  // Receiver: the oldest message from `peer` or nullptr. A message whose
-  // length exceeds slot_size is reported as such (len > slot_size) so the
-  // caller fails the collective instead of reading past the slot.
-  const void* rx_peek(uint32_t peer, uint32_t* len, uint32_t* tag);
-  void rx_release(uint32_t peer);
+  // Receiver: rx_poll(peer) looks for new messages from `peer` and
+  // returns how many are pending (received, not released); they are
+  // numbered 0..n-1 in arrival order until the next rx_poll for that peer.
+  // rx_hdr is nullptr for one released since. The header lies in shared
+  // memory: a length above slot_size is the sender's bug, which the caller
+  // must treat as such before reading the payload.
+  uint32_t rx_poll(uint32_t peer);
+  // The pending count as of the last poll (no look at shared memory).
+  uint32_t rx_npend(uint32_t peer) const { return peers_[peer].npend; }
+  // Changes whenever a poll renumbers the pending messages of `peer`.
+  uint32_t rx_epoch(uint32_t peer) const { return peers_[peer].epoch; }
+  const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const;
+  const void* rx_payload(uint32_t peer, uint32_t i) const;
+  void rx_release(uint32_t peer, uint32_t i);
+  // Control messages (nonzero kind) received so far.
+  uint32_t attention() const;
 
  private:
   struct Peer {
     char* base = nullptr;  // peer's segment (ours for peer == rank)
     size_t bytes = 0;
-    uint32_t tx_head = 0;  // our next slot in the peer's inbox for us
-    uint32_t tx_tail = 0;  // cached consumer index of that inbox
-    uint32_t rx_tail = 0;  // our next slot to read in our inbox for peer
-    uint32_t rx_head = 0;  // cached producer index of that inbox
+    uint32_t tx_head = 0;  // messages sent into the peer's inbox for us
+    int32_t tx_slot = -1;
+    uint32_t tx_last = UINT32_MAX;  // slot taken last
+    uint8_t sent[kMaxSlots] =
+        {};  // messages put through each slot     // slot reserved there, or -1
+    uint32_t rx_head = 0;     // messages seen arriving in our inbox from peer
+    uint32_t npend = 0;       // of which not released (as of the last poll)
+    uint64_t rx_dead = 0;     // bit i: pend[i] released since the last poll
+    uint32_t epoch = 0;       // renumberings so far
+    uint8_t pend[kMaxSlots];  // their slots, in arrival order
   };
 
   FabricConfig cfg_{};

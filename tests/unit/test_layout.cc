@@ -94,25 +94,49 @@ TEST(ShmFabric, TwoEndpointsInOneProcess) {
   ASSERT_EQ(b.connect(addrs), Status::kOk);
   a.seal();
   b.seal();
+  using ucc::plat::shm::MsgHdr;
+  using ucc::plat::shm::MsgKey;
   for (uint32_t i = 0; i < 4; ++i) {
     void* s = a.tx_reserve(1);
     ASSERT_NE(s, nullptr);
     memset(s, static_cast<int>(i), 256);
-    a.tx_commit(1, 100 + i, 42 + i);
+    a.tx_commit(1, 100 + i, MsgKey{{42 + i, i, 7}}, 0);
   }
   EXPECT_EQ(a.tx_reserve(1), nullptr);  // inbox full
+  ASSERT_EQ(b.rx_poll(0), 4u);
   for (uint32_t i = 0; i < 4; ++i) {
-    uint32_t len = 0, tag = 0;
-    const void* m = b.rx_peek(0, &len, &tag);
-    ASSERT_NE(m, nullptr);
-    EXPECT_EQ(len, 100 + i);
-    EXPECT_EQ(tag, 42 + i);
-    EXPECT_EQ(static_cast<const unsigned char*>(m)[99], i);
-    b.rx_release(0);
+    const MsgHdr* h = b.rx_hdr(0, i);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->len, 100 + i);
+    EXPECT_EQ(h->key, (MsgKey{{42 + i, i, 7}}));
+    EXPECT_EQ(static_cast<const unsigned char*>(b.rx_payload(0, i))[99], i);
   }
-  uint32_t len, tag;
-  EXPECT_EQ(b.rx_peek(0, &len, &tag), nullptr);
-  EXPECT_NE(a.tx_reserve(1), nullptr);  // space again
+  // Released out of order: each slot is free at once.
+  b.rx_release(0, 2);
+  b.rx_release(0, 1);
+  EXPECT_EQ(b.rx_hdr(0, 2), nullptr);
+  EXPECT_NE(b.rx_hdr(0, 3), nullptr);
+  EXPECT_EQ(a.tx_free(1), 2u);
+  void* s = a.tx_reserve(1);
+  ASSERT_NE(s, nullptr);
+  memset(s, 9, 256);
+  a.tx_commit(1, 9, MsgKey{{9, 9, 9}}, 0);
+  // The next poll keeps the arrival order: 0, 3, then the new one.
+  ASSERT_EQ(b.rx_poll(0), 3u);
+  EXPECT_EQ(b.rx_hdr(0, 0)->len, 100u);
+  EXPECT_EQ(b.rx_hdr(0, 1)->len, 103u);
+  EXPECT_EQ(b.rx_hdr(0, 2)->len, 9u);
+  EXPECT_EQ(static_cast<const unsigned char*>(b.rx_payload(0, 2))[8], 9);
+  for (uint32_t i = 0; i < 3; ++i) b.rx_release(0, i);
+  EXPECT_EQ(b.rx_poll(0), 0u);
+  EXPECT_EQ(a.tx_free(1), 4u);
+  EXPECT_EQ(b.attention(), 0u);  // data messages only
+  // A control message bumps the receiver's attention counter.
+  ASSERT_NE(a.tx_reserve(1), nullptr);
+  a.tx_commit(1, 0, MsgKey{{1, 2, 3}}, 1);
+  EXPECT_EQ(b.attention(), 1u);
+  ASSERT_EQ(b.rx_poll(0), 1u);
+  EXPECT_EQ(b.rx_hdr(0, 0)->kind, 1);
 }
 
 TEST(ShmFabric, RejectsMismatchedPeers) {

@@ -72,7 +72,7 @@ struct alignas(64) CollDesc {
   uint32_t team;       // engine-side team index
   uint32_t comp_slot;  // completion slot index in the channel
   uint32_t gen;        // post generation, echoed in the completion word
-  uint32_t root;       // team rank of the root for rooted collectives
+  uint32_t root;       // rank (set position) of the root of rooted ones
   uint32_t pad0;
   uint64_t count;  // see the convention above
   BufRef src;
@@ -85,9 +85,9 @@ struct alignas(64) CollDesc {
   // collective ends with kTimedOut.
   uint64_t timeout_ns;
   // Active set: set_size > 0 restricts the collective to the team ranks
-  // set_start + i * set_stride, i < set_size; ranks, roots and v-arrays
-  // are then counted in set positions, except `root`, which stays a team
-  // rank. set_size = 0: the whole team.
+  // set_start + i * set_stride, i < set_size (always kDescTagged); the
+  // root, ranks and v-arrays are then counted in set positions.
+  // set_size = 0 (start and stride 0 too): the whole team.
   uint32_t set_start;
   int32_t set_stride;
   uint32_t set_size;

@@ -1,0 +1,296 @@
+// The life of one running collective (team.h, Engine::Inst): start, steps
+// of its algorithm, deadline, aborts to and from peers, status agreement,
+// and the single write of its completion word.
+#include <cstring>
+
+#include "device/engine/blocks.h"
+#include "device/engine/engine.h"
+#include "device/engine/team.h"
+#include "platform/os/log.h"
+
+namespace ucc::dev {
+
+using off::CollDesc;
+
+namespace {
+
+// Collectives whose algorithms read the block tables.
+bool uses_blocks(off::CollType c) {
+  switch (c) {
+    case off::CollType::kBarrier:
+    case off::CollType::kBcast:
+    case off::CollType::kReduce:
+    case off::CollType::kFanin:
+    case off::CollType::kFanout:
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool tagged(const CollDesc& d) { return (d.flags & off::kDescTagged) != 0; }
+
+MsgKey tagged_key(const CollDesc& d) {
+  return key_tagged(d.tag, d.coll, d.set_start, d.set_stride, d.set_size);
+}
+
+// The worse of two final statuses: any error beats success, and among
+// errors the lowest value, so every member picks the same one.
+Status worse(Status a, Status b) {
+  return static_cast<int>(a) <= static_cast<int>(b) ? a : b;
+}
+
+}  // namespace
+
+uint32_t Engine::set_rank(const Team& t, const CollDesc& d) const {
+  if (d.set_size == 0) return t.rank;
+  int64_t off = int64_t{t.rank} - int64_t{d.set_start};
+  return static_cast<uint32_t>(off / d.set_stride);  // validated: exact
+}
+
+uint64_t Engine::start_queued(Team& t, uint64_t now) {
+  uint64_t events = 0;
+  const uint32_t mask = cfg_.team_queue - 1;
+  while (t.qtail != t.qhead && t.nrun < cfg_.inflight) {
+    const CollDesc& d = t.queue[t.qhead & mask];
+    uint64_t deadline = t.qdeadline[t.qhead & mask];
+    if (deadline != 0 && now >= deadline) {
+      // Never started here. An ordered one still takes its place in the
+      // sequence, so its peers' messages are recognised as stale.
+      if (!tagged(d)) t.port.set_started(++t.seq);
+      ch_->complete(d.comp_slot, d.gen, Status::kTimedOut);
+      --t.ntimed;
+      ++t.qhead;
+      ++events;
+      continue;
+    }
+    if (tagged(d)) {
+      // Two collectives with one key must not overlap: the later waits.
+      MsgKey k = tagged_key(d);
+      bool clash = false;
+      for (uint32_t i = 0; i < t.nrun; ++i)
+        clash |= t.inst[t.order[i]].run.key == k;
+      if (clash) break;
+    }
+    uint32_t id = 0;
+    while (t.inst[id].phase != Inst::Phase::kFree) ++id;
+    CollDesc copy = d;
+    ++t.qhead;
+    start(t, id, copy, deadline);
+    ++events;
+  }
+  return events;
+}
+
+void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
+  Inst& in = t.inst[id];
+  in.d = d;
+  in.phase = Inst::Phase::kRun;
+  in.global = (d.flags & off::kDescErrGlobal) != 0;
+  in.reported = false;
+  in.st = Status::kOk;
+  in.deadline = deadline;
+  in.notify_next = 0;
+  in.agree_dist = 1;
+  in.agree_sent = false;
+  t.order[t.nrun++] = static_cast<uint8_t>(id);
+  t.port.set_oldest(t.order[0]);
+
+  CollRun& r = in.run;
+  r = CollRun{};
+  r.d = &in.d;
+  r.port = &t.port;
+  r.id = id;
+  r.size = d.set_size != 0 ? d.set_size : t.size;
+  r.rank = set_rank(t, d);
+  r.set_start = d.set_size != 0 ? d.set_start : 0;
+  r.set_stride = d.set_size != 0 ? d.set_stride : 1;
+  if (tagged(d)) {
+    r.key = tagged_key(d);
+  } else {
+    r.key = key_ordered(++t.seq, d.coll);
+    t.port.set_started(t.seq);
+  }
+  t.port.set_live(id, r.key);
+  r.slot = t.port.slot_size();
+  r.esize = static_cast<uint32_t>(off::dtype_size(d.dtype));
+  r.avg = d.op == off::ROp::kAvg;
+  r.rop = r.avg ? off::ROp::kSum : d.op;
+
+  // A peer may have given up on this collective before we started it.
+  if (t.future_aborts != 0) {
+    check_aborts(t);
+    if (in.phase != Inst::Phase::kRun) return;
+  }
+  in.alg = select_alg(cfg_.select, in.d, r.size);
+  Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
+  if (ok(st) && uses_blocks(d.coll))
+    st = fill_blocks(in.d, r.size, r.rank, in.blocks, &r);
+  if (ok(st)) st = in.alg->start(in.alg_state, r);
+  if (st != Status::kInProgress) alg_ended(t, in, st, true);
+}
+
+uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
+  if (in.deadline != 0 && now >= in.deadline && !in.reported) {
+    if (in.phase == Inst::Phase::kRun) {
+      UCC_DEBUG("%s timed out on rank %u", off::coll_type_name(in.d.coll),
+                in.run.rank);
+      alg_ended(t, in, Status::kTimedOut, true);
+      return 1;
+    }
+    report(in, Status::kTimedOut);
+    if (in.phase == Inst::Phase::kAgree) {
+      retire(t, in.run.id);
+      return 1;
+    }
+    // kNotify: the aborts still go out.
+  }
+  switch (in.phase) {
+    case Inst::Phase::kRun: {
+      Status st = in.alg->progress(in.alg_state, in.run);
+      if (st == Status::kInProgress) return 0;
+      alg_ended(t, in, st, true);
+      return 1;
+    }
+    case Inst::Phase::kNotify:
+      return notify(t, in);
+    case Inst::Phase::kAgree:
+      return agree(t, in);
+    case Inst::Phase::kFree:
+      break;
+  }
+  return 0;
+}
+
+void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
+  in.st = st;
+  t.port.drop_reservations(in.run.id);
+  if (failed(st) && st != Status::kTimedOut)
+    UCC_ERROR("%s (%s) failed on rank %u: status %d",
+              off::coll_type_name(in.d.coll),
+              in.alg != nullptr ? in.alg->name : "none", in.run.rank,
+              static_cast<int>(st));
+  if (failed(st) && tell) {
+    // Local failure: the others may be waiting for us. A local error type
+    // reports now; the aborts follow.
+    if (!in.global) report(in, st);
+    in.phase = Inst::Phase::kNotify;
+    in.notify_next = 0;
+    notify(t, in);
+    return;
+  }
+  if (in.global) {
+    in.phase = Inst::Phase::kAgree;
+    agree(t, in);
+    return;
+  }
+  report(in, st);
+  retire(t, in.run.id);
+}
+
+void Engine::report(Inst& in, Status st) {
+  if (in.reported) return;
+  in.reported = true;
+  if (in.deadline != 0) {
+    Team& t = teams_[in.d.team];
+    --t.ntimed;
+  }
+  ch_->complete(in.d.comp_slot, in.d.gen, st);
+}
+
+void Engine::retire(Team& t, uint32_t id) {
+  Inst& in = t.inst[id];
+  t.port.drop_reservations(id);
+  t.port.end_live(id, failed(in.st));
+  in.phase = Inst::Phase::kFree;
+  for (uint32_t i = 0; i < t.nrun; ++i) {
+    if (t.order[i] != id) continue;
+    memmove(&t.order[i], &t.order[i + 1], t.nrun - i - 1);
+    --t.nrun;
+    break;
+  }
+  if (t.nrun != 0) t.port.set_oldest(t.order[0]);
+}
+
+uint64_t Engine::notify(Team& t, Inst& in) {
+  uint64_t events = 0;
+  CollRun& r = in.run;
+  int32_t code = static_cast<int32_t>(in.st);
+  while (in.notify_next < r.size) {
+    uint32_t p = in.notify_next;
+    if (p != r.rank) {
+      void* slot = t.port.reserve(r.team_rank(p), r.id);
+      if (slot == nullptr) return events;
+      memcpy(slot, &code, sizeof(code));
+      t.port.commit(r.team_rank(p), sizeof(code), r.key, MsgKind::kAbort, r.id);
+      ++events;
+    }
+    ++in.notify_next;
+  }
+  if (in.global) {
+    in.phase = Inst::Phase::kAgree;
+    return events + agree(t, in);
+  }
+  report(in, in.st);
+  retire(t, r.id);
+  return events + 1;
+}
+
+// Dissemination: in the round at distance d, send our status to rank + d
+// and combine the one from rank - d; after ceil(log2 n) rounds every
+// member holds the worst status of all.
+uint64_t Engine::agree(Team& t, Inst& in) {
+  uint64_t events = 0;
+  CollRun& r = in.run;
+  while (in.agree_dist < r.size) {
+    if (!in.agree_sent) {
+      uint32_t to = (r.rank + in.agree_dist) % r.size;
+      void* slot = t.port.reserve(r.team_rank(to), r.id);
+      if (slot == nullptr) return events;
+      int32_t code = static_cast<int32_t>(in.st);
+      memcpy(slot, &code, sizeof(code));
+      t.port.commit(r.team_rank(to), sizeof(code), r.key, MsgKind::kStatus,
+                    r.id);
+      in.agree_sent = true;
+      ++events;
+    }
+    uint32_t from = (r.rank + r.size - in.agree_dist) % r.size;
+    uint32_t len = 0;
+    const void* m =
+        t.port.find(r.team_rank(from), r.key, MsgKind::kStatus, &len);
+    if (m == nullptr) return events;
+    int32_t code = static_cast<int32_t>(Status::kNoMessage);
+    if (len == sizeof(code)) memcpy(&code, m, sizeof(code));
+    t.port.release(r.team_rank(from), r.key, MsgKind::kStatus);
+    in.st = worse(in.st, static_cast<Status>(code));
+    in.agree_sent = false;
+    in.agree_dist *= 2;
+    ++events;
+  }
+  report(in, in.st);
+  retire(t, r.id);
+  return events + 1;
+}
+
+void Engine::check_aborts(Team& t) {
+  t.port.scan_aborts(
+      [&](const MsgKey& k, int32_t code) {
+        Status st = static_cast<Status>(code);
+        if (!failed(st) || st == Status::kInProgress) st = Status::kError;
+        for (uint32_t i = 0; i < t.nrun; ++i) {
+          Inst& in = t.inst[t.order[i]];
+          if (in.run.key != k) continue;
+          if (in.phase == Inst::Phase::kRun) {
+            // The sender has told everyone: no need to pass it on.
+            alg_ended(t, in, st, false);
+          } else if (in.phase == Inst::Phase::kAgree) {
+            in.st = worse(in.st, st);
+          }
+          return true;
+        }
+        return true;
+      },
+      &t.future_aborts);
+}
+
+}  // namespace ucc::dev

@@ -1,0 +1,287 @@
+#include "device/engine/port.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace ucc::dev {
+namespace {
+
+// w[2] layout: coll (8 bits) | mode (8 bits) | stride (32 bits).
+enum : uint64_t { kModeOrdered = 1, kModeTagged = 2 };
+
+uint64_t mode_of(const MsgKey& k) { return (k.w[2] >> 48) & 0xff; }
+
+}  // namespace
+
+MsgKey key_ordered(uint64_t seq, off::CollType coll) {
+  return MsgKey{
+      {seq, 0,
+       (uint64_t{static_cast<uint8_t>(coll)} << 56) | (kModeOrdered << 48)}};
+}
+
+MsgKey key_tagged(uint16_t tag, off::CollType coll, uint32_t set_start,
+                  int32_t set_stride, uint32_t set_size) {
+  return MsgKey{{tag, (uint64_t{set_start} << 32) | set_size,
+                 (uint64_t{static_cast<uint8_t>(coll)} << 56) |
+                     (kModeTagged << 48) | static_cast<uint32_t>(set_stride)}};
+}
+
+// --- Store
+// ---------------------------------------------------------------------
+
+Status Store::init(uint32_t entries, uint32_t slot_size) {
+  fini();
+  if (entries == 0) return Status::kOk;
+  ent_ = static_cast<Entry*>(calloc(entries, sizeof(Entry)));
+  void* mem = nullptr;
+  if (ent_ == nullptr ||
+      posix_memalign(&mem, 64, size_t{entries} * slot_size) != 0) {
+    fini();
+    return Status::kNoMemory;
+  }
+  data_ = static_cast<char*>(mem);
+  n_ = entries;
+  slot_ = slot_size;
+  used_ = 0;
+  return Status::kOk;
+}
+
+void Store::fini() {
+  free(ent_);
+  free(data_);
+  ent_ = nullptr;
+  data_ = nullptr;
+  n_ = used_ = 0;
+}
+
+bool Store::put(uint32_t team, uint32_t peer, const MsgHdr& h,
+                const void* payload) {
+  if (used_ == n_ || h.len > slot_) return false;
+  for (uint32_t e = 0; e < n_; ++e) {
+    if (ent_[e].used) continue;
+    ent_[e] = Entry{h, next_order_++, team, peer, true};
+    memcpy(data_ + size_t{e} * slot_, payload, h.len);
+    ++used_;
+    return true;
+  }
+  return false;
+}
+
+int32_t Store::find(uint32_t team, uint32_t peer, const MsgKey& k,
+                    MsgKind kind) const {
+  int32_t best = -1;
+  for (uint32_t e = 0; e < n_; ++e) {
+    const Entry& x = ent_[e];
+    if (!x.used || x.team != team || x.peer != peer ||
+        x.hdr.kind != static_cast<uint8_t>(kind) || x.hdr.key != k)
+      continue;
+    if (best < 0 || x.order < ent_[best].order) best = static_cast<int32_t>(e);
+  }
+  return best;
+}
+
+const void* Store::payload(int32_t e) const {
+  return data_ + size_t(e) * slot_;
+}
+
+void Store::release(int32_t e) {
+  if (ent_[e].used) {
+    ent_[e].used = false;
+    --used_;
+  }
+}
+
+// --- Port
+// ------------------------------------------------------------------------
+
+Status Port::init(uint32_t team_idx, uint32_t nranks, uint32_t live,
+                  Store* store) {
+  if (live == 0 || live > kMaxLive) return Status::kInvalidParam;
+  owner_ = static_cast<uint8_t*>(calloc(nranks, 1));
+  if (owner_ == nullptr) return Status::kNoMemory;
+  store_ = store;
+  team_ = team_idx;
+  nranks_ = nranks;
+  nlive_ = live;
+  stored_ = 0;
+  started_ = 0;
+  attention_seen_ = 0;
+  live_mask_ = 0;
+  nabandoned_ = 0;
+  for (MsgKey& k : abandoned_) k = MsgKey{};
+  return Status::kOk;
+}
+
+void Port::fini() {
+  if (store_ != nullptr && stored_ != 0) {
+    for (uint32_t e = 0; e < store_->capacity(); ++e) {
+      int32_t i = static_cast<int32_t>(e);
+      if (store_->used(i) && store_->team(i) == team_) store_->release(i);
+    }
+  }
+  stored_ = 0;
+  free(owner_);
+  owner_ = nullptr;
+  fab_.close();
+}
+
+void Port::set_live(uint32_t id, const MsgKey& k) {
+  live_[id] = k;
+  live_mask_ |= uint64_t{1} << id;
+}
+
+void Port::end_live(uint32_t id, bool abandoned) {
+  live_mask_ &= ~(uint64_t{1} << id);
+  if (abandoned && mode_of(live_[id]) == kModeTagged) {
+    abandoned_[nabandoned_++ % kAbandoned] = live_[id];
+  }
+}
+
+Port::Class Port::classify(const MsgKey& k) const {
+  for (uint64_t m = live_mask_; m != 0; m &= m - 1) {
+    if (live_[__builtin_ctzll(m)] == k) return Class::kLive;
+  }
+  if (mode_of(k) == kModeOrdered) {
+    // Every message of an ordered collective that ended normally was
+    // consumed; one still around belongs to a collective that failed.
+    return k.w[0] <= started_ ? Class::kStale : Class::kFuture;
+  }
+  for (const MsgKey& a : abandoned_) {
+    if (a == k) return Class::kStale;
+  }
+  return Class::kFuture;
+}
+
+void* Port::reserve(uint32_t peer, uint32_t id) {
+  if (owner_[peer] != 0 && owner_[peer] != id + 1) return nullptr;
+  if (id != oldest_ && fab_.tx_free(peer) <= 1) return nullptr;
+  void* p = fab_.tx_reserve(peer);
+  if (p != nullptr) owner_[peer] = static_cast<uint8_t>(id + 1);
+  return p;
+}
+
+void Port::commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind,
+                  uint32_t id) {
+  (void)id;
+  owner_[peer] = 0;
+  fab_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
+}
+
+void Port::drop_reservations(uint32_t id) {
+  for (uint32_t p = 0; p < nranks_; ++p) {
+    if (owner_[p] == id + 1) owner_[p] = 0;
+  }
+}
+
+int32_t Port::scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
+                   MsgKind kind, bool* clash) {
+  for (uint32_t s = from; s < n; ++s) {
+    const MsgHdr* h = fab_.rx_hdr(peer, s);
+    if (h == nullptr) continue;
+    if (h->key == k) {
+      if (h->kind == static_cast<uint8_t>(kind)) return static_cast<int32_t>(s);
+      continue;  // another kind of the same collective
+    }
+    if (mode_of(k) == kModeOrdered && mode_of(h->key) == kModeOrdered &&
+        h->key.w[0] == k.w[0]) {
+      // The peer's collective in this place of the sequence is another.
+      *clash = true;
+      return static_cast<int32_t>(s);
+    }
+    if (classify(h->key) == Class::kStale) fab_.rx_release(peer, s);
+  }
+  return -1;
+}
+
+int32_t Port::ring_find(uint32_t peer, const MsgKey& k, MsgKind kind,
+                        bool* clash) {
+  // What we know of first; shared memory only when that has no match.
+  uint32_t n = fab_.rx_npend(peer);
+  int32_t s = scan(peer, 0, n, k, kind, clash);
+  if (s >= 0) return s;
+  uint32_t epoch = fab_.rx_epoch(peer);
+  uint32_t m = fab_.rx_poll(peer);
+  return scan(peer, fab_.rx_epoch(peer) == epoch ? n : 0, m, k, kind, clash);
+}
+
+const void* Port::find(uint32_t peer, const MsgKey& k, MsgKind kind,
+                       uint32_t* len) {
+  if (stored_ != 0) {
+    int32_t e = store_->find(team_, peer, k, kind);
+    if (e >= 0) {
+      *len = store_->hdr(e).len;
+      return store_->payload(e);
+    }
+  }
+  bool clash = false;
+  int32_t s = ring_find(peer, k, kind, &clash);
+  if (s < 0) return nullptr;
+  uint32_t u = static_cast<uint32_t>(s);
+  if (clash) {
+    *len = UINT32_MAX;
+  } else {
+    *len = fab_.rx_hdr(peer, u)->len;
+    last_ = Found{peer, u, fab_.rx_epoch(peer), static_cast<uint8_t>(kind), k};
+  }
+  return fab_.rx_payload(peer, u);
+}
+
+void Port::release(uint32_t peer, const MsgKey& k, MsgKind kind) {
+  if (stored_ != 0) {
+    int32_t e = store_->find(team_, peer, k, kind);
+    if (e >= 0) {
+      store_->release(e);
+      --stored_;
+      return;
+    }
+  }
+  // Usually the message find() just returned.
+  if (last_.peer == peer && last_.epoch == fab_.rx_epoch(peer) &&
+      last_.kind == static_cast<uint8_t>(kind) && last_.key == k) {
+    const MsgHdr* h = fab_.rx_hdr(peer, last_.idx);
+    if (h != nullptr && h->key == k && h->kind == static_cast<uint8_t>(kind)) {
+      bool older = false;  // an older match would be the one find() meant
+      for (uint32_t s = 0; s < last_.idx && !older; ++s) {
+        const MsgHdr* o = fab_.rx_hdr(peer, s);
+        older = o != nullptr && o->key == k &&
+                o->kind == static_cast<uint8_t>(kind);
+      }
+      if (!older) {
+        fab_.rx_release(peer, last_.idx);
+        last_.peer = UINT32_MAX;
+        return;
+      }
+    }
+  }
+  bool clash = false;
+  int32_t s = ring_find(peer, k, kind, &clash);
+  if (s >= 0 && !clash) fab_.rx_release(peer, static_cast<uint32_t>(s));
+}
+
+uint64_t Port::sweep() {
+  uint64_t moved = 0;
+  for (uint32_t p = 0; p < nranks_; ++p) {
+    uint32_t n = fab_.rx_poll(p);
+    if (n < fab_.nslots()) continue;  // the sender has room
+    // Move a prefix, oldest first, so that the store keeps holding only
+    // messages older than the ones left in the inbox.
+    for (uint32_t s = 0; s < n; ++s) {
+      const MsgHdr* h = fab_.rx_hdr(p, s);
+      if (h == nullptr) continue;
+      MsgHdr copy = *h;
+      if (classify(copy.key) != Class::kStale) {
+        // An overlong message stays for its collective to reject.
+        if (copy.len > fab_.slot_size() ||
+            !store_->put(team_, p, copy, fab_.rx_payload(p, s)))
+          break;
+        ++stored_;
+      }
+      fab_.rx_release(p, s);
+      ++moved;
+    }
+  }
+  return moved;
+}
+
+}  // namespace ucc::dev

@@ -1,0 +1,232 @@
+// Message matching for one engine team: the layer between the algorithms
+// and the fabric that lets many collectives of a team run at once.
+//
+// Every message carries a key naming the collective it belongs to (MsgKey,
+// built by key_ordered / key_tagged) and a kind (data, abort, status). A
+// collective finds its messages from a peer by key, in the order the peer
+// sent them, wherever they sit in the inbox; messages of other collectives
+// stay where they are. A message whose key is
+//   live     belongs to a running collective of ours: left for it;
+//   stale    belongs to one that has already ended here (a peer's late
+//            data after a timeout or an error): dropped when met;
+//   future   belongs to one not started here yet: kept.
+// When a team makes no progress and a peer's inbox is full, sweep() moves
+// that inbox's oldest messages into the engine's unexpected store (Store),
+// so that messages of collectives we have not started, or cannot consume
+// yet, never block those we need. Store entries of a (team, peer) are always
+// older than that peer's messages still in the inbox, so searching the
+// store first keeps the per-peer order.
+//
+// Reservations: a collective holds at most one reserved slot per peer, and
+// no two collectives of a team reserve towards the same peer at once; it
+// commits in the same step it reserved. The last free slot of a peer's
+// inbox is kept for our oldest running collective: in a team that posts
+// in order, the oldest collective not finished everywhere is the oldest
+// running one on every member still in it, so it always finds room and
+// finishes, however younger ones fill the inboxes.
+//
+// All memory is taken in init(); nothing here allocates afterwards.
+#pragma once
+
+#include <cstdint>
+
+#include "offload/types.h"
+#include "platform/shm/shm_fabric.h"
+
+namespace ucc::dev {
+
+using off::Status;
+using plat::shm::MsgHdr;
+using plat::shm::MsgKey;
+using Fabric = plat::shm::ShmTeamFabric;
+
+enum class MsgKind : uint8_t { kData = 0, kAbort = 1, kStatus = 2 };
+
+// Key of the seq-th collective of a team that posts in order (seq >= 1).
+MsgKey key_ordered(uint64_t seq, off::CollType coll);
+// Key of a collective matched by its user tag, on the whole team
+// (set_size 0) or an active set.
+MsgKey key_tagged(uint16_t tag, off::CollType coll, uint32_t set_start,
+                  int32_t set_stride, uint32_t set_size);
+
+// The engine-wide pool of unexpected messages.
+class Store {
+ public:
+  Store() = default;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  ~Store() { fini(); }
+
+  Status init(uint32_t entries, uint32_t slot_size);
+  void fini();
+
+  bool full() const { return used_ == n_; }
+  // Copies a message in; false when full.
+  bool put(uint32_t team, uint32_t peer, const MsgHdr& h, const void* payload);
+  // Oldest entry of (team, peer) with this key and kind, or -1.
+  int32_t find(uint32_t team, uint32_t peer, const MsgKey& k,
+               MsgKind kind) const;
+  const MsgHdr& hdr(int32_t e) const { return ent_[e].hdr; }
+  const void* payload(int32_t e) const;
+  uint32_t peer(int32_t e) const { return ent_[e].peer; }
+  uint32_t team(int32_t e) const { return ent_[e].team; }
+  bool used(int32_t e) const { return ent_[e].used; }
+  uint32_t capacity() const { return n_; }
+  void release(int32_t e);
+
+ private:
+  struct Entry {
+    MsgHdr hdr;
+    uint64_t order;  // arrival order
+    uint32_t team;
+    uint32_t peer;
+    bool used;
+  };
+  Entry* ent_ = nullptr;
+  char* data_ = nullptr;
+  uint32_t n_ = 0;
+  uint32_t used_ = 0;
+  uint32_t slot_ = 0;
+  uint64_t next_order_ = 0;
+};
+
+class Port {
+ public:
+  static constexpr uint32_t kMaxLive = 64;
+
+  Port() = default;
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+  ~Port() { fini(); }
+
+  // `live` collectives at most (<= kMaxLive), ids 0..live-1.
+  Status init(uint32_t team_idx, uint32_t nranks, uint32_t live, Store* store);
+  void fini();
+
+  Fabric& fab() { return fab_; }
+  uint32_t slot_size() const { return fab_.slot_size(); }
+
+  // --- the running collectives' keys ---------------------------------------
+  void set_live(uint32_t id, const MsgKey& k);
+  // The collective has ended; with `abandoned` (it failed or timed out)
+  // its tagged key is remembered so late messages are dropped.
+  void end_live(uint32_t id, bool abandoned);
+  // Ordered collectives started so far (keys up to this seq are not future).
+  void set_started(uint64_t seq) { started_ = seq; }
+  // The id of the oldest running collective.
+  void set_oldest(uint32_t id) { oldest_ = id; }
+
+  // --- sending (peer = team rank) -------------------------------------------
+  void* reserve(uint32_t peer, uint32_t id);
+  void commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind,
+              uint32_t id);
+  // Drops every reservation `id` holds (it ended before committing).
+  void drop_reservations(uint32_t id);
+
+  // --- receiving
+  // --------------------------------------------------------------- The oldest
+  // message from `peer` with key k and this kind, or nullptr. *len is its
+  // length as the sender wrote it (the caller checks it), or UINT32_MAX when
+  // the peer's ordered collective in k's place of the sequence is of another
+  // type (a program error the caller must fail).
+  const void* find(uint32_t peer, const MsgKey& k, MsgKind kind, uint32_t* len);
+  // Releases the message find() returned (same arguments).
+  void release(uint32_t peer, const MsgKey& k, MsgKind kind);
+
+  // Visits every pending abort message from any peer: fn(ctx, key, status)
+  // returns true when it consumed it (the message is then released). Stale
+  // aborts are dropped; *future_left counts those kept for later.
+  // Only worth calling when attention_changed() or after a start while
+  // future aborts are pending.
+  template <typename Fn>
+  void scan_aborts(Fn&& fn, uint32_t* future_left);
+  bool attention_changed() {
+    uint32_t a = fab_.attention();
+    if (a == attention_seen_) return false;
+    attention_seen_ = a;
+    return true;
+  }
+
+  // Called when the team made no progress: moves the oldest messages of
+  // full inboxes into the store, dropping stale ones. Returns how many
+  // messages moved or were dropped.
+  uint64_t sweep();
+
+ private:
+  enum class Class : uint8_t { kLive, kStale, kFuture };
+  Class classify(const MsgKey& k) const;
+  // Ring position of the oldest match, or -1; drops stale messages met.
+  int32_t ring_find(uint32_t peer, const MsgKey& k, MsgKind kind, bool* clash);
+  int32_t scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
+               MsgKind kind, bool* clash);
+
+  // The last message find() returned from the inbox, to release it
+  // without a second search.
+  struct Found {
+    uint32_t peer = UINT32_MAX;
+    uint32_t idx = 0;
+    uint32_t epoch = 0;
+    uint8_t kind = 0;
+    MsgKey key{};
+  };
+  Found last_;
+
+  Fabric fab_;
+  Store* store_ = nullptr;
+  uint32_t team_ = 0;
+  uint32_t nranks_ = 0;
+  uint32_t nlive_ = 0;
+  uint32_t stored_ = 0;  // this team's entries in the store
+  uint64_t started_ = 0;
+  uint32_t oldest_ = 0;
+  uint32_t attention_seen_ = 0;
+  uint8_t* owner_ = nullptr;  // per peer: 0, or id + 1 of the reserver
+  MsgKey live_[kMaxLive] = {};
+  uint64_t live_mask_ = 0;
+  static constexpr uint32_t kAbandoned = 16;
+  MsgKey abandoned_[kAbandoned] = {};
+  uint32_t nabandoned_ = 0;  // written round robin
+};
+
+template <typename Fn>
+void Port::scan_aborts(Fn&& fn, uint32_t* future_left) {
+  uint32_t future = 0;
+  const uint8_t kind = static_cast<uint8_t>(MsgKind::kAbort);
+  if (stored_ != 0) {
+    for (uint32_t e = 0; e < store_->capacity(); ++e) {
+      int32_t i = static_cast<int32_t>(e);
+      if (!store_->used(i) || store_->team(i) != team_) continue;
+      const MsgHdr& h = store_->hdr(i);
+      if (h.kind != kind) continue;
+      Class c = classify(h.key);
+      int32_t st = 0;
+      if (h.len == sizeof(st))
+        __builtin_memcpy(&st, store_->payload(i), sizeof(st));
+      if (c == Class::kStale || (c == Class::kLive && fn(h.key, st))) {
+        store_->release(i);
+        --stored_;
+      } else if (c == Class::kFuture) {
+        ++future;
+      }
+    }
+  }
+  for (uint32_t p = 0; p < nranks_; ++p) {
+    uint32_t n = fab_.rx_poll(p);
+    for (uint32_t i = 0; i < n; ++i) {
+      const MsgHdr* h = fab_.rx_hdr(p, i);
+      if (h == nullptr || h->kind != kind) continue;
+      MsgKey key = h->key;
+      int32_t st = 0;
+      if (h->len == sizeof(st))
+        __builtin_memcpy(&st, fab_.rx_payload(p, i), sizeof(st));
+      Class c = classify(key);
+      if (c == Class::kStale || (c == Class::kLive && fn(key, st)))
+        fab_.rx_release(p, i);
+      else if (c == Class::kFuture)
+        ++future;
+    }
+  }
+  *future_left = future;
+}
+
+}  // namespace ucc::dev
