@@ -64,7 +64,7 @@ struct Binomial {
         } else if (child == 0) {
           st = run.reduce_in(acc, in, Buf::kSrc, off, cnt);
         } else {
-          reduce(run.rop, run.d->dtype, acc, acc, in, cnt);
+          st = run.combine(acc, acc, in, cnt);
         }
         if (failed(st)) return st;
         run.release(c);

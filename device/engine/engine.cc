@@ -167,8 +167,12 @@ uint64_t Engine::advance(Team& t) {
       // member that posted a different collective fails instead of
       // exchanging data with it.
       r.tag = (++t.seq << 8) | static_cast<uint32_t>(t.cur.coll);
-      r.slot = t.fab.slot_size();
-      r.esize = static_cast<uint32_t>(off::dtype_size(t.cur.dtype));
+      r.esize = off::elem_size(t.cur);
+      // Reductions combine whole elements, so each message carries a whole
+      // number of them (validate: esize <= slot size).
+      const uint32_t slot = t.fab.slot_size();
+      r.slot = off::coll_reduces(t.cur.coll) ? slot - slot % r.esize : slot;
+      r.user = cfg_.user_reduce;
       r.avg = t.cur.op == off::ROp::kAvg;
       r.rop = r.avg ? off::ROp::kSum : t.cur.op;
       t.alg = select_alg(cfg_.select, t.cur, t.size);

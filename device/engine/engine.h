@@ -27,6 +27,10 @@ struct EngineConfig {
   uint32_t slot_size = 64 * 1024;
   uint32_t nslots = 8;
   SelectConfig select;
+  // Optional: reduces DType::kGeneric (the host's user callbacks, inline
+  // mode). Without it, reductions on generic types are refused with
+  // kNotSupported; moving them needs no hook.
+  UserReduce user_reduce;
 };
 
 class Engine {
