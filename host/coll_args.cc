@@ -80,10 +80,15 @@ bool known_coll(ucc_coll_type_t t) {
   return v != 0 && (v & (v - 1)) == 0 && v < UCC_COLL_TYPE_LAST;
 }
 
-// kOk, kNotSupported (valid ucc.h type we do not handle) or kInvalidParam.
-Status map_dtype(ucc_datatype_t dt, DType* out) {
-  if ((dt & UCC_DATATYPE_CLASS_MASK) == UCC_DATATYPE_GENERIC)
-    return Status::kNotSupported;
+Status map_dtype(ucc_datatype_t dt, DType* out, GenericInfo* g) {
+  if ((dt & UCC_DATATYPE_CLASS_MASK) == UCC_DATATYPE_GENERIC) {
+    GenericInfo info;
+    if (failed(generic_find(dt, &info))) return Status::kInvalidParam;
+    if (g != nullptr) *g = info;
+    if (!info.contig || info.size > UINT32_MAX) return Status::kNotSupported;
+    *out = DType::kGeneric;
+    return Status::kOk;
+  }
   if ((dt & UCC_DATATYPE_CLASS_MASK) != UCC_DATATYPE_PREDEFINED)
     return Status::kInvalidParam;
   switch (dt) {
@@ -185,8 +190,11 @@ Status map_op(ucc_reduction_op_t op, ROp* out) {
       *out = ROp::kAvg;
       return Status::kOk;
     case UCC_OP_MAXLOC:
+      *out = ROp::kMaxloc;
+      return Status::kOk;
     case UCC_OP_MINLOC:
-      return Status::kNotSupported;
+      *out = ROp::kMinloc;
+      return Status::kOk;
     default:
       return Status::kInvalidParam;
   }
@@ -195,17 +203,13 @@ Status map_op(ucc_reduction_op_t op, ROp* out) {
 // One buffer description: datatype and memory type checked, the reference
 // filled for `count` elements.
 ucc_status_t buffer(const char* coll, const char* which,
-                    const ucc_coll_buffer_info_t& info, DType want,
+                    const ucc_coll_buffer_info_t& info, const off::CollDesc& d,
                     uint64_t count, off::BufRef* ref) {
-  DType dt;
-  Status st = map_dtype(info.datatype, &dt);
-  if (st == Status::kNotSupported)
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: %s datatype %#llx not supported",
-              coll, which, static_cast<unsigned long long>(info.datatype));
-  if (failed(st))
-    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s datatype %#llx is invalid", coll,
-              which, static_cast<unsigned long long>(info.datatype));
-  if (dt != want)
+  off::CollDesc mine{};
+  ucc_status_t us = dtype(coll, which, info.datatype, &mine);
+  if (us != UCC_OK) return us;
+  if (mine.dtype != d.dtype ||
+      (d.dtype == DType::kGeneric && mine.user_dt != d.user_dt))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: src and dst datatypes differ", coll);
   if (info.mem_type != UCC_MEMORY_TYPE_HOST &&
       info.mem_type != UCC_MEMORY_TYPE_UNKNOWN) {
@@ -216,7 +220,7 @@ ucc_status_t buffer(const char* coll, const char* which,
               which, static_cast<int>(info.mem_type));
   }
   uint64_t bytes;
-  if (__builtin_mul_overflow(count, off::dtype_size(dt), &bytes) ||
+  if (__builtin_mul_overflow(count, uint64_t{off::elem_size(d)}, &bytes) ||
       bytes > (uint64_t{1} << 62))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s count %llu overflows", coll, which,
               static_cast<unsigned long long>(count));
@@ -240,19 +244,40 @@ ucc_status_t per_rank(const char* coll, const char* which, uint64_t total,
 }
 
 ucc_status_t dtype(const char* coll, const char* which, ucc_datatype_t udt,
-                   DType* out) {
-  Status st = map_dtype(udt, out);
+                   off::CollDesc* d) {
+  GenericInfo g{};
+  const bool generic = (udt & UCC_DATATYPE_CLASS_MASK) == UCC_DATATYPE_GENERIC;
+  const auto v = static_cast<unsigned long long>(udt);
+  Status st = map_dtype(udt, &d->dtype, &g);
+  if (st == Status::kNotSupported && generic && !g.contig)
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
+              "%s: %s generic datatype %#llx is not contiguous (pack/unpack "
+              "types are not supported)",
+              coll, which, v);
   if (st == Status::kNotSupported)
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: %s datatype %#llx not supported",
-              coll, which, static_cast<unsigned long long>(udt));
+              coll, which, v);
+  if (failed(st) && generic)
+    ARG_ERROR(UCC_ERR_INVALID_PARAM,
+              "%s: %s datatype %#llx is not a live generic datatype "
+              "(destroyed?)",
+              coll, which, v);
   if (failed(st))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid %s datatype %#llx", coll,
-              which, static_cast<unsigned long long>(udt));
+              which, v);
+  d->user_dt = generic ? g.index : 0;
+  d->user_esize = generic ? static_cast<uint32_t>(g.size) : 0;
   return UCC_OK;
 }
 
-ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op, DType t,
-                          ROp* out) {
+bool generic_reducible(const GenericInfo& g, ROp op) {
+  return g.reduce && op != ROp::kAvg && op != ROp::kNone;
+}
+
+ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op,
+                          off::CollDesc* d) {
+  ROp* out = &d->op;
+  const DType t = d->dtype;
   Status st = map_op(op, out);
   if (st == Status::kNotSupported)
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %d not supported", coll,
@@ -260,6 +285,22 @@ ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op, DType t,
   if (failed(st))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid op %d", coll,
               static_cast<int>(op));
+  if (t == DType::kGeneric) {
+    GenericInfo g{};
+    if (failed(generic_at(d->user_dt, &g)))
+      ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: generic datatype was destroyed",
+                coll);
+    if (!g.reduce)
+      ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
+                "%s: generic datatype has no reduction "
+                "(UCC_GENERIC_DT_OPS_FLAG_REDUCE)",
+                coll);
+    if (!generic_reducible(g, *out))
+      ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
+                "%s: op %s is not defined for generic datatypes", coll,
+                off::rop_name(*out));
+    return UCC_OK;
+  }
   if (!long_double_is_binary128() &&
       (t == DType::kFloat128 || t == DType::kFloat128Complex))
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
@@ -289,6 +330,23 @@ bool is_extra(CollType c) {
 }  // namespace args
 
 using namespace args;
+
+namespace {
+
+// Reductions combine whole elements, one message at a time: an element
+// (a generic type's) larger than a message slot cannot be reduced.
+ucc_status_t whole_elements(const char* coll, const off::CollDesc& d,
+                            const ucc_team& team) {
+  const uint32_t slot = team.ctx->settings.engine.slot_size;
+  if (off::coll_reduces(d.coll) && off::elem_size(d) > slot)
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
+              "%s: elements of %u bytes exceed the %u-byte message slot "
+              "(UCC_SHM_SEG_SIZE)",
+              coll, off::elem_size(d), slot);
+  return UCC_OK;
+}
+
+}  // namespace
 
 ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
                         off::CollDesc* d) {
@@ -335,7 +393,8 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
                 is_root,
                 (flags & UCC_COLL_ARGS_FLAG_COUNT_64BIT) != 0,
                 (flags & UCC_COLL_ARGS_FLAG_DISPLACEMENTS_64BIT) != 0};
-    return lower_extra(a, lo, d);
+    ucc_status_t s = lower_extra(a, lo, d);
+    return s == UCC_OK ? whole_elements(coll, *d, team) : s;
   }
 
   // Datatype (and op for reductions) come from the buffer that is read.
@@ -348,19 +407,18 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
   if (d->coll == CollType::kReduce) dst_main = in_place && is_root;
   if (d->coll == CollType::kBcast) dst_main = false;
   if (d->coll != CollType::kBarrier) {
-    ucc_status_t st =
-        dtype(coll, dst_main ? "dst" : "src",
-              dst_main ? dinfo.datatype : sinfo.datatype, &d->dtype);
+    ucc_status_t st = dtype(coll, dst_main ? "dst" : "src",
+                            dst_main ? dinfo.datatype : sinfo.datatype, d);
     if (st != UCC_OK) return st;
   }
   if (reduction) {
-    ucc_status_t st = reduction_op(coll, a.op, d->dtype, &d->op);
+    ucc_status_t st = reduction_op(coll, a.op, d);
     if (st != UCC_OK) return st;
   }
 
   ucc_status_t s = UCC_OK;
   uint64_t c = 0;
-  const DType t = d->dtype;
+  const off::CollDesc& t = *d;
   switch (d->coll) {
     case CollType::kBarrier:
       break;
@@ -462,12 +520,12 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
   }
   if (s != UCC_OK) return s;
   uint64_t total;
-  if (__builtin_mul_overflow(c, uint64_t{n} * off::dtype_size(t), &total))
+  if (__builtin_mul_overflow(c, uint64_t{n} * off::elem_size(t), &total))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: count %llu overflows", coll,
               static_cast<unsigned long long>(c));
   d->count = c;
   if (in_place) d->flags |= off::kDescInPlace;
-  return UCC_OK;
+  return whole_elements(coll, *d, team);
 }
 
 }  // namespace ucc::host

@@ -5,6 +5,7 @@
 
 #include <ucc/api/ucc.h>
 
+#include "host/datatype.h"
 #include "offload/descriptor.h"
 #include "platform/os/log.h"
 
@@ -27,28 +28,36 @@ bool map_coll(ucc_coll_type_t t, CollType* out, const char** name);
 bool known_coll(ucc_coll_type_t t);
 
 // kOk, kNotSupported (a ucc.h type we do not handle) or kInvalidParam.
-Status map_dtype(ucc_datatype_t dt, DType* out);
+// Generic types: kInvalidParam when the handle names no live type,
+// kNotSupported when it is not contiguous (or its elements exceed 4 GiB),
+// else kGeneric with *g filled (g may be nullptr).
+Status map_dtype(ucc_datatype_t dt, DType* out, GenericInfo* g = nullptr);
 Status map_op(ucc_reduction_op_t op, ROp* out);
 
-// The datatype of `which` buffer, with the log line on failure.
+// The collective's datatype, from `which` buffer: d->dtype, and for a
+// generic type d->user_dt and d->user_esize; the log line on failure.
 ucc_status_t dtype(const char* coll, const char* which, ucc_datatype_t udt,
-                   DType* out);
+                   off::CollDesc* d);
 // UCC's FLOAT128 (and FLOAT128_COMPLEX) is C long double, which the engine
 // reduces as IEEE binary128: that agrees only where long double is
 // binary128 (AArch64, for one; not x86-64's 80-bit x87 format). Elsewhere
 // the types move but do not reduce.
 bool long_double_is_binary128();
 // Whether the library reduces `t` with `op` (the engine's table plus the
-// rule above).
+// rule above). Predefined types only.
 bool reducible(DType t, ROp op);
+// Whether a generic type reduces with `op`: it has a reduction callback
+// (FLAG_REDUCE), which defines every op but AVG.
+bool generic_reducible(const GenericInfo& g, ROp op);
 
-// The reduction op, defined for `t`.
-ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op, DType t,
-                          ROp* out);
-// Checks a buffer description (datatype `want`, memory type, NULL with a
-// nonzero count, overflow) and fills `ref` for `count` elements.
+// The reduction op into d->op, defined for d's datatype (set by dtype()).
+ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op,
+                          off::CollDesc* d);
+// Checks a buffer description (the datatype of `d`, memory type, NULL with
+// a nonzero count, overflow) and fills `ref` for `count` elements of
+// off::elem_size(d) bytes (d->op must be set for MAXLOC/MINLOC pairs).
 ucc_status_t buffer(const char* coll, const char* which,
-                    const ucc_coll_buffer_info_t& info, DType want,
+                    const ucc_coll_buffer_info_t& info, const off::CollDesc& d,
                     uint64_t count, off::BufRef* ref);
 // Splits a total count into team-size blocks.
 ucc_status_t per_rank(const char* coll, const char* which, uint64_t total,

@@ -15,8 +15,8 @@ using ull = unsigned long long;
 // One side described by count/displacement arrays: arrays present, buffer
 // covering the furthest block. `total` gets the sum of the counts.
 ucc_status_t vside(const Lowering& lo, const char* which,
-                   const ucc_coll_buffer_info_v_t& info, DType want,
-                   off::CollDesc* d, bool src, uint64_t* total) {
+                   const ucc_coll_buffer_info_v_t& info, off::CollDesc* d,
+                   bool src, uint64_t* total) {
   if (info.counts == nullptr)
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s counts array is NULL", lo.coll,
               which);
@@ -27,7 +27,7 @@ ucc_status_t vside(const Lowering& lo, const char* which,
               lo.coll, which);
   ucc_coll_buffer_info_t flat{info.buffer, end, info.datatype, info.mem_type};
   ucc_status_t s =
-      buffer(lo.coll, which, flat, want, end, src ? &d->src : &d->dst);
+      buffer(lo.coll, which, flat, *d, end, src ? &d->src : &d->dst);
   if (s != UCC_OK) return s;
   uint64_t counts = reinterpret_cast<uintptr_t>(info.counts);
   uint64_t displs = reinterpret_cast<uintptr_t>(info.displacements);
@@ -59,9 +59,9 @@ ucc_status_t expect_count(const Lowering& lo, const char* which, uint64_t got,
 ucc_status_t own_block(const Lowering& lo, const char* which,
                        const ucc_coll_buffer_info_t& info, off::CollDesc* d,
                        off::BufRef* ref) {
-  TRY(dtype(lo.coll, which, info.datatype, &d->dtype));
+  TRY(dtype(lo.coll, which, info.datatype, d));
   d->count = info.count;
-  return buffer(lo.coll, which, info, d->dtype, info.count, ref);
+  return buffer(lo.coll, which, info, *d, info.count, ref);
 }
 
 ucc_status_t gather(const ucc_coll_args_t& a, const Lowering& lo,
@@ -69,9 +69,9 @@ ucc_status_t gather(const ucc_coll_args_t& a, const Lowering& lo,
   const auto& si = a.src.info;
   const auto& di = a.dst.info;
   if (lo.is_root && *in_place) {
-    TRY(dtype(lo.coll, "dst", di.datatype, &d->dtype));
+    TRY(dtype(lo.coll, "dst", di.datatype, d));
     TRY(per_rank(lo.coll, "dst", di.count, lo.n, &d->count));
-    TRY(buffer(lo.coll, "dst", di, d->dtype, di.count, &d->dst));
+    TRY(buffer(lo.coll, "dst", di, *d, di.count, &d->dst));
     d->src = d->dst;
     return UCC_OK;
   }
@@ -83,7 +83,7 @@ ucc_status_t gather(const ucc_coll_args_t& a, const Lowering& lo,
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: count %llu overflows", lo.coll,
               static_cast<ull>(si.count));
   TRY(expect_count(lo, "dst", di.count, all));
-  return buffer(lo.coll, "dst", di, d->dtype, all, &d->dst);
+  return buffer(lo.coll, "dst", di, *d, all, &d->dst);
 }
 
 ucc_status_t scatter(const ucc_coll_args_t& a, const Lowering& lo,
@@ -94,12 +94,12 @@ ucc_status_t scatter(const ucc_coll_args_t& a, const Lowering& lo,
     *in_place = false;
     return own_block(lo, "dst", di, d, &d->dst);
   }
-  TRY(dtype(lo.coll, "src", si.datatype, &d->dtype));
+  TRY(dtype(lo.coll, "src", si.datatype, d));
   TRY(per_rank(lo.coll, "src", si.count, lo.n, &d->count));
-  TRY(buffer(lo.coll, "src", si, d->dtype, si.count, &d->src));
+  TRY(buffer(lo.coll, "src", si, *d, si.count, &d->src));
   if (*in_place) return UCC_OK;
   TRY(expect_count(lo, "dst", di.count, d->count));
-  return buffer(lo.coll, "dst", di, d->dtype, d->count, &d->dst);
+  return buffer(lo.coll, "dst", di, *d, d->count, &d->dst);
 }
 
 ucc_status_t gatherv(const ucc_coll_args_t& a, const Lowering& lo,
@@ -108,8 +108,8 @@ ucc_status_t gatherv(const ucc_coll_args_t& a, const Lowering& lo,
   const auto& dv = a.dst.info_v;
   uint64_t total = 0;
   if (lo.is_root && *in_place) {
-    TRY(dtype(lo.coll, "dst", dv.datatype, &d->dtype));
-    TRY(vside(lo, "dst", dv, d->dtype, d, false, &total));
+    TRY(dtype(lo.coll, "dst", dv.datatype, d));
+    TRY(vside(lo, "dst", dv, d, false, &total));
     d->count = my_count(lo, dv);
     d->src = d->dst;
     return UCC_OK;
@@ -117,7 +117,7 @@ ucc_status_t gatherv(const ucc_coll_args_t& a, const Lowering& lo,
   *in_place = false;
   TRY(own_block(lo, "src", si, d, &d->src));
   if (!lo.is_root) return UCC_OK;
-  TRY(vside(lo, "dst", dv, d->dtype, d, false, &total));
+  TRY(vside(lo, "dst", dv, d, false, &total));
   return expect_count(lo, "src", si.count, my_count(lo, dv));
 }
 
@@ -130,12 +130,12 @@ ucc_status_t scatterv(const ucc_coll_args_t& a, const Lowering& lo,
     *in_place = false;
     return own_block(lo, "dst", di, d, &d->dst);
   }
-  TRY(dtype(lo.coll, "src", sv.datatype, &d->dtype));
-  TRY(vside(lo, "src", sv, d->dtype, d, true, &total));
+  TRY(dtype(lo.coll, "src", sv.datatype, d));
+  TRY(vside(lo, "src", sv, d, true, &total));
   d->count = my_count(lo, sv);
   if (*in_place) return UCC_OK;
   TRY(expect_count(lo, "dst", di.count, d->count));
-  return buffer(lo.coll, "dst", di, d->dtype, d->count, &d->dst);
+  return buffer(lo.coll, "dst", di, *d, d->count, &d->dst);
 }
 
 ucc_status_t allgatherv(const ucc_coll_args_t& a, const Lowering& lo,
@@ -144,8 +144,8 @@ ucc_status_t allgatherv(const ucc_coll_args_t& a, const Lowering& lo,
   const auto& dv = a.dst.info_v;
   uint64_t total = 0;
   TRY(dtype(lo.coll, in_place ? "dst" : "src",
-            in_place ? dv.datatype : si.datatype, &d->dtype));
-  TRY(vside(lo, "dst", dv, d->dtype, d, false, &total));
+            in_place ? dv.datatype : si.datatype, d));
+  TRY(vside(lo, "dst", dv, d, false, &total));
   if (in_place) {
     d->count = my_count(lo, dv);
     d->src = d->dst;
@@ -153,7 +153,7 @@ ucc_status_t allgatherv(const ucc_coll_args_t& a, const Lowering& lo,
   }
   d->count = si.count;
   TRY(expect_count(lo, "src", si.count, my_count(lo, dv)));
-  return buffer(lo.coll, "src", si, d->dtype, si.count, &d->src);
+  return buffer(lo.coll, "src", si, *d, si.count, &d->src);
 }
 
 ucc_status_t alltoallv(const ucc_coll_args_t& a, const Lowering& lo,
@@ -161,9 +161,9 @@ ucc_status_t alltoallv(const ucc_coll_args_t& a, const Lowering& lo,
   if (in_place)
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: in-place is not supported", lo.coll);
   uint64_t total = 0;
-  TRY(dtype(lo.coll, "src", a.src.info_v.datatype, &d->dtype));
-  TRY(vside(lo, "src", a.src.info_v, d->dtype, d, true, &total));
-  return vside(lo, "dst", a.dst.info_v, d->dtype, d, false, &total);
+  TRY(dtype(lo.coll, "src", a.src.info_v.datatype, d));
+  TRY(vside(lo, "src", a.src.info_v, d, true, &total));
+  return vside(lo, "dst", a.dst.info_v, d, false, &total);
 }
 
 ucc_status_t reduce_scatterv(const ucc_coll_args_t& a, const Lowering& lo,
@@ -171,8 +171,8 @@ ucc_status_t reduce_scatterv(const ucc_coll_args_t& a, const Lowering& lo,
   const auto& si = a.src.info;
   const auto& dv = a.dst.info_v;
   TRY(dtype(lo.coll, in_place ? "dst" : "src",
-            in_place ? dv.datatype : si.datatype, &d->dtype));
-  TRY(reduction_op(lo.coll, a.op, d->dtype, &d->op));
+            in_place ? dv.datatype : si.datatype, d));
+  TRY(reduction_op(lo.coll, a.op, d));
   if (dv.counts == nullptr)
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: dst counts array is NULL", lo.coll);
   uint64_t end = 0, total = 0;
@@ -183,13 +183,13 @@ ucc_status_t reduce_scatterv(const ucc_coll_args_t& a, const Lowering& lo,
   d->dst_counts = reinterpret_cast<uintptr_t>(dv.counts);
   ucc_coll_buffer_info_t dst{dv.buffer, 0, dv.datatype, dv.mem_type};
   if (in_place) {
-    TRY(buffer(lo.coll, "dst", dst, d->dtype, total, &d->dst));
+    TRY(buffer(lo.coll, "dst", dst, *d, total, &d->dst));
     d->src = d->dst;
     return UCC_OK;
   }
   TRY(expect_count(lo, "src", si.count, total));
-  TRY(buffer(lo.coll, "src", si, d->dtype, total, &d->src));
-  return buffer(lo.coll, "dst", dst, d->dtype, my_count(lo, dv), &d->dst);
+  TRY(buffer(lo.coll, "src", si, *d, total, &d->src));
+  return buffer(lo.coll, "dst", dst, *d, my_count(lo, dv), &d->dst);
 }
 
 }  // namespace
@@ -229,7 +229,7 @@ ucc_status_t lower_extra(const ucc_coll_args_t& a, const Lowering& lo,
   }
   if (s != UCC_OK) return s;
   uint64_t bytes;
-  if (__builtin_mul_overflow(d->count, off::dtype_size(d->dtype), &bytes))
+  if (__builtin_mul_overflow(d->count, uint64_t{off::elem_size(*d)}, &bytes))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: count %llu overflows", lo.coll,
               static_cast<ull>(d->count));
   if (in_place) d->flags |= off::kDescInPlace;

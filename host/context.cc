@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "host/datatype.h"
 #include "host/objects.h"
 #include "host/request.h"
 #include "platform/os/log.h"
@@ -124,6 +125,8 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   ucc::host::ContextSettings settings;
   if (ucc::off::failed(ucc::host::context_settings(*values, &settings)))
     return UCC_ERR_INVALID_PARAM;
+  // The inline engine reduces generic datatypes through their callbacks.
+  settings.engine.user_reduce = {&ucc::host::generic_reduce, nullptr};
 
   bool has_oob = (params->mask & UCC_CONTEXT_PARAM_FIELD_OOB) != 0;
   if (has_oob) {

@@ -192,7 +192,8 @@ ucc_status_t ucc_lib_get_attr(ucc_lib_h lib, ucc_lib_attr_t* attr) {
         (1ull << UCC_OP_SUM) | (1ull << UCC_OP_PROD) | (1ull << UCC_OP_MAX) |
         (1ull << UCC_OP_MIN) | (1ull << UCC_OP_LAND) | (1ull << UCC_OP_LOR) |
         (1ull << UCC_OP_LXOR) | (1ull << UCC_OP_BAND) | (1ull << UCC_OP_BOR) |
-        (1ull << UCC_OP_BXOR) | (1ull << UCC_OP_AVG);
+        (1ull << UCC_OP_BXOR) | (1ull << UCC_OP_MAXLOC) |
+        (1ull << UCC_OP_MINLOC) | (1ull << UCC_OP_AVG);
   if (attr->mask & UCC_LIB_ATTR_FIELD_SYNC_TYPE)
     attr->sync_type = UCC_NO_SYNC_COLLECTIVES;
   return UCC_OK;

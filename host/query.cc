@@ -34,8 +34,9 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
   bool reduces = ucc::off::coll_reduces(c);
   bool data = ucc::off::coll_moves_data(c);
   DType dt = DType::kUint8;
+  ucc::host::GenericInfo g{};
   if (data) {
-    Status st = map_dtype(datatype, &dt);
+    Status st = map_dtype(datatype, &dt, &g);
     if (st == Status::kInvalidParam) {
       UCC_ERROR("ucc_coll_query: invalid datatype %#llx",
                 static_cast<unsigned long long>(datatype));
@@ -43,6 +44,8 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
     }
     if (st != Status::kOk) return UCC_OK;  // valid, not supported
   }
+  // Bytes per element: a generic type's own, a pair for MAXLOC/MINLOC.
+  uint64_t esize = dt == DType::kGeneric ? g.size : ucc::off::dtype_size(dt);
   if (reduces) {
     ROp rop;
     Status st = map_op(op, &rop);
@@ -50,7 +53,15 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
       UCC_ERROR("ucc_coll_query: invalid op %d", static_cast<int>(op));
       return UCC_ERR_INVALID_PARAM;
     }
-    if (st != Status::kOk || !reducible(dt, rop)) return UCC_OK;
+    if (st != Status::kOk) return UCC_OK;
+    if (dt == DType::kGeneric) {
+      // Reductions move whole elements per message slot (coll_args.cc).
+      if (!generic_reducible(g, rop) || g.size > ctx->settings.engine.slot_size)
+        return UCC_OK;
+    } else {
+      if (!reducible(dt, rop)) return UCC_OK;
+      if (ucc::off::rop_is_loc(rop)) esize *= 2;
+    }
   }
   if (mem_type != UCC_MEMORY_TYPE_HOST && mem_type != UCC_MEMORY_TYPE_UNKNOWN)
     return UCC_OK;
@@ -59,7 +70,7 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
     caps->alg_names[caps->n_algs++] = t.algs[i]->name;
   caps->supported = caps->n_algs > 0;
   // The limits ucc_collective_init and team creation enforce.
-  caps->max_count = data ? (uint64_t{1} << 62) / ucc::off::dtype_size(dt) : 0;
+  caps->max_count = data ? (uint64_t{1} << 62) / esize : 0;
   caps->max_team_size = 1u << 20;
   return UCC_OK;
 }

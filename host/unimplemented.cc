@@ -12,11 +12,6 @@
 
 extern "C" {
 
-ucc_status_t ucc_dt_create_generic(const ucc_generic_dt_ops_t*, void*,
-                                   ucc_datatype_t*) {
-  NOT_YET("ucc_dt_create_generic");
-}
-void ucc_dt_destroy(ucc_datatype_t) {}
 ucc_status_t ucc_ee_create(ucc_team_h, const ucc_ee_params_t*, ucc_ee_h*) {
   NOT_YET("ucc_ee_create");
 }

@@ -87,10 +87,8 @@ struct Binomial {
       Status err = Status::kOk;
       uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, i);
       const void* in = run.peek(c, len, &err);
-      if (i == 0)
-        st = run.reduce_in(acc, in, Buf::kSrc, off, cnt);
-      else
-        reduce(run.rop, run.d->dtype, acc, acc, in, cnt);
+      st = i == 0 ? run.reduce_in(acc, in, Buf::kSrc, off, cnt)
+                  : run.combine(acc, acc, in, cnt);
     }
     if (failed(st)) return st;
     run.commit(parent, len);

@@ -38,9 +38,10 @@ struct CollRun {
   uint32_t set_start = 0;  // set position i is team rank start + i * stride
   int32_t set_stride = 1;
   uint32_t slot = 0;               // fabric payload bytes per message
-  uint32_t esize = 0;              // element size
+  uint32_t esize = 0;              // element size (off::elem_size)
   off::ROp rop = off::ROp::kNone;  // combining op (avg combines as sum)
   bool avg = false;
+  UserReduce user{};  // reductions of DType::kGeneric (EngineConfig)
   // Block tables (blocks.h), in elements, indexed by rank: where rank i's
   // part lies in this rank's src and dst.
   const uint64_t* src_cnt = nullptr;
@@ -99,8 +100,7 @@ struct CollRun {
     if (count == 0) return Status::kOk;
     const void* p = at(b, off, count * esize);
     if (p == nullptr) return Status::kInvalidParam;
-    reduce(rop, d->dtype, eng_dst, eng_a, p, count);
-    return Status::kOk;
+    return combine(eng_dst, eng_a, p, count);
   }
   // user dst <- engine a (op) user b (b may be the same bytes as dst)
   Status reduce_out(Buf db, uint64_t doff, const void* eng_a, Buf b,
@@ -109,7 +109,19 @@ struct CollRun {
     void* dp = at(db, doff, count * esize);
     const void* bp = at(b, boff, count * esize);
     if (dp == nullptr || bp == nullptr) return Status::kInvalidParam;
-    reduce(rop, d->dtype, dp, eng_a, bp, count);
+    return combine(dp, eng_a, bp, count);
+  }
+  // dst <- a (op) b on memory already mapped (engine memory or pointers
+  // from at()); dst may be a or b exactly. Every reduction an algorithm
+  // does goes through here, so generic types reach the user's callback.
+  Status combine(void* dst, const void* a, const void* b,
+                 uint64_t count) const {
+    if (count == 0) return Status::kOk;
+    if (d->dtype == off::DType::kGeneric)
+      return user.fn != nullptr
+                 ? user.fn(user.ctx, d->user_dt, dst, a, b, count)
+                 : Status::kNotSupported;
+    reduce(rop, d->dtype, dst, a, b, count);
     return Status::kOk;
   }
   // Final AVG scaling of count elements of a user buffer (no-op otherwise).

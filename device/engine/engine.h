@@ -30,6 +30,10 @@ struct EngineConfig {
   uint32_t inflight = 8;     // collectives running at once per team (<= 64)
   uint32_t unexpected = 16;  // engine-wide store of unexpected messages
   SelectConfig select;
+  // Optional: reduces DType::kGeneric (the host's user callbacks, inline
+  // mode). Without it, reductions on generic types are refused with
+  // kNotSupported; moving them needs no hook.
+  UserReduce user_reduce;
 };
 
 class Engine {

@@ -112,8 +112,12 @@ void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
     t.port.set_started(t.seq);
   }
   t.port.set_live(id, r.key);
-  r.slot = t.port.slot_size();
-  r.esize = static_cast<uint32_t>(off::dtype_size(d.dtype));
+  r.esize = off::elem_size(d);
+  // Reductions combine whole elements, so each message carries a whole
+  // number of them (validate: esize <= slot size).
+  const uint32_t slot = t.port.slot_size();
+  r.slot = off::coll_reduces(d.coll) ? slot - slot % r.esize : slot;
+  r.user = cfg_.user_reduce;
   r.avg = d.op == off::ROp::kAvg;
   r.rop = r.avg ? off::ROp::kSum : d.op;
 

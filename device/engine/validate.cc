@@ -33,7 +33,7 @@ bool vector_need(uint64_t counts, uint64_t displs, const off::CollDesc& d,
                      d.flags & off::kDescDispl64, n, &end, &sum))
     return false;
   if (total != nullptr) *total = sum;
-  return mul(end, off::dtype_size(d.dtype), need);
+  return mul(end, off::elem_size(d), need);
 }
 
 // An active set must name distinct team ranks in range, this rank among
@@ -89,8 +89,24 @@ Status Engine::validate(const off::CollDesc& d) const {
   // An active set is matched by tag: non-members never count it.
   if (d.set_size != 0 && (d.flags & off::kDescTagged) == 0)
     return Status::kInvalidParam;
+  // Element size: generic types carry theirs; the pair ops double the
+  // type's (off::elem_size). Every extent below is in these elements.
+  const uint64_t esize = off::elem_size(d);
+  const bool generic = d.dtype == off::DType::kGeneric;
+  if (generic && d.user_esize == 0) return Status::kInvalidParam;
   if (off::coll_reduces(d.coll)) {
-    if (!reduce_supported(d.dtype, d.op)) return Status::kNotSupported;
+    if (generic) {
+      // The user's callback defines the op; AVG would need a division the
+      // engine cannot do on an opaque type.
+      if (static_cast<uint32_t>(d.op) >= static_cast<uint32_t>(off::ROp::kNone))
+        return Status::kInvalidParam;
+      if (d.op == off::ROp::kAvg || cfg_.user_reduce.fn == nullptr)
+        return Status::kNotSupported;
+    } else if (!reduce_supported(d.dtype, d.op)) {
+      return Status::kNotSupported;
+    }
+    // Messages carry whole elements when reducing (engine.cc).
+    if (esize > cfg_.slot_size) return Status::kNotSupported;
   } else if (d.op != off::ROp::kNone) {
     return Status::kInvalidParam;
   }
@@ -101,7 +117,7 @@ Status Engine::validate(const off::CollDesc& d) const {
     if (!known) return Status::kInvalidParam;
   }
   uint64_t one, all;
-  if (!mul(d.count, off::dtype_size(d.dtype), &one) || !mul(one, n, &all))
+  if (!mul(d.count, esize, &one) || !mul(one, n, &all))
     return Status::kInvalidParam;
   bool in_place = (d.flags & off::kDescInPlace) != 0;
   bool root = d.root == me;
@@ -171,7 +187,7 @@ Status Engine::validate(const off::CollDesc& d) const {
           total != d.count ||
           !vector_count(d.dst_counts, d.flags & off::kDescCount64, n, me,
                         &mine) ||
-          !mul(mine, off::dtype_size(d.dtype), &need_dst))
+          !mul(mine, esize, &need_dst))
         return Status::kInvalidParam;
       if (in_place) need_dst = need_src;
       break;

@@ -16,7 +16,9 @@
 // results are the same bits, and half the instantiations go away.
 //
 // The wide types (128-bit integers, binary128, complex) have their loops
-// in reduce_wide.h; they join the same single dispatch switch below.
+// in reduce_wide.h; they join the same single dispatch switch below. The
+// pair ops (MAXLOC, MINLOC) have theirs in reduce_loc.h and a switch of
+// their own.
 #include "device/reduce/reduce.h"
 
 #include <cstring>
@@ -27,6 +29,7 @@
 #endif
 
 #include "device/reduce/half.h"
+#include "device/reduce/reduce_loc.h"
 #include "device/reduce/reduce_wide.h"
 
 namespace ucc::dev {
@@ -350,9 +353,42 @@ Kind kind_of(DType dt) {
   }
 }
 
+// MAXLOC / MINLOC on pairs of dt: the 8 narrow integer types, float32 and
+// float64. False (nothing written) for any other type; reduce_supported
+// asks with n = 0, so the list of types lives here only.
+bool reduce_loc(bool is_max, DType dt, void* d, const void* a, const void* b,
+                size_t n) {
+  switch (dt) {
+    case DType::kInt8:
+      return loc::reduce_pairs<int8_t>(is_max, d, a, b, n), true;
+    case DType::kInt16:
+      return loc::reduce_pairs<int16_t>(is_max, d, a, b, n), true;
+    case DType::kInt32:
+      return loc::reduce_pairs<int32_t>(is_max, d, a, b, n), true;
+    case DType::kInt64:
+      return loc::reduce_pairs<int64_t>(is_max, d, a, b, n), true;
+    case DType::kUint8:
+      return loc::reduce_pairs<uint8_t>(is_max, d, a, b, n), true;
+    case DType::kUint16:
+      return loc::reduce_pairs<uint16_t>(is_max, d, a, b, n), true;
+    case DType::kUint32:
+      return loc::reduce_pairs<uint32_t>(is_max, d, a, b, n), true;
+    case DType::kUint64:
+      return loc::reduce_pairs<uint64_t>(is_max, d, a, b, n), true;
+    case DType::kFloat32:
+      return loc::reduce_pairs<float>(is_max, d, a, b, n), true;
+    case DType::kFloat64:
+      return loc::reduce_pairs<double>(is_max, d, a, b, n), true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 bool reduce_supported(DType dt, ROp op) {
+  if (off::rop_is_loc(op))
+    return reduce_loc(true, dt, nullptr, nullptr, nullptr, 0);
   const Kind k = kind_of(dt);
   if (k == Kind::kUnavailable) return false;
   switch (op) {
@@ -379,6 +415,10 @@ bool reduce_supported(DType dt, ROp op) {
 void reduce(ROp op, DType dt, void* dst, const void* a, const void* b,
             size_t count) {
   if (count == 0) return;
+  if (off::rop_is_loc(op)) {
+    reduce_loc(op == ROp::kMaxloc, dt, dst, a, b, count);
+    return;
+  }
   switch (dt) {
     case DType::kInt8:
       return reduce_int<uint8_t, int8_t>(op, true, dst, a, b, count);

@@ -20,7 +20,11 @@
 //  - float128 (IEEE binary128) is reduced in software, correctly rounded;
 //  - complex types: sum and avg are per component; prod is the plain
 //    formula (a+bi)(c+di) = (ac-bd) + (ad+bc)i, without C99 Annex G's
-//    recovery of infinities, so (inf+inf i)(1+0i) gives NaN+NaN i.
+//    recovery of infinities, so (inf+inf i)(1+0i) gives NaN+NaN i;
+//  - maxloc/minloc: an element is a pair {T value; T index} (value first);
+//    the pair with the larger (smaller) value wins, on equal values the one
+//    with the smaller index; a NaN value wins over any number, two NaNs
+//    tie; the winner is copied whole (reduce_loc.h).
 //
 // Threads: pure functions on caller-owned memory; callable from any thread.
 // No allocation; at most 2 KiB of stack (float16 blocks on F16C builds).
@@ -39,7 +43,9 @@ namespace ucc::dev {
 //   land lor lxor
 //   band bor bxor: the 10 integer types (int128 and uint128 included) only;
 //   avg:          the 5 real floating types and the 3 complex ones;
-//   kNone (and out-of-range values): never.
+//   maxloc minloc: pairs of int8..int64, uint8..uint64, float32, float64;
+//   kNone, kGeneric (and out-of-range values): never (generic types are
+//   reduced by the user's callback, see UserReduce).
 // float128 and float128_complex are unsupported for every op where the
 // compiler has no binary128 type (__SIZEOF_FLOAT128__ undefined), and
 // int128/uint128 where it has no __int128.
@@ -49,7 +55,7 @@ bool reduce_supported(off::DType dt, off::ROp op);
 // exactly; partial overlap is not allowed. Buffers need only the natural
 // alignment of the element type; the 128-bit and complex types need none
 // (they are accessed by memcpy). An unsupported (dt, op) pair does
-// nothing.
+// nothing. For maxloc/minloc `count` counts pairs (2 * count values).
 void reduce(off::ROp op, off::DType dt, void* dst, const void* a, const void* b,
             size_t count);
 
@@ -59,5 +65,21 @@ void reduce(off::ROp op, off::DType dt, void* dst, const void* a, const void* b,
 // 16-bit floats; each component's type for complex, both parts divided)
 // and rounded once.
 void scale_div(off::DType dt, void* dst, size_t count, uint32_t divisor);
+
+// A reduction the engine cannot do itself: DType::kGeneric, whose op is
+// the user's callback, which only the host can reach (inline mode). The
+// host installs one through EngineConfig; without one the engine refuses
+// to reduce generic types.
+//
+// fn(ctx, user_dt, dst, a, b, count): dst[i] = a[i] op b[i] for count
+// elements of the generic type numbered user_dt (the descriptor's field).
+// dst may be a or b exactly. Returns kOk, or an error (an unknown or
+// destroyed type, a failing callback) that ends the collective. Called
+// from the engine's progress, on the thread that runs it.
+struct UserReduce {
+  off::Status (*fn)(void* ctx, uint32_t user_dt, void* dst, const void* a,
+                    const void* b, uint64_t count) = nullptr;
+  void* ctx = nullptr;
+};
 
 }  // namespace ucc::dev

@@ -84,7 +84,7 @@ const AlgInfo* select_alg(const SelectConfig& cfg, const off::CollDesc& d,
   uint8_t id = d.alg != 0 ? d.alg : cfg.forced[static_cast<int>(d.coll)];
   if (id != 0) return by_id(t, id);
   if (d.coll == CollType::kAllreduce) {
-    uint64_t bytes = d.count * off::dtype_size(d.dtype);
+    uint64_t bytes = d.count * off::elem_size(d);
     return bytes >= cfg.allreduce_ring_min_bytes ? &kAllreduceRing
                                                  : &kAllreduceRecursiveDoubling;
   }

@@ -22,6 +22,7 @@ constexpr const char* kDTypeNames[] = {
     "float16", "bfloat16", "float32",  "float64",
     "int128",  "uint128",  "float128",
     "float32_complex", "float64_complex", "float128_complex",
+    "generic",
 };
 // clang-format on
 static_assert(sizeof(kDTypeNames) / sizeof(kDTypeNames[0]) ==
@@ -30,8 +31,8 @@ static_assert(sizeof(kDTypeNames) / sizeof(kDTypeNames[0]) ==
 // kNone has a name too: it appears in descriptors of non-reducing
 // collectives and is worth printing.
 constexpr const char* kROpNames[] = {
-    "sum",  "prod", "max", "min",  "land", "lor",
-    "lxor", "band", "bor", "bxor", "avg",  "none",
+    "sum",  "prod", "max",  "min", "land",   "lor",    "lxor",
+    "band", "bor",  "bxor", "avg", "maxloc", "minloc", "none",
 };
 static_assert(sizeof(kROpNames) / sizeof(kROpNames[0]) ==
               static_cast<size_t>(ROp::kNone) + 1);

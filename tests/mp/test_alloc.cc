@@ -8,8 +8,9 @@
 // (__libc_malloc & co.) and, while a per-process flag is set, count the
 // call. Each forked rank builds its world and persistent requests, warms
 // them up, sets the flag, runs 10,000 collectives of a mix of all seven
-// types (half one at a time, half eight in flight), clears the flag and
-// requires a count of 0.
+// types plus an allreduce of a generic type reduced by a user callback
+// (half one at a time, half nine in flight), clears the flag and requires
+// a count of 0.
 //
 // Under ASan/TSan the sanitizer owns malloc: the replacement is compiled
 // out and the test is skipped.
@@ -208,7 +209,19 @@ void operator delete[](void* p, std::align_val_t,
 namespace {
 
 constexpr int kSteadyColls = 10000;
-constexpr int kInFlight = 8;
+constexpr int kInFlight = 9;
+
+// A generic 12-byte type reduced by a callback (per-field wrapping sum):
+// the engine's reduction hook is on the counted path too.
+ucc_status_t sum3(const ucc_reduce_cb_params_t* p) {
+  const auto* a = static_cast<const int32_t*>(p->src1);
+  const auto* b = static_cast<const int32_t*>(p->src2);
+  auto* d = static_cast<int32_t*>(p->dst);
+  for (size_t i = 0; i < 3 * p->count; ++i)
+    d[i] = static_cast<int32_t>(static_cast<uint32_t>(a[i]) +
+                                static_cast<uint32_t>(b[i]));
+  return UCC_OK;
+}
 
 ucc_coll_buffer_info_t info(void* p, uint64_t count, ucc_datatype_t dt) {
   ucc_coll_buffer_info_t b{};
@@ -296,6 +309,20 @@ int steady_state(ucct::Rank& r) {
   args[6].op = UCC_OP_MAX;
   args[6].root = 0;
   args[7].coll_type = UCC_COLL_TYPE_BARRIER;
+  ucc_generic_dt_ops_t ops{};
+  ops.mask = UCC_GENERIC_DT_OPS_FIELD_FLAGS;
+  ops.flags = UCC_GENERIC_DT_OPS_FLAG_CONTIG | UCC_GENERIC_DT_OPS_FLAG_REDUCE;
+  ops.contig_size = 12;
+  ops.reduce.cb = sum3;
+  ucc_datatype_t tri = 0;
+  if (ucc_dt_create_generic(&ops, nullptr, &tri) != UCC_OK) return 2;
+  std::vector<int32_t> gen_s(3 * 64), gen_d(3 * 64);
+  for (size_t i = 0; i < gen_s.size(); ++i)
+    gen_s[i] = i % 3 == 0 ? me : static_cast<int32_t>(i % 3);
+  args[8].coll_type = UCC_COLL_TYPE_ALLREDUCE;
+  args[8].src.info = info(gen_s.data(), 64, tri);
+  args[8].dst.info = info(gen_d.data(), 64, tri);
+  args[8].op = UCC_OP_SUM;
 
   std::vector<ucc_coll_req_h> reqs(kInFlight, nullptr);
   for (int i = 0; i < kInFlight; ++i) {
@@ -378,12 +405,15 @@ int steady_state(ucct::Rank& r) {
   if (a2a_d[256 * n - 1] != n - 1) ++bad;
   if (rs_d[255] != float(n)) ++bad;
   if (me == 0 && rd_d[511] != n - 1) ++bad;
+  if (gen_d[189] != n * (n - 1) / 2 || gen_d[190] != n || gen_d[191] != 2 * n)
+    ++bad;
   if (wrong)
     std::fprintf(stderr, "rank %d: %d wrong 8-byte allreduces\n", me, wrong);
   bad += wrong;
   if (bad) std::fprintf(stderr, "rank %d: %d wrong results\n", me, bad);
 
   for (auto& q : reqs) ucc_collective_finalize(q);
+  ucc_dt_destroy(tri);
   return calls == 0 && bad == 0 ? 0 : 5;
 }
 

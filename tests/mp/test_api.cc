@@ -65,7 +65,8 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
     check(la.thread_mode == UCC_THREAD_SINGLE, "thread mode");
     check(la.coll_types == 0xffff, "all 16 collective types");
     check(la.reduction_types & (1ull << UCC_OP_AVG), "avg offered");
-    check(!(la.reduction_types & (1ull << UCC_OP_MAXLOC)), "no maxloc");
+    check(la.reduction_types & (1ull << UCC_OP_MAXLOC), "maxloc offered");
+    check(la.reduction_types & (1ull << UCC_OP_MINLOC), "minloc offered");
 
     ucc_context_attr_t ca{};
     ca.mask = UCC_CONTEXT_ATTR_FIELD_TYPE | UCC_CONTEXT_ATTR_FIELD_CTX_ADDR |
@@ -141,6 +142,16 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
                          UCC_OP_BAND, UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
               !caps.supported,
           "query band on float32: not supported");
+    check(
+        ucc_coll_query(w.ctx, UCC_COLL_TYPE_REDUCE, UCC_DT_INT32, UCC_OP_MAXLOC,
+                       UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+            caps.supported && caps.max_count == (1ull << 62) / 8,
+        "query maxloc on int32 pairs");
+    check(
+        ucc_coll_query(w.ctx, UCC_COLL_TYPE_REDUCE, UCC_DT_BFLOAT16,
+                       UCC_OP_MINLOC, UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+            !caps.supported,
+        "query minloc on bfloat16: not supported");
     check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_BCAST, UCC_DT_INT8, UCC_OP_LAST,
                          UCC_MEMORY_TYPE_CUDA, &caps) == UCC_OK &&
               !caps.supported,
@@ -171,10 +182,29 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
     check(ucc_mem_map(w.ctx, UCC_MEM_MAP_MODE_EXPORT, &mp, &memh_size, &memh) ==
               UCC_ERR_NOT_IMPLEMENTED,
           "mem_map");
+    // Generic datatypes: test_user_types.cc has the rest.
     ucc_datatype_t dt = 0;
     ucc_generic_dt_ops_t ops{};
-    check(ucc_dt_create_generic(&ops, nullptr, &dt) == UCC_ERR_NOT_IMPLEMENTED,
+    check(ucc_dt_create_generic(nullptr, nullptr, &dt) == UCC_ERR_INVALID_PARAM,
+          "dt_create_generic without ops");
+    ops.mask = UCC_GENERIC_DT_OPS_FIELD_FLAGS;
+    ops.flags = UCC_GENERIC_DT_OPS_FLAG_CONTIG;
+    ops.contig_size = 24;
+    check(ucc_dt_create_generic(&ops, nullptr, &dt) == UCC_OK &&
+              (dt & UCC_DATATYPE_CLASS_MASK) == UCC_DATATYPE_GENERIC,
           "dt_create_generic");
+    check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLGATHER, dt, UCC_OP_LAST,
+                         UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+              caps.supported && caps.max_count == (1ull << 62) / 24,
+          "query allgather of a contiguous generic type");
+    check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLREDUCE, dt, UCC_OP_SUM,
+                         UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+              !caps.supported,
+          "query allreduce of a generic type without FLAG_REDUCE");
+    ucc_dt_destroy(dt);
+    check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLGATHER, dt, UCC_OP_LAST,
+                         UCC_MEMORY_TYPE_HOST, &caps) == UCC_ERR_INVALID_PARAM,
+          "query a destroyed generic type");
     return bad;
   }));
 }

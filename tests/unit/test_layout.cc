@@ -204,7 +204,77 @@ TEST(EngineValidate, RejectsForgedDescriptors) {
             Status::kNotSupported);
   EXPECT_NE(bad([](CollDesc& d) { d.alg = 200; }), Status::kOk);
   EXPECT_NE(bad([](CollDesc& d) { d.flags = 0x80; }), Status::kOk);
+  // MAXLOC pairs are two floats: 16 of them need 128 bytes, not 64.
+  EXPECT_EQ(bad([](CollDesc& d) { d.op = ucc::off::ROp::kMaxloc; }),
+            Status::kInvalidParam);
+  EXPECT_EQ(bad([](CollDesc& d) {
+              d.op = ucc::off::ROp::kMinloc;
+              d.count = 8;
+            }),
+            Status::kOk);
+  EXPECT_EQ(bad([](CollDesc& d) {
+              d.op = ucc::off::ROp::kMaxloc;
+              d.dtype = ucc::off::DType::kFloat16;
+            }),
+            Status::kNotSupported);
+  // Generic types: their own element size; reductions need the host's
+  // hook, which this engine does not have; moving them needs none.
+  auto generic = [](CollDesc& d) {
+    d.dtype = ucc::off::DType::kGeneric;
+    d.user_dt = 3;
+    d.user_esize = 4;
+  };
+  EXPECT_EQ(bad(generic), Status::kNotSupported);
+  EXPECT_EQ(bad([&](CollDesc& d) {
+              generic(d);
+              d.coll = ucc::off::CollType::kBcast;
+              d.op = ucc::off::ROp::kNone;
+            }),
+            Status::kOk);
+  EXPECT_EQ(bad([&](CollDesc& d) {
+              generic(d);
+              d.coll = ucc::off::CollType::kBcast;
+              d.op = ucc::off::ROp::kNone;
+              d.user_esize = 0;
+            }),
+            Status::kInvalidParam);
+  EXPECT_EQ(bad([&](CollDesc& d) {
+              generic(d);
+              d.coll = ucc::off::CollType::kBcast;
+              d.op = ucc::off::ROp::kNone;
+              d.user_esize = 8;  // 16 elements of 8 bytes > 64
+            }),
+            Status::kInvalidParam);
   eng.team_close(idx);
+
+  // With the hook: generic reductions pass, but not AVG, not an op out of
+  // range, and not elements larger than a message slot.
+  cfg.user_reduce.fn = [](void*, uint32_t, void*, const void*, const void*,
+                          uint64_t) { return Status::kOk; };
+  ucc::dev::Engine hooked;
+  ASSERT_EQ(hooked.init(cfg, &ch), Status::kOk);
+  ASSERT_EQ(hooked.team_open(1, 0, &idx, &addr), Status::kOk);
+  ASSERT_EQ(hooked.team_connect(idx, &addr), Status::kOk);
+  auto hbad = [&](auto mutate) {
+    CollDesc d = good;
+    d.team = idx;
+    generic(d);
+    mutate(d);
+    return hooked.validate(d);
+  };
+  EXPECT_EQ(hbad([](CollDesc&) {}), Status::kOk);
+  EXPECT_EQ(hbad([](CollDesc& d) { d.op = ucc::off::ROp::kMaxloc; }),
+            Status::kOk);
+  EXPECT_EQ(hbad([](CollDesc& d) { d.op = ucc::off::ROp::kAvg; }),
+            Status::kNotSupported);
+  EXPECT_EQ(hbad([](CollDesc& d) { d.op = ucc::off::ROp::kNone; }),
+            Status::kInvalidParam);
+  EXPECT_EQ(hbad([](CollDesc& d) {
+              d.user_esize = 512;  // > slot_size 256
+              d.count = 0;
+            }),
+            Status::kNotSupported);
+  hooked.team_close(idx);
 }
 
 }  // namespace

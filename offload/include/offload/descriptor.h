@@ -30,10 +30,10 @@ static_assert(sizeof(BufRef) == 24);
 
 // Descriptor flags.
 enum DescFlags : uint16_t {
-  kDescInPlace = 1u << 0,  // see each collective's convention below
-  kDescCount64 = 1u << 1,  // v-collective count arrays hold uint64_t
-  kDescDispl64 = 1u << 2,  // v-collective displacement arrays hold uint64_t
-  kDescTagged = 1u << 3,   // matched by `tag`, not by the team's post order
+  kDescInPlace = 1u << 0,    // see each collective's convention below
+  kDescCount64 = 1u << 1,    // v-collective count arrays hold uint64_t
+  kDescDispl64 = 1u << 2,    // v-collective displacement arrays hold uint64_t
+  kDescTagged = 1u << 3,     // matched by `tag`, not by the team's post order
   kDescErrGlobal = 1u << 4,  // all members agree on the final status
 };
 
@@ -109,6 +109,18 @@ static_assert(offsetof(CollDesc, src_counts) == 88);
 static_assert(offsetof(CollDesc, timeout_ns) == 120);
 static_assert(offsetof(CollDesc, set_start) == 128);
 static_assert(offsetof(CollDesc, user_dt) == 144);
+
+// Bytes per element of the descriptor's vectors (what `count`, the
+// v-arrays and the buffer lengths count): user_esize for kGeneric, a
+// {value, index} pair for kMaxloc / kMinloc, dtype_size otherwise; 0 for a
+// dtype out of range (the engine's validation rejects those first).
+inline uint32_t elem_size(const CollDesc& d) {
+  if (d.dtype == DType::kGeneric) return d.user_esize;
+  if (static_cast<uint32_t>(d.dtype) >= static_cast<uint32_t>(DType::kCount))
+    return 0;
+  const auto s = static_cast<uint32_t>(dtype_size(d.dtype));
+  return rop_is_loc(d.op) ? 2 * s : s;
+}
 
 // A completion word: the engine stores (gen << 32) | uint32(status) with
 // release order once the collective with that generation has ended; the

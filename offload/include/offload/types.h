@@ -37,6 +37,11 @@ inline bool failed(Status s) { return static_cast<int>(s) < 0; }
 // dev::reduce_supported); the complex types are two components of the
 // named width, real part first, as C's `float _Complex` and
 // std::complex<float> lay them out.
+//
+// kGeneric is a user-defined contiguous type (ucc_dt_create_generic): its
+// element size is the descriptor's user_esize, the engine moves it as
+// bytes and reduces it only through the host's callback (see
+// dev::UserReduce); kDTypeSize has 0 for it.
 enum class DType : uint8_t {
   kInt8 = 0,
   kInt16,
@@ -56,6 +61,7 @@ enum class DType : uint8_t {
   kFloat32Complex,
   kFloat64Complex,
   kFloat128Complex,
+  kGeneric,
   kCount  // number of entries; not a type
 };
 
@@ -65,13 +71,15 @@ inline constexpr size_t kDTypeSize[] = {
     2,  2,  4,  8,  // float16 bfloat16 float32 float64
     16, 16, 16,     // int128 uint128 float128
     8,  16, 32,     // float32_complex float64_complex float128_complex
+    0,              // generic: CollDesc::user_esize
 };
 static_assert(sizeof(kDTypeSize) / sizeof(kDTypeSize[0]) ==
               static_cast<size_t>(DType::kCount));
 // Values travel in descriptors: the first appended type must follow the
 // last original one.
 static_assert(static_cast<int>(DType::kFloat64) == 11 &&
-              static_cast<int>(DType::kInt128) == 12);
+              static_cast<int>(DType::kInt128) == 12 &&
+              static_cast<int>(DType::kGeneric) == 18);
 
 inline constexpr size_t dtype_size(DType t) {
   return kDTypeSize[static_cast<size_t>(t)];
@@ -79,6 +87,12 @@ inline constexpr size_t dtype_size(DType t) {
 
 // Reduction operators. kAvg is reduced as kSum and scaled once by the team
 // size by whichever rank produces the final value.
+//
+// kMaxloc and kMinloc reduce pairs {T value; T index} of a predefined type
+// T (value first, as MPI's 2INT): an element of the descriptor is then one
+// pair (elem_size in descriptor.h) and the result keeps the larger (smaller)
+// value and, among equal values, the smaller index (dev::reduce has the
+// rule for NaN).
 enum class ROp : uint8_t {
   kSum = 0,
   kProd,
@@ -91,9 +105,17 @@ enum class ROp : uint8_t {
   kBor,
   kBxor,
   kAvg,
+  kMaxloc,  // appended: the values above never change
+  kMinloc,
   kNone,  // not a reduction (data movement only)
   kCount = kNone
 };
+static_assert(static_cast<int>(ROp::kAvg) == 10 &&
+              static_cast<int>(ROp::kMaxloc) == 11);
+
+constexpr bool rop_is_loc(ROp op) {
+  return op == ROp::kMaxloc || op == ROp::kMinloc;
+}
 
 // Collective operations the engine executes.
 enum class CollType : uint8_t {
