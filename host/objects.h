@@ -15,6 +15,7 @@
 #include "host/config.h"
 #include "offload/channel.h"
 #include "platform/os/backoff.h"
+#include "platform/shm/mailbox.h"
 #include "platform/shm/shm_fabric.h"
 
 namespace ucc::host {
@@ -102,6 +103,9 @@ struct ucc_context {
   ucc_context_type_t type;
   bool has_oob;
   ucc_oob_coll_t oob;
+  // With an OOB over more than one ep: the service mailbox through which
+  // teams over an ep_map bootstrap (team_boot.cc).
+  ucc::plat::shm::Mailbox mbox;
   uint64_t addr[2];  // what ucc_context_get_attr reports
   void* chmem;
   ucc::off::Channel ch;
@@ -134,6 +138,9 @@ struct ucc_team {
   ucc::plat::shm::SegAddr* addrs;
   int32_t my_ok;
   int32_t* oks;
+  ucc_status_t fail_st;  // what create_test reports once kFailed
+  uint64_t id;           // UCC_TEAM_PARAM_FIELD_ID, or 0
+  bool has_id;
   ucc_post_ordering_t ordering;
   ucc::host::Request* reqs;
   uint32_t nreqs;
@@ -149,4 +156,13 @@ struct ucc_team {
   unsigned char* stage;     // psize * kBootEntry bytes for the exchanges
   uint64_t entry[2];        // our membership entry: included, key
   bool excluded;            // took part in the split without joining
+  // Teams over an ep_map: the bootstrap runs through the context's
+  // mailbox (team_boot.cc) instead of an OOB.
+  bool via_mbox;
+  ucc::plat::shm::MboxKey key;  // what our request and messages carry
+  uint32_t req_slot;
+  uint64_t req_nonce;    // our open request, 0 while none
+  uint64_t* peer_nonce;  // team rank -> that member's request, 0 unknown
+  uint8_t* boot_bits;    // team rank -> kSent/kGot bits per phase
+  uint64_t deadline_ns;  // creation fails with UCC_ERR_TIMED_OUT after it
 };

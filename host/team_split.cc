@@ -116,12 +116,16 @@ extern "C" ucc_status_t ucc_team_create_from_parent(uint64_t my_ep,
   t->stage =
       static_cast<unsigned char*>(calloc(t->psize, ucc::host::kBootEntry));
   if (t->stage == nullptr) {
+    ucc::host::Guard g(ctx->lock, ctx->mt);
     ucc::host::team_free(ctx, t);
     return UCC_ERR_NO_MEMORY;
   }
   t->state = ucc_team::State::kMembership;
   t->magic = ucc::host::kTeamMagic;
-  ++ctx->nteams;
+  {
+    ucc::host::Guard g(ctx->lock, ctx->mt);
+    ++ctx->nteams;
+  }
   *new_team = t;
   return UCC_OK;
 }
