@@ -183,6 +183,13 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   if (ucc::off::failed(ucc::host::context_settings(*values, &settings)))
     return UCC_ERR_INVALID_PARAM;
 
+  if ((params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE) &&
+      params->type != UCC_CONTEXT_EXCLUSIVE &&
+      params->type != UCC_CONTEXT_SHARED) {
+    UCC_ERROR("ucc_context_create: unknown context type %d",
+              static_cast<int>(params->type));
+    return UCC_ERR_INVALID_PARAM;
+  }
   bool has_oob = (params->mask & UCC_CONTEXT_PARAM_FIELD_OOB) != 0;
   if (has_oob) {
     const ucc_oob_coll_t& o = params->oob;
@@ -201,11 +208,15 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   if (ctx == nullptr) return UCC_ERR_NO_MEMORY;
   new (ctx) ucc_context();
   ctx->lib = lib;
-  ctx->mt = lib->thread_mode == UCC_THREAD_MULTIPLE;
   ctx->settings = settings;
+  // Without the TYPE field a context is shared, as it always was here.
   ctx->type = (params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE)
                   ? params->type
-                  : UCC_CONTEXT_EXCLUSIVE;
+                  : UCC_CONTEXT_SHARED;
+  // An exclusive context belongs to one team used by one thread at a time
+  // (as in UCC), so it needs no lock even in UCC_THREAD_MULTIPLE.
+  ctx->mt = lib->thread_mode == UCC_THREAD_MULTIPLE &&
+            ctx->type != UCC_CONTEXT_EXCLUSIVE;
   ctx->has_oob = has_oob;
   if (has_oob) ctx->oob = params->oob;
   ctx->addr[0] = static_cast<uint64_t>(getpid());

@@ -100,6 +100,9 @@ struct ucc_context {
   bool mt;  // UCC_THREAD_MULTIPLE: take `lock`
   ucc::host::SpinLock lock;
   ucc::host::ContextSettings settings;
+  // UCC_CONTEXT_EXCLUSIVE (asked for explicitly): at most one team at a
+  // time, and no lock (one thread uses it). Without the TYPE field a
+  // context is SHARED. See docs/api.md.
   ucc_context_type_t type;
   bool has_oob;
   ucc_oob_coll_t oob;

@@ -176,6 +176,14 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
     UCC_ERROR("ucc_team_create_post: invalid context handle");
     return UCC_ERR_INVALID_PARAM;
   }
+  // An exclusive context serves one team at a time (docs/api.md).
+  if (ctx->type == UCC_CONTEXT_EXCLUSIVE && ctx->nteams > 0) {
+    UCC_ERROR(
+        "ucc_team_create_post: the context is UCC_CONTEXT_EXCLUSIVE and "
+        "already holds a team; destroy that team first, or create the "
+        "context as UCC_CONTEXT_SHARED");
+    return UCC_ERR_NO_RESOURCE;
+  }
   const ucc_team_params_t& p = *params;
   ucc::host::TeamPlan plan;
   ucc_status_t st = ucc::host::team_plan(p, *ctx, &plan);

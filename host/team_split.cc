@@ -104,6 +104,13 @@ extern "C" ucc_status_t ucc_team_create_from_parent(uint64_t my_ep,
     return UCC_ERR_INVALID_PARAM;
   }
   ucc_context* ctx = parent->ctx;
+  if (ctx->type == UCC_CONTEXT_EXCLUSIVE) {
+    UCC_ERROR(
+        "ucc_team_create_from_parent: the context is UCC_CONTEXT_EXCLUSIVE "
+        "and its one team is the parent; create the context as "
+        "UCC_CONTEXT_SHARED to split teams");
+    return UCC_ERR_NO_RESOURCE;
+  }
   ucc_team* t = ucc::host::team_alloc(ctx);
   if (t == nullptr) return UCC_ERR_NO_MEMORY;
   t->ctx = ctx;

@@ -2,7 +2,8 @@
 // (full, strided both ways, 4- and 8-byte arrays, callback) on contexts of
 // 2, 3, 5 and 8 ranks; concurrent creations of different teams, of the
 // same members under different ids; 1,000 create/destroy cycles; a member
-// that never comes; invalid maps and ep combinations.
+// that never comes; invalid maps and ep combinations; EXCLUSIVE and
+// SHARED contexts.
 //
 // Helpers and words: team_util.h.
 #include <gtest/gtest.h>
@@ -317,6 +318,67 @@ TEST_P(TeamMaps, InvalidMapsAreRefusedAtPost) {
     // Still usable: a valid team of everyone.
     return create_check_destroy(n, map_params(full_map(0)),
                                 strided_members(0, 1, size), "after refusals");
+  }));
+}
+
+// --- context types
+// ---------------------------------------------------------------
+
+// EXCLUSIVE: one team at a time (a second post, or a split, fails with
+// UCC_ERR_NO_RESOURCE until it is destroyed), also without a lock under
+// UCC_THREAD_MULTIPLE. SHARED, and no TYPE field: many teams at once.
+TEST_P(TeamMaps, ExclusiveAndSharedContexts) {
+  EXPECT_TRUE(ucct::run_ranks(GetParam(), [](ucct::Rank& r) {
+    const uint64_t size = static_cast<uint64_t>(r.size);
+    const Members all = strided_members(0, 1, size);
+    const Members rev = strided_members(size - 1, -1, size);
+    {
+      Node n;
+      CK(n.init(r, UCC_CONTEXT_EXCLUSIVE, nullptr, UCC_THREAD_MULTIPLE));
+      ucc_context_attr_t ca{};
+      ca.mask = UCC_CONTEXT_ATTR_FIELD_TYPE;
+      CK(ucc_context_get_attr(n.ctx, &ca));
+      if (ca.type != UCC_CONTEXT_EXCLUSIVE) return 2;
+      for (int round = 0; round < 2; ++round) {
+        ucc_team_h t = nullptr, t2 = nullptr;
+        CK(post_map(n, full_map(0), &t));
+        WANT(post_map(n, strided_map(size - 1, -1, size), &t2),
+             UCC_ERR_NO_RESOURCE);
+        CK(finish(n, {t}));
+        WANT(ucc_team_create_from_parent(0, 1, t, &t2), UCC_ERR_NO_RESOURCE);
+        int rc = check_team(n, t, all, "exclusive");
+        CK(destroy(n, t));
+        if (rc != 0) return rc;
+      }
+    }
+    for (int type : {static_cast<int>(UCC_CONTEXT_SHARED), -1}) {
+      Node n;
+      CK(n.init(r, type));
+      ucc_context_attr_t ca{};
+      ca.mask = UCC_CONTEXT_ATTR_FIELD_TYPE;
+      CK(ucc_context_get_attr(n.ctx, &ca));
+      if (ca.type != UCC_CONTEXT_SHARED) return 3;
+      ucc_team_h t[3] = {};
+      CK(post_map(n, full_map(0), &t[0]));
+      CK(post_map(n, strided_map(size - 1, -1, size), &t[1]));
+      CK(finish(n, {t[0], t[1]}));
+      CK(ucc_team_create_from_parent(0, 1, t[0], &t[2]));
+      CK(finish(n, {t[2]}));
+      int rc = check_team(n, t[0], all, "shared 1");
+      if (rc == 0) rc = check_team(n, t[1], rev, "shared 2");
+      if (rc == 0) rc = check_team(n, t[2], all, "shared split");
+      for (ucc_team_h x : t) CK(destroy(n, x));
+      if (rc != 0) return rc;
+    }
+    // An unknown type is refused before any exchange.
+    Node bad;
+    ucc_status_t st = bad.init(r, 7);
+    if (st != UCC_ERR_INVALID_PARAM) {
+      std::fprintf(stderr, "rank %d: context type 7: %s\n", r.rank,
+                   ucct::status_name(st));
+      return 4;
+    }
+    return 0;
   }));
 }
 
