@@ -109,6 +109,10 @@ struct ucc_context {
   // With an OOB over more than one ep: the service mailbox through which
   // teams over an ep_map bootstrap (team_boot.cc).
   ucc::plat::shm::Mailbox mbox;
+  // Teams over an ep_map waiting for a free mailbox request, in post order
+  // (linked by boot_next): only the head may take the next free one.
+  ucc_team* boot_queue;
+  ucc_team* boot_queue_tail;
   uint64_t addr[2];  // what ucc_context_get_attr reports
   void* chmem;
   ucc::off::Channel ch;
@@ -168,4 +172,6 @@ struct ucc_team {
   uint64_t* peer_nonce;  // team rank -> that member's request, 0 unknown
   uint8_t* boot_bits;    // team rank -> kSent/kGot bits per phase
   uint64_t deadline_ns;  // creation fails with UCC_ERR_TIMED_OUT after it
+  bool queued;           // on the context's boot_queue
+  ucc_team* boot_next;
 };

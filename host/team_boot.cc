@@ -70,12 +70,50 @@ uint64_t mix(uint64_t h, uint64_t v) {  // splitmix64 over h ^ v
   return x ^ (x >> 31);
 }
 
-// Opens our request; UCC_OK, UCC_INPROGRESS (no free request yet) or
-// UCC_ERR_INVALID_PARAM (the same key is being created already).
+void enqueue(ucc_team* t) {
+  ucc_context* ctx = t->ctx;
+  t->queued = true;
+  t->boot_next = nullptr;
+  if (ctx->boot_queue_tail != nullptr) {
+    ctx->boot_queue_tail->boot_next = t;
+  } else {
+    ctx->boot_queue = t;
+  }
+  ctx->boot_queue_tail = t;
+}
+
+void dequeue(ucc_team* t) {
+  ucc_context* ctx = t->ctx;
+  ucc_team* prev = nullptr;
+  for (ucc_team* q = ctx->boot_queue; q != nullptr;
+       prev = q, q = q->boot_next) {
+    if (q != t) continue;
+    (prev != nullptr ? prev->boot_next : ctx->boot_queue) = t->boot_next;
+    if (ctx->boot_queue_tail == t) ctx->boot_queue_tail = prev;
+    break;
+  }
+  t->queued = false;
+  t->boot_next = nullptr;
+}
+
+// Opens our request; UCC_OK, UCC_INPROGRESS (no free request yet, or
+// earlier posts are still waiting for one) or UCC_ERR_INVALID_PARAM (the
+// same key is being created already). Requests go out in post order so
+// that members posting the same creations in the same order cannot each
+// hold requests for teams the others are still waiting to start.
 ucc_status_t open_request(ucc_team* t) {
-  plat::shm::Mailbox& mb = t->ctx->mbox;
+  ucc_context* ctx = t->ctx;
+  if (ctx->boot_queue != nullptr && ctx->boot_queue != t) {
+    if (!t->queued) enqueue(t);
+    return UCC_INPROGRESS;
+  }
+  plat::shm::Mailbox& mb = ctx->mbox;
   off::Status s = mb.request_open(t->key, &t->req_slot, &t->req_nonce);
-  if (s == off::Status::kNoResource) return UCC_INPROGRESS;
+  if (s == off::Status::kNoResource) {
+    if (!t->queued) enqueue(t);
+    return UCC_INPROGRESS;
+  }
+  if (t->queued) dequeue(t);
   if (off::failed(s)) {
     t->req_nonce = 0;
     UCC_ERROR(
@@ -138,6 +176,7 @@ ucc_status_t mbox_begin(ucc_team* t) {
 }
 
 void mbox_end(ucc_team* t) {
+  if (t->queued) dequeue(t);
   if (!t->via_mbox || t->req_nonce == 0) return;
   t->ctx->mbox.request_close(t->req_slot);
   t->req_nonce = 0;

@@ -173,6 +173,32 @@ TEST_P(TeamMaps, SameMembersNeedDistinctIds) {
   }));
 }
 
+// More creations at once than a context has mailbox requests (4): the
+// later ones wait for a free request, in post order, whatever order they
+// are tested in.
+TEST_P(TeamMaps, MoreConcurrentCreationsThanRequests) {
+  EXPECT_TRUE(ucct::run_ranks(GetParam(), [](ucct::Rank& r) {
+    Node n;
+    if (n.init(r) != UCC_OK) return 1;
+    const uint64_t size = static_cast<uint64_t>(r.size);
+    constexpr int kTeams = 7;
+    std::vector<ucc_team_h> t(kTeams);
+    for (int i = 0; i < kTeams; ++i) {
+      ucc_team_params_t p = map_params(strided_map(size - 1, -1, size));
+      p.mask |= UCC_TEAM_PARAM_FIELD_ID;
+      p.id = 100 + i;
+      CK(ucc_team_create_post(&n.ctx, 1, &p, &t[i]));
+    }
+    std::vector<ucc_team_h> rev(t.rbegin(), t.rend());
+    CK(finish(n, rev));
+    int rc = 0;
+    for (int i = 0; i < kTeams && rc == 0; ++i)
+      rc = check_team(n, t[i], strided_members(size - 1, -1, size), "many");
+    for (ucc_team_h x : t) CK(destroy(n, x));
+    return rc;
+  }));
+}
+
 // --- parameter combinations
 // -----------------------------------------------------------
 
