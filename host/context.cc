@@ -183,11 +183,13 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   if (ucc::off::failed(ucc::host::context_settings(*values, &settings)))
     return UCC_ERR_INVALID_PARAM;
 
-  if ((params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE) &&
-      params->type != UCC_CONTEXT_EXCLUSIVE &&
-      params->type != UCC_CONTEXT_SHARED) {
-    UCC_ERROR("ucc_context_create: unknown context type %d",
-              static_cast<int>(params->type));
+  // Without the TYPE field a context is shared, as it always was here.
+  const int64_t type = (params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE)
+                           ? ucc::host::enum_bits(params->type)
+                           : int64_t{UCC_CONTEXT_SHARED};
+  if (type != UCC_CONTEXT_EXCLUSIVE && type != UCC_CONTEXT_SHARED) {
+    UCC_ERROR("ucc_context_create: unknown context type %lld",
+              static_cast<long long>(type));
     return UCC_ERR_INVALID_PARAM;
   }
   bool has_oob = (params->mask & UCC_CONTEXT_PARAM_FIELD_OOB) != 0;
@@ -209,10 +211,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   new (ctx) ucc_context();
   ctx->lib = lib;
   ctx->settings = settings;
-  // Without the TYPE field a context is shared, as it always was here.
-  ctx->type = (params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE)
-                  ? params->type
-                  : UCC_CONTEXT_SHARED;
+  ctx->type = static_cast<ucc_context_type_t>(type);
   // An exclusive context belongs to one team used by one thread at a time
   // (as in UCC), so it needs no lock even in UCC_THREAD_MULTIPLE.
   ctx->mt = lib->thread_mode == UCC_THREAD_MULTIPLE &&

@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "device/engine/engine.h"
 #include "host/config.h"
@@ -25,6 +27,16 @@ inline constexpr uint32_t kCtxMagic = 0x43545831;   // "CTX1"
 inline constexpr uint32_t kTeamMagic = 0x54454131;  // "TEA1"
 inline constexpr uint32_t kReqMagic = 0x52455131;   // "REQ1"
 inline constexpr uint32_t kDeadMagic = 0xdeadbeef;
+
+// The integer a caller stored in a field of (C) enum type E. User input
+// may hold any value, and loading one outside E's range as an E is
+// undefined behaviour, so checks look at the bits.
+template <typename E>
+inline int64_t enum_bits(const E& e) {
+  std::underlying_type_t<E> v;
+  memcpy(&v, &e, sizeof(v));
+  return static_cast<int64_t>(v);
+}
 
 // Maps an internal status onto the public one.
 ucc_status_t to_ucc(off::Status st);

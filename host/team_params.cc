@@ -40,7 +40,7 @@ constexpr uint64_t kMaxTeamSize = 1u << 20;
 using ull = unsigned long long;
 
 bool map_shape_ok(const ucc_ep_map_t& m) {
-  switch (m.type) {
+  switch (enum_bits(m.type)) {
     case UCC_EP_MAP_FULL:
     case UCC_EP_MAP_STRIDED:
       return true;
@@ -113,7 +113,7 @@ ucc_status_t plan_size(const ucc_team_params_t& p, const ucc_context& ctx,
       UCC_ERROR(
           "ucc_team_create_post: ep_map type %d is unknown or incomplete "
           "(NULL array or callback, elem_size not 4 or 8)",
-          static_cast<int>(m.type));
+          static_cast<int>(enum_bits(m.type)));
       return UCC_ERR_INVALID_PARAM;
     }
     uint64_t n = ctx.oob.n_oob_eps;
@@ -266,14 +266,14 @@ ucc_status_t team_plan(const ucc_team_params_t& p, const ucc_context& ctx,
   const bool has_oob = p.mask & UCC_TEAM_PARAM_FIELD_OOB;
   const bool has_map = p.mask & UCC_TEAM_PARAM_FIELD_EP_MAP;
   const bool has_range = p.mask & UCC_TEAM_PARAM_FIELD_EP_RANGE;
-  if (has_range && p.ep_range != UCC_COLLECTIVE_EP_RANGE_CONTIG &&
-      p.ep_range != UCC_COLLECTIVE_EP_RANGE_NONCONTIG) {
-    UCC_ERROR("ucc_team_create_post: unknown ep_range %d",
-              static_cast<int>(p.ep_range));
+  const int64_t range = has_range ? enum_bits(p.ep_range) : 0;
+  if (range != UCC_COLLECTIVE_EP_RANGE_CONTIG &&
+      range != UCC_COLLECTIVE_EP_RANGE_NONCONTIG) {
+    UCC_ERROR("ucc_team_create_post: unknown ep_range %lld",
+              static_cast<long long>(range));
     return UCC_ERR_INVALID_PARAM;
   }
-  const bool noncontig =
-      has_range && p.ep_range == UCC_COLLECTIVE_EP_RANGE_NONCONTIG;
+  const bool noncontig = range == UCC_COLLECTIVE_EP_RANGE_NONCONTIG;
   const bool ep_is_rank = (p.mask & UCC_TEAM_PARAM_FIELD_EP) && !noncontig;
 
   uint64_t size = 0;
