@@ -9,8 +9,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/mp/team_util.h"
@@ -410,6 +412,46 @@ TEST_P(TeamMaps, ExclusiveAndSharedContexts) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TeamMaps, ::testing::Values(2, 3, 5, 8),
                          ranks_name);
+
+// UCC_THREAD_MULTIPLE: two threads per rank create, use and destroy ep_map
+// teams on one shared context at the same time (distinct ids, the same
+// order on every rank within a thread). The suite's name puts it in CI's
+// ThreadSanitizer run.
+TEST(TeamMapsThreadMultiple, ThreadsCreateTeamsConcurrently) {
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    Node n;
+    if (n.init(r, UCC_CONTEXT_SHARED, nullptr, UCC_THREAD_MULTIPLE) != UCC_OK)
+      return 1;
+    std::atomic<int> failures{0};
+    auto body = [&](int thread) {
+      for (int i = 0; i < 20 && failures.load() == 0; ++i) {
+        ucc_team_params_t p = map_params(strided_map(2, -1, 3));
+        p.mask |= UCC_TEAM_PARAM_FIELD_ID;
+        p.id = 1000 * (thread + 1) + i;
+        ucc_team_h t = nullptr;
+        int64_t v = r.rank + 1, sum = -1;
+        ucc_coll_args_t a{};
+        a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+        a.op = UCC_OP_SUM;
+        a.src.info = {&v, 1, UCC_DT_INT64, UCC_MEMORY_TYPE_HOST};
+        a.dst.info = {&sum, 1, UCC_DT_INT64, UCC_MEMORY_TYPE_HOST};
+        ucc_status_t st = create(n, p, &t);
+        if (st == UCC_OK) st = run_on(n, t, a);
+        if (t != nullptr && destroy(n, t) != UCC_OK) st = UCC_ERR_NO_MESSAGE;
+        if (st != UCC_OK || sum != 6) {
+          std::fprintf(stderr, "rank %d thread %d cycle %d: %s, sum %lld\n",
+                       r.rank, thread, i, ucct::status_name(st),
+                       static_cast<long long>(sum));
+          ++failures;
+        }
+      }
+    };
+    std::thread t0(body, 0), t1(body, 1);
+    t0.join();
+    t1.join();
+    return failures.load() == 0 ? 0 : 2;
+  }));
+}
 
 // --- cycles and failures
 // -------------------------------------------------------------
