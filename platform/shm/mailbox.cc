@@ -34,7 +34,9 @@ struct MboxHeader {
 // One request of the owner. Published like a seqlock: the owner writes the
 // key while `nonce` is 0 and then stores the nonce; a reader that sees the
 // same non-zero nonce before and after reading the key has a consistent
-// pair (nonces are never reused, so no ABA).
+// pair (nonces are never reused, so no ABA). Release stores and acquire
+// loads of the key words stand in for the seqlock's fences, which
+// ThreadSanitizer does not support.
 struct alignas(64) RequestEntry {
   std::atomic<uint64_t> nonce;  // 0: closed
   std::atomic<uint64_t> a;
@@ -213,12 +215,11 @@ Status Mailbox::request_open(const MboxKey& key, uint32_t* slot,
   }
   if (free_slot == kMboxRequests) return Status::kNoResource;
   RequestEntry* e = request(seg_, free_slot);
-  // S1: the key stores stay after the earlier close (nonce = 0), pairs
-  // with L2 in request_find().
-  std::atomic_thread_fence(std::memory_order_release);
-  e->a.store(key.a, std::memory_order_relaxed);
-  e->b.store(key.b, std::memory_order_relaxed);
-  e->stage.store(1, std::memory_order_relaxed);
+  // S1 pairs with L2 in request_find(): a reader that sees this key has
+  // seen the earlier close (nonce = 0) too.
+  e->a.store(key.a, std::memory_order_release);
+  e->b.store(key.b, std::memory_order_release);
+  e->stage.store(1, std::memory_order_release);
   uint64_t n = next_nonce_++;
   // S2 pairs with L1: a reader that sees the nonce sees the key.
   e->nonce.store(n, std::memory_order_release);
@@ -248,14 +249,13 @@ uint64_t Mailbox::request_find(uint32_t peer, const MboxKey& key,
     // L1 pairs with S2.
     uint64_t n1 = e->nonce.load(std::memory_order_acquire);
     if (n1 == 0) continue;
-    uint64_t a = e->a.load(std::memory_order_relaxed);
-    uint64_t b = e->b.load(std::memory_order_relaxed);
+    // L2 pairs with S1: a key written for a later request brings the
+    // close with it, so the second nonce load below sees it changed.
+    uint64_t a = e->a.load(std::memory_order_acquire);
+    uint64_t b = e->b.load(std::memory_order_acquire);
     // L3 pairs with S3.
     uint32_t stage = e->stage.load(std::memory_order_acquire);
-    // L2 pairs with S1: a key written for a later request shows up as a
-    // changed nonce below.
-    std::atomic_thread_fence(std::memory_order_acquire);
-    uint64_t n2 = e->nonce.load(std::memory_order_relaxed);
+    uint64_t n2 = e->nonce.load(std::memory_order_acquire);
     if (n1 == n2 && a == key.a && b == key.b && stage <= max_stage) return n1;
   }
   return 0;
@@ -282,6 +282,7 @@ Status Mailbox::send(uint32_t peer, uint64_t nonce, uint32_t tag,
 }
 
 bool Mailbox::own_request_open(uint64_t nonce) const {
+  if (nonce == 0) return false;  // never a request's: closed entries hold 0
   for (uint32_t i = 0; i < kMboxRequests; ++i)
     if (request(seg_, i)->nonce.load(std::memory_order_relaxed) == nonce)
       return true;
