@@ -24,6 +24,9 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
     {"TEAM_MAX_COLLS", "128", Scope::kContext,
      "Collective requests preallocated per team (rounded up to a power "
      "of two); bounds outstanding collectives"},
+    {"TEAM_CREATE_TIMEOUT", "60s", Scope::kContext,
+     "How long creating a team over an ep_map waits for all members before "
+     "it fails with UCC_ERR_TIMED_OUT (a number with ms or s; s if none)"},
     {"SHM_SEG_SIZE", "64K", Scope::kContext,
      "Bytes per shared-memory message slot (multiple of 64)"},
     {"SHM_NSEGS", "8", Scope::kContext,
@@ -121,6 +124,22 @@ bool parse_size(const char* s, uint64_t* out) {
   return !__builtin_mul_overflow(static_cast<uint64_t>(v), mult, out);
 }
 
+// A duration: digits with an optional unit, ms or s (s when none).
+bool parse_time_ms(const char* s, uint64_t* ms) {
+  if (s[0] < '0' || s[0] > '9') return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0) return false;
+  uint64_t mult = 1000;
+  if (strcasecmp(end, "ms") == 0) {
+    mult = 1;
+  } else if (*end != '\0' && strcasecmp(end, "s") != 0) {
+    return false;
+  }
+  return !__builtin_mul_overflow(static_cast<uint64_t>(v), mult, ms);
+}
+
 bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 // Checks one value for one knob.
@@ -137,6 +156,8 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u >= 1 && u <= 4096;
     case Knob::kTeamMaxColls:
       return parse_size(v, &u) && u >= 1 && u <= 65536;
+    case Knob::kTeamCreateTimeout:  // 1 ms to one day
+      return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
     case Knob::kShmSegSize:
       return parse_size(v, &u) && u >= 64 && u % 64 == 0 && u <= (64u << 20);
     case Knob::kShmNsegs:
@@ -332,6 +353,10 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
     if (!dev::parse_alg(coll, c.value[i], &id)) return Status::kInvalidParam;
     e.select.forced[static_cast<int>(coll)] = id;
   }
+  uint64_t ms = 0;
+  if (!parse_time_ms(c.value[static_cast<int>(Knob::kTeamCreateTimeout)], &ms))
+    return Status::kInvalidParam;
+  out->team_timeout_ns = ms * 1000000ull;
   const char* spin = c.value[static_cast<int>(Knob::kPollSpin)];
   out->poll_spin = strcasecmp(spin, "auto") == 0
                        ? kPollSpinAuto

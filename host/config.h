@@ -23,6 +23,7 @@ enum class Knob : uint8_t {
   kOffload,
   kMaxTeams,
   kTeamMaxColls,
+  kTeamCreateTimeout,
   kShmSegSize,
   kShmNsegs,
   kPollSpin,
@@ -82,7 +83,8 @@ inline constexpr uint32_t kPollSpinAuto = UINT32_MAX;
 // What a context runs with, parsed from its values.
 struct ContextSettings {
   dev::EngineConfig engine;
-  uint32_t poll_spin;  // kPollSpinAuto: chosen per team size (context.cc)
+  uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)
+  uint64_t team_timeout_ns;  // mailbox team creation gives up after this
 };
 Status context_settings(const ConfigValues& c, ContextSettings* out);
 Status lib_log_level(const ConfigValues& c, plat::LogLevel* out);

@@ -36,6 +36,64 @@ ucc_status_t oob_allgather(const ucc_oob_coll_t& oob, void* src, void* dst,
   return st;
 }
 
+// What each ep of a context OOB tells the others at context creation.
+struct EpInfo {
+  uint64_t hostid;
+  ucc::plat::shm::MailboxAddr mbox;
+};
+
+// With an OOB over more than one ep: checks that every ep is on this host
+// (the shared-memory fabric is the only one so far) and connects the
+// context mailboxes. Two allgathers: the eps' information, then each ep's
+// outcome, so that all of them succeed or fail together, and so that each
+// may close its mailbox fd once everyone has mapped it.
+ucc_status_t context_wireup(ucc_context* ctx) {
+  const uint32_t n = ctx->oob.n_oob_eps;
+  EpInfo mine{};
+  mine.hostid = ctx->addr[1];
+  Status ms = ctx->mbox.open(n, ctx->oob.oob_ep, &mine.mbox);
+  if (ucc::off::failed(ms)) mine.mbox = ucc::plat::shm::MailboxAddr{};
+  // Both arrays before the first exchange: a rank that cannot take part
+  // must fail before the others wait for it.
+  auto* all = static_cast<EpInfo*>(calloc(n, sizeof(EpInfo)));
+  auto* addrs = static_cast<ucc::plat::shm::MailboxAddr*>(
+      calloc(n, sizeof(ucc::plat::shm::MailboxAddr)));
+  auto* sts = static_cast<int32_t*>(calloc(n, sizeof(int32_t)));
+  ucc_status_t st = UCC_ERR_NO_MEMORY;
+  if (all != nullptr && addrs != nullptr && sts != nullptr)
+    st = oob_allgather(ctx->oob, &mine, all, sizeof(EpInfo));
+  if (st == UCC_OK) {
+    int32_t my_st = ucc::off::failed(ms) ? ucc::host::to_ucc(ms) : UCC_OK;
+    for (uint32_t i = 0; my_st == UCC_OK && i < n; ++i) {
+      if (all[i].hostid != mine.hostid) {
+        UCC_ERROR(
+            "ucc_context_create: ep %u is on another host; only "
+            "single-host jobs are supported",
+            i);
+        my_st = UCC_ERR_NOT_SUPPORTED;
+      }
+      addrs[i] = all[i].mbox;
+    }
+    if (my_st == UCC_OK && ucc::off::failed(ctx->mbox.attach(addrs)))
+      my_st = UCC_ERR_NO_MESSAGE;
+    st = oob_allgather(ctx->oob, &my_st, sts, sizeof(int32_t));
+    if (st == UCC_OK) st = static_cast<ucc_status_t>(my_st);
+    for (uint32_t i = 0; st == UCC_OK && i < n; ++i) {
+      if (sts[i] != UCC_OK) {
+        UCC_ERROR("ucc_context_create: ep %u could not join the context", i);
+        st =
+            sts[i] < 0 ? static_cast<ucc_status_t>(sts[i]) : UCC_ERR_NO_MESSAGE;
+      }
+    }
+  }
+  // Every ep has mapped our mailbox, or creation failed: the fd can go.
+  ctx->mbox.seal();
+  free(all);
+  free(addrs);
+  free(sts);
+  return st;
+}
+
 }  // namespace
 
 namespace ucc::host {
@@ -128,6 +186,15 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   // The inline engine reduces generic datatypes through their callbacks.
   settings.engine.user_reduce = {&ucc::host::generic_reduce, nullptr};
 
+  // Without the TYPE field a context is shared, as it always was here.
+  const int64_t type = (params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE)
+                           ? ucc::host::enum_bits(params->type)
+                           : int64_t{UCC_CONTEXT_SHARED};
+  if (type != UCC_CONTEXT_EXCLUSIVE && type != UCC_CONTEXT_SHARED) {
+    UCC_ERROR("ucc_context_create: unknown context type %lld",
+              static_cast<long long>(type));
+    return UCC_ERR_INVALID_PARAM;
+  }
   bool has_oob = (params->mask & UCC_CONTEXT_PARAM_FIELD_OOB) != 0;
   if (has_oob) {
     const ucc_oob_coll_t& o = params->oob;
@@ -146,11 +213,12 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   if (ctx == nullptr) return UCC_ERR_NO_MEMORY;
   new (ctx) ucc_context();
   ctx->lib = lib;
-  ctx->mt = lib->thread_mode == UCC_THREAD_MULTIPLE;
   ctx->settings = settings;
-  ctx->type = (params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE)
-                  ? params->type
-                  : UCC_CONTEXT_EXCLUSIVE;
+  ctx->type = static_cast<ucc_context_type_t>(type);
+  // An exclusive context belongs to one team used by one thread at a time
+  // (as in UCC), so it needs no lock even in UCC_THREAD_MULTIPLE.
+  ctx->mt = lib->thread_mode == UCC_THREAD_MULTIPLE &&
+            ctx->type != UCC_CONTEXT_EXCLUSIVE;
   ctx->has_oob = has_oob;
   if (has_oob) ctx->oob = params->oob;
   ctx->addr[0] = static_cast<uint64_t>(getpid());
@@ -168,25 +236,8 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   ctx->ch.init(ctx->chmem, kSubmitRing, ncomp);
   Status st = ctx->engine.init(settings.engine, &ctx->ch);
   ucc_status_t ust = ucc::host::to_ucc(st);
-  if (ust == UCC_OK && has_oob && ctx->oob.n_oob_eps > 1) {
-    // Every member must be on this host: the shared-memory fabric is the
-    // only one so far.
-    uint64_t* all = static_cast<uint64_t*>(
-        calloc(ctx->oob.n_oob_eps, 2 * sizeof(uint64_t)));
-    ust = all == nullptr
-              ? UCC_ERR_NO_MEMORY
-              : oob_allgather(ctx->oob, ctx->addr, all, 2 * sizeof(uint64_t));
-    for (uint32_t i = 0; ust == UCC_OK && i < ctx->oob.n_oob_eps; ++i) {
-      if (all[2 * i + 1] != ctx->addr[1]) {
-        UCC_ERROR(
-            "ucc_context_create: ep %u is on another host; only "
-            "single-host jobs are supported",
-            i);
-        ust = UCC_ERR_NOT_SUPPORTED;
-      }
-    }
-    free(all);
-  }
+  if (ust == UCC_OK && has_oob && ctx->oob.n_oob_eps > 1)
+    ust = context_wireup(ctx);
   if (ust != UCC_OK) {
     ctx->engine.fini();
     free(ctx->chmem);

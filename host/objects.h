@@ -10,11 +10,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "device/engine/engine.h"
 #include "host/config.h"
 #include "offload/channel.h"
 #include "platform/os/backoff.h"
+#include "platform/shm/mailbox.h"
 #include "platform/shm/shm_fabric.h"
 
 namespace ucc::host {
@@ -24,6 +27,16 @@ inline constexpr uint32_t kCtxMagic = 0x43545831;   // "CTX1"
 inline constexpr uint32_t kTeamMagic = 0x54454131;  // "TEA1"
 inline constexpr uint32_t kReqMagic = 0x52455131;   // "REQ1"
 inline constexpr uint32_t kDeadMagic = 0xdeadbeef;
+
+// The integer a caller stored in a field of (C) enum type E. User input
+// may hold any value, and loading one outside E's range as an E is
+// undefined behaviour, so checks look at the bits.
+template <typename E>
+inline int64_t enum_bits(const E& e) {
+  std::underlying_type_t<E> v;
+  memcpy(&v, &e, sizeof(v));
+  return static_cast<int64_t>(v);
+}
 
 // Maps an internal status onto the public one.
 ucc_status_t to_ucc(off::Status st);
@@ -99,9 +112,19 @@ struct ucc_context {
   bool mt;  // UCC_THREAD_MULTIPLE: take `lock`
   ucc::host::SpinLock lock;
   ucc::host::ContextSettings settings;
+  // UCC_CONTEXT_EXCLUSIVE (asked for explicitly): at most one team at a
+  // time, and no lock (one thread uses it). Without the TYPE field a
+  // context is SHARED. See docs/api.md.
   ucc_context_type_t type;
   bool has_oob;
   ucc_oob_coll_t oob;
+  // With an OOB over more than one ep: the service mailbox through which
+  // teams over an ep_map bootstrap (team_boot.cc).
+  ucc::plat::shm::Mailbox mbox;
+  // Teams over an ep_map waiting for a free mailbox request, in post order
+  // (linked by boot_next): only the head may take the next free one.
+  ucc_team* boot_queue;
+  ucc_team* boot_queue_tail;
   uint64_t addr[2];  // what ucc_context_get_attr reports
   void* chmem;
   ucc::off::Channel ch;
@@ -134,6 +157,9 @@ struct ucc_team {
   ucc::plat::shm::SegAddr* addrs;
   int32_t my_ok;
   int32_t* oks;
+  ucc_status_t fail_st;  // what create_test reports once kFailed
+  uint64_t id;           // UCC_TEAM_PARAM_FIELD_ID, or 0
+  bool has_id;
   ucc_post_ordering_t ordering;
   ucc::host::Request* reqs;
   uint32_t nreqs;
@@ -149,4 +175,15 @@ struct ucc_team {
   unsigned char* stage;     // psize * kBootEntry bytes for the exchanges
   uint64_t entry[2];        // our membership entry: included, key
   bool excluded;            // took part in the split without joining
+  // Teams over an ep_map: the bootstrap runs through the context's
+  // mailbox (team_boot.cc) instead of an OOB.
+  bool via_mbox;
+  ucc::plat::shm::MboxKey key;  // what our request and messages carry
+  uint32_t req_slot;
+  uint64_t req_nonce;    // our open request, 0 while none
+  uint64_t* peer_nonce;  // team rank -> that member's request, 0 unknown
+  uint8_t* boot_bits;    // team rank -> kSent/kGot bits per phase
+  uint64_t deadline_ns;  // creation fails with UCC_ERR_TIMED_OUT after it
+  bool queued;           // on the context's boot_queue
+  ucc_team* boot_next;
 };

@@ -5,6 +5,11 @@
 //   kConfirm   every member mapped every segment; the outcome (ok or not)
 //              travels through a second allgather so all members agree
 //   kReady     collectives may be posted
+// The exchanges run over the team OOB, the context OOB, the parent team
+// (team_split.cc) or, for teams over an ep_map, the context mailbox
+// (team_boot.cc); team_params.cc decides which from the parameters.
+#include "host/team.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -32,10 +37,13 @@ namespace ucc::host {
 // (magic cleared), so a stale handle is reported as such rather than read
 // from freed memory, and the next team creation reuses the object.
 ucc_team* team_alloc(ucc_context* ctx) {
-  ucc_team* t = ctx->dead_teams;
-  if (t != nullptr) {
-    ctx->dead_teams = t->next_dead;
-  } else {
+  ucc_team* t = nullptr;
+  {
+    Guard g(ctx->lock, ctx->mt);
+    t = ctx->dead_teams;
+    if (t != nullptr) ctx->dead_teams = t->next_dead;
+  }
+  if (t == nullptr) {
     t = static_cast<ucc_team*>(malloc(sizeof(ucc_team)));
     if (t == nullptr) return nullptr;
   }
@@ -45,6 +53,7 @@ ucc_team* team_alloc(ucc_context* ctx) {
 }
 
 void team_free(ucc_context* ctx, ucc_team* t) {
+  mbox_end(t);
   if (t->eng_idx != UINT32_MAX) ctx->engine.team_close(t->eng_idx);
   ucc::host::request_pool_fini(t);
   free(t->eps);
@@ -52,11 +61,15 @@ void team_free(ucc_context* ctx, ucc_team* t) {
   free(t->oks);
   free(t->members);
   free(t->stage);
+  free(t->peer_nonce);
+  free(t->boot_bits);
   t->eps = nullptr;
   t->addrs = nullptr;
   t->oks = nullptr;
   t->members = nullptr;
   t->stage = nullptr;
+  t->peer_nonce = nullptr;
+  t->boot_bits = nullptr;
   t->magic = ucc::host::kDeadMagic;
   t->next_dead = ctx->dead_teams;
   ctx->dead_teams = t;
@@ -99,63 +112,6 @@ void dead_teams_free(ucc_context* ctx) {
 
 namespace {
 
-// The team's rank and size from its parameters (see ucc.h).
-ucc_status_t rank_and_size(const ucc_team_params_t& p, const ucc_context& ctx,
-                           uint32_t* rank, uint32_t* size) {
-  uint64_t sz = 0;
-  bool has_oob = p.mask & UCC_TEAM_PARAM_FIELD_OOB;
-  if (has_oob) sz = p.oob.n_oob_eps;
-  if (p.mask & UCC_TEAM_PARAM_FIELD_TEAM_SIZE) {
-    if (sz != 0 && p.team_size != sz) {
-      UCC_ERROR("ucc_team_create_post: team_size %llu != oob.n_oob_eps %llu",
-                static_cast<unsigned long long>(p.team_size),
-                static_cast<unsigned long long>(sz));
-      return UCC_ERR_INVALID_PARAM;
-    }
-    sz = p.team_size;
-  }
-  if ((p.mask & UCC_TEAM_PARAM_FIELD_EP_MAP) && p.ep_map.ep_num != 0) {
-    if (sz != 0 && p.ep_map.ep_num != sz) {
-      UCC_ERROR(
-          "ucc_team_create_post: ep_map.ep_num disagrees with the team "
-          "size");
-      return UCC_ERR_INVALID_PARAM;
-    }
-    sz = p.ep_map.ep_num;
-  }
-  if (!has_oob && ctx.has_oob && sz == 0) sz = ctx.oob.n_oob_eps;
-  if (sz == 0 || sz > 1u << 20) {
-    UCC_ERROR("ucc_team_create_post: team size unknown or invalid (%llu)",
-              static_cast<unsigned long long>(sz));
-    return UCC_ERR_INVALID_PARAM;
-  }
-  uint64_t r = UINT64_MAX;
-  if ((p.mask & UCC_TEAM_PARAM_FIELD_EP) &&
-      (p.mask & UCC_TEAM_PARAM_FIELD_EP_RANGE) &&
-      p.ep_range == UCC_COLLECTIVE_EP_RANGE_CONTIG)
-    r = p.ep;
-  if (has_oob) {
-    if (r != UINT64_MAX && r != p.oob.oob_ep) {
-      UCC_ERROR("ucc_team_create_post: ep %llu != oob.oob_ep %u",
-                static_cast<unsigned long long>(r), p.oob.oob_ep);
-      return UCC_ERR_INVALID_PARAM;
-    }
-    r = p.oob.oob_ep;
-  }
-  if (r == UINT64_MAX && !has_oob && ctx.has_oob) r = ctx.oob.oob_ep;
-  if (r >= sz) {
-    UCC_ERROR(
-        "ucc_team_create_post: rank %llu out of range for a team of "
-        "%llu",
-        static_cast<unsigned long long>(r),
-        static_cast<unsigned long long>(sz));
-    return UCC_ERR_INVALID_PARAM;
-  }
-  *rank = static_cast<uint32_t>(r);
-  *size = static_cast<uint32_t>(sz);
-  return UCC_OK;
-}
-
 // Runs the OOB allgather of the current phase; UCC_OK once complete.
 ucc_status_t oob_step(ucc_team* t, void* src, void* dst, size_t len) {
   if (t->oob_req == nullptr) {
@@ -171,14 +127,30 @@ ucc_status_t oob_step(ucc_team* t, void* src, void* dst, size_t len) {
 }
 
 // One bootstrap allgather of `len` bytes per member into dst (team-rank
-// order): over the user's OOB, or over the parent team for a split.
-ucc_status_t boot_step(ucc_team* t, const void* src, void* dst, size_t len) {
+// order): over the user's OOB, over the parent team for a split, or
+// through the context mailbox for a team over an ep_map. `phase` is 1 for
+// the addresses, 2 for the confirmation.
+ucc_status_t boot_step(ucc_team* t, uint32_t phase, const void* src, void* dst,
+                       size_t len) {
   if (t->parent != nullptr) return ucc::host::split_exchange(t, src, dst, len);
+  if (t->via_mbox && t->size > 1) {
+    ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
+    return ucc::host::mbox_step(t, phase, src, dst, len);
+  }
   if (t->size == 1) {
     memcpy(dst, src, len);
     return UCC_OK;
   }
   return oob_step(t, const_cast<void*>(src), dst, len);
+}
+
+// Creation failed: remember why, and stop waiting for messages.
+ucc_status_t fail(ucc_team* t, ucc_status_t st) {
+  t->state = ucc_team::State::kFailed;
+  t->fail_st = st;
+  ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
+  ucc::host::mbox_end(t);
+  return st;
 }
 
 }  // namespace
@@ -204,62 +176,83 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
     UCC_ERROR("ucc_team_create_post: invalid context handle");
     return UCC_ERR_INVALID_PARAM;
   }
-  const ucc_team_params_t& p = *params;
-  uint32_t rank = 0, size = 0;
-  ucc_status_t st = rank_and_size(p, *ctx, &rank, &size);
-  if (st != UCC_OK) return st;
-  ucc_oob_coll_t oob{};
-  if (p.mask & UCC_TEAM_PARAM_FIELD_OOB) {
-    oob = p.oob;
-  } else if (ctx->has_oob && ctx->oob.n_oob_eps == size) {
-    oob = ctx->oob;  // the team spans the whole context
-  } else if (size > 1) {
+  // An exclusive context serves one team at a time (docs/api.md).
+  if (ctx->type == UCC_CONTEXT_EXCLUSIVE && ctx->nteams > 0) {
     UCC_ERROR(
-        "ucc_team_create_post: a team of %u needs a team OOB (or a "
-        "context OOB over exactly its members)",
-        size);
-    return UCC_ERR_NOT_SUPPORTED;
+        "ucc_team_create_post: the context is UCC_CONTEXT_EXCLUSIVE and "
+        "already holds a team; destroy that team first, or create the "
+        "context as UCC_CONTEXT_SHARED");
+    return UCC_ERR_NO_RESOURCE;
   }
-  if (size > 1 && (oob.allgather == nullptr || oob.req_test == nullptr ||
-                   oob.req_free == nullptr)) {
+  const ucc_team_params_t& p = *params;
+  ucc::host::TeamPlan plan;
+  ucc_status_t st = ucc::host::team_plan(p, *ctx, &plan);
+  if (st != UCC_OK) return st;
+  const uint32_t size = plan.size;
+  const uint32_t rank = plan.rank;
+  ucc_oob_coll_t oob{};
+  if (plan.boot == ucc::host::Boot::kTeamOob) oob = p.oob;
+  if (plan.boot == ucc::host::Boot::kCtxOob) oob = ctx->oob;
+  if ((plan.boot == ucc::host::Boot::kTeamOob ||
+       plan.boot == ucc::host::Boot::kCtxOob) &&
+      (oob.allgather == nullptr || oob.req_test == nullptr ||
+       oob.req_free == nullptr)) {
     UCC_ERROR("ucc_team_create_post: OOB callbacks missing");
+    free(plan.eps);
     return UCC_ERR_INVALID_PARAM;
   }
-
-  ucc_team* t = ucc::host::team_alloc(ctx);
-  if (t == nullptr) return UCC_ERR_NO_MEMORY;
-  t->size = size;
-  t->rank = rank;
-  t->oob = oob;
-  t->ordering = (p.mask & UCC_TEAM_PARAM_FIELD_ORDERING)
-                    ? p.ordering
-                    : UCC_COLLECTIVE_POST_ORDERED;
+  ucc_post_ordering_t ordering = (p.mask & UCC_TEAM_PARAM_FIELD_ORDERING)
+                                     ? p.ordering
+                                     : UCC_COLLECTIVE_POST_ORDERED;
   // The engine runs a team's collectives in posting order, which must
   // therefore be the same on every member.
-  if (t->ordering != UCC_COLLECTIVE_POST_ORDERED &&
-      t->ordering != UCC_COLLECTIVE_INIT_AND_POST_ORDERED) {
+  if (ordering != UCC_COLLECTIVE_POST_ORDERED &&
+      ordering != UCC_COLLECTIVE_INIT_AND_POST_ORDERED) {
     UCC_ERROR(
         "ucc_team_create_post: teams without a common posting order "
         "(ordering %d) are not supported yet",
-        static_cast<int>(t->ordering));
-    ucc::host::team_free(ctx, t);
+        static_cast<int>(ordering));
+    free(plan.eps);
     return UCC_ERR_NOT_SUPPORTED;
   }
+
+  ucc_team* t = ucc::host::team_alloc(ctx);
+  if (t == nullptr) {
+    free(plan.eps);
+    return UCC_ERR_NO_MEMORY;
+  }
   t->ctx = ctx;
+  t->size = size;
+  t->rank = rank;
+  t->oob = oob;
+  t->ordering = ordering;
+  t->has_id = (p.mask & UCC_TEAM_PARAM_FIELD_ID) != 0;
+  t->id = t->has_id ? p.id : 0;
   if ((p.mask & UCC_TEAM_PARAM_FIELD_OUTSTANDING_COLLS) &&
       p.outstanding_colls != 0)
     t->nreqs = p.outstanding_colls > UINT32_MAX
                    ? UINT32_MAX
                    : static_cast<uint32_t>(p.outstanding_colls);
-  ucc_status_t js = ucc::host::team_join(t, size, rank);
-  if (js != UCC_OK) {
-    ucc::host::team_free(ctx, t);
-    return js;
+  st = ucc::host::team_join(t, size, rank);
+  if (st == UCC_OK) {
+    memcpy(t->eps, plan.eps, size * sizeof(uint64_t));
+    if (plan.boot == ucc::host::Boot::kMailbox) {
+      ucc::host::Guard g(ctx->lock, ctx->mt);
+      st = ucc::host::mbox_begin(t);
+    }
   }
-  for (uint32_t i = 0; i < size; ++i) t->eps[i] = i;
+  free(plan.eps);
+  if (st != UCC_OK) {
+    ucc::host::Guard g(ctx->lock, ctx->mt);
+    ucc::host::team_free(ctx, t);
+    return st;
+  }
   t->state = ucc_team::State::kExchange;
   t->magic = ucc::host::kTeamMagic;
-  ++ctx->nteams;
+  {
+    ucc::host::Guard g(ctx->lock, ctx->mt);
+    ++ctx->nteams;
+  }
   *new_team = t;
   return UCC_OK;
 }
@@ -273,39 +266,34 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
   switch (t->state) {
     case ucc_team::State::kMembership:
       st = ucc::host::split_membership(t);
-      if (st != UCC_OK) {
-        if (st != UCC_INPROGRESS) t->state = ucc_team::State::kFailed;
-        return st;
-      }
+      if (st == UCC_INPROGRESS) return st;
+      if (st != UCC_OK) return fail(t, st);
       t->state = ucc_team::State::kExchange;
       [[fallthrough]];
     case ucc_team::State::kExchange: {
-      st = boot_step(t, &t->my_addr, t->addrs, sizeof(t->my_addr));
+      st = boot_step(t, 1, &t->my_addr, t->addrs, sizeof(t->my_addr));
       if (st == UCC_INPROGRESS) return st;
+      if (st != UCC_OK) return fail(t, st);
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
-      t->my_ok = st == UCC_OK &&
-                 (t->excluded || ucc::off::ok(t->ctx->engine.team_connect(
-                                     t->eng_idx, t->addrs)));
+      t->my_ok = t->excluded || ucc::off::ok(t->ctx->engine.team_connect(
+                                    t->eng_idx, t->addrs));
       t->state = ucc_team::State::kConfirm;
-      if (st != UCC_OK) {
-        t->state = ucc_team::State::kFailed;
-        return st;
-      }
     }
       [[fallthrough]];
     case ucc_team::State::kConfirm: {
-      st = boot_step(t, &t->my_ok, t->oks, sizeof(t->my_ok));
+      st = boot_step(t, 2, &t->my_ok, t->oks, sizeof(t->my_ok));
       if (st == UCC_INPROGRESS) return st;
-      bool all = st == UCC_OK;
+      if (st != UCC_OK) return fail(t, st);
+      bool all = true;
       for (uint32_t i = 0; all && i < t->size; ++i) all = t->oks[i] != 0;
       if (!all) {
         UCC_ERROR(
             "ucc_team_create_test: a member could not connect to the "
             "team");
-        t->state = ucc_team::State::kFailed;
-        return st != UCC_OK ? st : UCC_ERR_NO_MESSAGE;
+        return fail(t, UCC_ERR_NO_MESSAGE);
       }
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
+      ucc::host::mbox_end(t);
       if (!t->excluded) {
         t->ctx->engine.team_seal(t->eng_idx);
         ucc::host::context_fit_spin(t->ctx, t->size);
@@ -316,7 +304,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
     case ucc_team::State::kReady:
       return UCC_OK;
     case ucc_team::State::kFailed:
-      return UCC_ERR_NO_MESSAGE;
+      return t->fail_st;
   }
   return UCC_ERR_INVALID_PARAM;
 }

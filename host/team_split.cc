@@ -104,6 +104,13 @@ extern "C" ucc_status_t ucc_team_create_from_parent(uint64_t my_ep,
     return UCC_ERR_INVALID_PARAM;
   }
   ucc_context* ctx = parent->ctx;
+  if (ctx->type == UCC_CONTEXT_EXCLUSIVE) {
+    UCC_ERROR(
+        "ucc_team_create_from_parent: the context is UCC_CONTEXT_EXCLUSIVE "
+        "and its one team is the parent; create the context as "
+        "UCC_CONTEXT_SHARED to split teams");
+    return UCC_ERR_NO_RESOURCE;
+  }
   ucc_team* t = ucc::host::team_alloc(ctx);
   if (t == nullptr) return UCC_ERR_NO_MEMORY;
   t->ctx = ctx;
@@ -116,12 +123,16 @@ extern "C" ucc_status_t ucc_team_create_from_parent(uint64_t my_ep,
   t->stage =
       static_cast<unsigned char*>(calloc(t->psize, ucc::host::kBootEntry));
   if (t->stage == nullptr) {
+    ucc::host::Guard g(ctx->lock, ctx->mt);
     ucc::host::team_free(ctx, t);
     return UCC_ERR_NO_MEMORY;
   }
   t->state = ucc_team::State::kMembership;
   t->magic = ucc::host::kTeamMagic;
-  ++ctx->nteams;
+  {
+    ucc::host::Guard g(ctx->lock, ctx->mt);
+    ++ctx->nteams;
+  }
   *new_team = t;
   return UCC_OK;
 }

@@ -24,7 +24,11 @@ inline void cpu_relax() {
 class Backoff {
  public:
   explicit Backoff(uint32_t spin_limit = 64) : spin_limit_(spin_limit) {}
-  void set_spin_limit(uint32_t n) { spin_limit_ = n; }
+  // May run while other threads call idle() (a context's team creation
+  // while its other threads progress): relaxed, the limit is a hint too.
+  void set_spin_limit(uint32_t n) {
+    spin_limit_.store(n, std::memory_order_relaxed);
+  }
   // Call after a poll that found work.
   void reset() { idle_.store(0, std::memory_order_relaxed); }
   // Call after a poll that found nothing.
@@ -33,7 +37,7 @@ class Backoff {
     // threads only shifts when the next yield happens.
     uint32_t n = idle_.load(std::memory_order_relaxed) + 1;
     idle_.store(n, std::memory_order_relaxed);
-    if (n > spin_limit_) {
+    if (n > spin_limit_.load(std::memory_order_relaxed)) {
       sched_yield();
     } else {
       cpu_relax();
@@ -41,7 +45,7 @@ class Backoff {
   }
 
  private:
-  uint32_t spin_limit_;
+  std::atomic<uint32_t> spin_limit_;
   std::atomic<uint32_t> idle_{0};
 };
 
