@@ -30,7 +30,13 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
     {"SHM_SEG_SIZE", "64K", Scope::kContext,
      "Bytes per shared-memory message slot (multiple of 64)"},
     {"SHM_NSEGS", "8", Scope::kContext,
-     "Message slots per peer inbox (power of two, >= 2)"},
+     "Message slots per peer inbox (power of two, 2..64)"},
+    {"TEAM_INFLIGHT", "8", Scope::kContext,
+     "Collectives of one team the engine runs at once (1..64); later ones "
+     "wait, in posting order"},
+    {"UNEXPECTED_SLOTS", "16", Scope::kContext,
+     "Messages (of UCC_SHM_SEG_SIZE bytes each) the engine can set aside "
+     "when inboxes are full of messages it cannot consume yet (0..4096)"},
     {"POLL_SPIN", "auto", Scope::kContext,
      "Idle ucc_context_progress calls before each further idle call "
      "yields the CPU; auto: 2 when a team has more ranks than this process "
@@ -161,7 +167,11 @@ bool valid(Knob k, const char* v) {
     case Knob::kShmSegSize:
       return parse_size(v, &u) && u >= 64 && u % 64 == 0 && u <= (64u << 20);
     case Knob::kShmNsegs:
-      return parse_size(v, &u) && u >= 2 && u <= 1024 && is_pow2(u);
+      return parse_size(v, &u) && u >= 2 && u <= 64 && is_pow2(u);
+    case Knob::kTeamInflight:
+      return parse_size(v, &u) && u >= 1 && u <= 64;
+    case Knob::kUnexpectedSlots:
+      return parse_size(v, &u) && u <= 4096;
     case Knob::kPollSpin:
       return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u <= 1000000);
     case Knob::kAllreduceRingMin:
@@ -345,6 +355,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.team_queue = static_cast<uint32_t>(q);
   e.slot_size = static_cast<uint32_t>(num(Knob::kShmSegSize));
   e.nslots = static_cast<uint32_t>(num(Knob::kShmNsegs));
+  e.inflight = static_cast<uint32_t>(num(Knob::kTeamInflight));
+  e.unexpected = static_cast<uint32_t>(num(Knob::kUnexpectedSlots));
   e.select.allreduce_ring_min_bytes = num(Knob::kAllreduceRingMin);
   for (int i = 0; i < kNumKnobs; ++i) {
     CollType coll = alg_knob_coll(static_cast<Knob>(i));

@@ -26,6 +26,8 @@ enum class Knob : uint8_t {
   kTeamCreateTimeout,
   kShmSegSize,
   kShmNsegs,
+  kTeamInflight,
+  kUnexpectedSlots,
   kPollSpin,
   kAllreduceRingMin,
   kBarrierAlg,

@@ -201,20 +201,21 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
     free(plan.eps);
     return UCC_ERR_INVALID_PARAM;
   }
-  ucc_post_ordering_t ordering = (p.mask & UCC_TEAM_PARAM_FIELD_ORDERING)
-                                     ? p.ordering
-                                     : UCC_COLLECTIVE_POST_ORDERED;
-  // The engine runs a team's collectives in posting order, which must
-  // therefore be the same on every member.
-  if (ordering != UCC_COLLECTIVE_POST_ORDERED &&
-      ordering != UCC_COLLECTIVE_INIT_AND_POST_ORDERED) {
-    UCC_ERROR(
-        "ucc_team_create_post: teams without a common posting order "
-        "(ordering %d) are not supported yet",
-        static_cast<int>(ordering));
-    free(plan.eps);
-    return UCC_ERR_NOT_SUPPORTED;
+  // Without a common posting order (the UNORDERED values, and
+  // INIT_ORDERED, which orders only the inits), collectives are matched by
+  // their tags instead (coll_args.cc).
+  int ord = UCC_COLLECTIVE_POST_ORDERED;
+  if (p.mask & UCC_TEAM_PARAM_FIELD_ORDERING) {
+    static_assert(sizeof(ord) == sizeof(p.ordering));
+    memcpy(&ord, &p.ordering, sizeof(ord));  // may hold any int
   }
+  if (ord < UCC_COLLECTIVE_POST_ORDERED ||
+      ord > UCC_COLLECTIVE_INIT_AND_POST_UNORDERED) {
+    UCC_ERROR("ucc_team_create_post: unknown ordering %d", ord);
+    free(plan.eps);
+    return UCC_ERR_INVALID_PARAM;
+  }
+  const auto ordering = static_cast<ucc_post_ordering_t>(ord);
 
   ucc_team* t = ucc::host::team_alloc(ctx);
   if (t == nullptr) {
