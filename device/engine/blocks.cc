@@ -4,31 +4,42 @@
 
 #include "device/coll/patterns.h"
 #include "offload/vectors.h"
-#include "platform/mem/direct_mem.h"
 
 namespace ucc::dev {
 namespace {
 
 using off::CollType;
 
-// The host array at `addr` (n entries), mapped through the memory
-// adapter, or nullptr.
-const void* map_array(uint64_t addr, bool wide, uint32_t n) {
-  if (addr == 0) return nullptr;
+// Entries [first, first + cnt) of the host array at `addr` (n entries),
+// widened to 64 bits into out[0, cnt). false when the array is absent or
+// cannot be read.
+bool read_entries(const plat::MemAccess& mem, uint64_t addr, bool wide,
+                  uint32_t n, uint32_t first, uint32_t cnt, uint64_t* out) {
+  if (addr == 0) return false;
+  const uint64_t es = wide ? 8 : 4;
   off::BufRef ref{addr, off::vec_bytes(wide, n), 0, 0, {0, 0, 0}};
-  return plat::DirectMem::map(ref, 0, ref.bytes);
+  if (!mem.read(ref, es * first, out, es * cnt)) return false;
+  if (!wide) {
+    // Widen in place from the top: entry i's 4 bytes sit below where
+    // entry i's 8 bytes go, and entries below i are still untouched.
+    const auto* raw = reinterpret_cast<const unsigned char*>(out);
+    for (uint32_t i = cnt; i-- > 0;) {
+      uint32_t v;
+      memcpy(&v, raw + 4 * size_t{i}, 4);
+      out[i] = v;
+    }
+  }
+  return true;
 }
 
 // Counts and offsets of one side from user arrays.
-bool from_arrays(uint64_t counts, uint64_t displs, bool wc, bool wd, uint32_t n,
-                 uint64_t* cnt, uint64_t* off) {
-  const void* c = map_array(counts, wc, n);
-  const void* d = map_array(displs, wd, n);
-  if (c == nullptr || (displs != 0 && d == nullptr)) return false;
+bool from_arrays(const plat::MemAccess& mem, uint64_t counts, uint64_t displs,
+                 bool wc, bool wd, uint32_t n, uint64_t* cnt, uint64_t* off) {
+  if (!read_entries(mem, counts, wc, n, 0, n, cnt)) return false;
+  if (displs != 0 && !read_entries(mem, displs, wd, n, 0, n, off)) return false;
   uint64_t packed = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    cnt[i] = off::vec_entry(c, wc, i);
-    off[i] = d != nullptr ? off::vec_entry(d, wd, i) : packed;
+    if (displs == 0) off[i] = packed;
     if (__builtin_add_overflow(packed, cnt[i], &packed)) return false;
   }
   return true;
@@ -57,20 +68,36 @@ bool is_vector_coll(CollType c) {
          c == CollType::kReduceScatterv;
 }
 
-bool vector_count(uint64_t counts, bool wide, uint32_t n, uint32_t i,
-                  uint64_t* out) {
-  const void* c = map_array(counts, wide, n);
-  if (c == nullptr || i >= n) return false;
-  *out = off::vec_entry(c, wide, i);
-  return true;
+bool vector_count(const plat::MemAccess& mem, uint64_t counts, bool wide,
+                  uint32_t n, uint32_t i, uint64_t* out) {
+  return i < n && read_entries(mem, counts, wide, n, i, 1, out);
 }
 
-bool vector_extent(uint64_t counts, uint64_t displs, bool wc, bool wd,
-                   uint32_t n, uint64_t* end, uint64_t* total) {
-  const void* c = map_array(counts, wc, n);
-  const void* d = map_array(displs, wd, n);
-  if (c == nullptr || (displs != 0 && d == nullptr)) return false;
-  return off::vec_extent(c, d, wc, wd, n, end, total);
+bool vector_extent(const plat::MemAccess& mem, uint64_t counts, uint64_t displs,
+                   bool wc, bool wd, uint32_t n, uint64_t* end,
+                   uint64_t* total) {
+  // The arrays come in pieces through a small buffer on the stack, so
+  // validation needs no engine memory of team size.
+  constexpr uint32_t kPiece = 64;
+  uint64_t c[kPiece], o[kPiece];
+  uint64_t packed = 0, far = 0;
+  for (uint32_t first = 0; first < n; first += kPiece) {
+    uint32_t m = n - first < kPiece ? n - first : kPiece;
+    if (!read_entries(mem, counts, wc, n, first, m, c) ||
+        (displs != 0 && !read_entries(mem, displs, wd, n, first, m, o)))
+      return false;
+    for (uint32_t i = 0; i < m; ++i) {
+      uint64_t at = displs != 0 ? o[i] : packed;
+      uint64_t e;
+      if (__builtin_add_overflow(at, c[i], &e) ||
+          __builtin_add_overflow(packed, c[i], &packed))
+        return false;
+      if (c[i] != 0 && e > far) far = e;
+    }
+  }
+  *end = far;
+  *total = packed;
+  return true;
 }
 
 Status fill_blocks(const off::CollDesc& d, uint32_t n, uint32_t rank,
@@ -105,7 +132,7 @@ Status fill_blocks(const off::CollDesc& d, uint32_t n, uint32_t rank,
       same_everywhere(n, d.count, in_place ? soff[rank] : 0, dcnt, doff);
       break;
     case CollType::kReduceScatterv:
-      okay = from_arrays(d.dst_counts, 0, wc, wd, n, scnt, soff);
+      okay = from_arrays(*run->mem, d.dst_counts, 0, wc, wd, n, scnt, soff);
       if (okay)
         same_everywhere(n, scnt[rank], in_place ? soff[rank] : 0, dcnt, doff);
       break;
@@ -117,7 +144,8 @@ Status fill_blocks(const off::CollDesc& d, uint32_t n, uint32_t rank,
     case CollType::kGatherv:
     case CollType::kAllgatherv:
       if (root || d.coll == CollType::kAllgatherv)
-        okay = from_arrays(d.dst_counts, d.dst_displs, wc, wd, n, dcnt, doff);
+        okay = from_arrays(*run->mem, d.dst_counts, d.dst_displs, wc, wd, n,
+                           dcnt, doff);
       if (okay)
         same_everywhere(n, d.count, in_place ? doff[rank] : 0, scnt, soff);
       break;
@@ -127,12 +155,15 @@ Status fill_blocks(const off::CollDesc& d, uint32_t n, uint32_t rank,
       break;
     case CollType::kScatterv:
       if (root)
-        okay = from_arrays(d.src_counts, d.src_displs, wc, wd, n, scnt, soff);
+        okay = from_arrays(*run->mem, d.src_counts, d.src_displs, wc, wd, n,
+                           scnt, soff);
       same_everywhere(n, d.count, 0, dcnt, doff);
       break;
     case CollType::kAlltoallv:
-      okay = from_arrays(d.src_counts, d.src_displs, wc, wd, n, scnt, soff) &&
-             from_arrays(d.dst_counts, d.dst_displs, wc, wd, n, dcnt, doff);
+      okay = from_arrays(*run->mem, d.src_counts, d.src_displs, wc, wd, n, scnt,
+                         soff) &&
+             from_arrays(*run->mem, d.dst_counts, d.dst_displs, wc, wd, n, dcnt,
+                         doff);
       break;
     default:
       break;

@@ -2,10 +2,19 @@
 // descriptor, its place in the team, the fabric towards its peers, and the
 // data operations on user buffers.
 //
-// Data operations go through the memory-access adapter (plat::DirectMem in
-// inline mode), never through raw host addresses, and every one of them is
-// bounds-checked against the descriptor's buffer references: a failing
-// check returns kInvalidParam and the collective ends with that status.
+// Data operations go through the memory-access adapter (plat::MemAccess),
+// never through raw host addresses, and every one of them is
+// bounds-checked against the descriptor's buffer references (and, when the
+// engine runs outside the host process, against the host's registrations)
+// before any byte moves: a failing check returns kInvalidParam and the
+// collective ends with that status.
+//
+// Each operation takes the adapter's direct pointer when it has one
+// (inline mode: the same code as plain memcpy/reduce on user memory).
+// Otherwise (cross-process) it copies through engine memory: user bytes
+// are read into the message slot or the collective's bounce buffer,
+// combined there, and written back, in pieces of at most `slot` bytes
+// (whole elements when reducing). Those paths live in coll_run.cc.
 //
 // Messaging goes through the team's Port with the collective's key, so a
 // collective only ever sees its own messages; one whose length is wrong
@@ -20,7 +29,7 @@
 #include "device/engine/port.h"
 #include "device/reduce/reduce.h"
 #include "offload/descriptor.h"
-#include "platform/mem/direct_mem.h"
+#include "platform/mem/mem_access.h"
 
 namespace ucc::dev {
 
@@ -48,13 +57,19 @@ struct CollRun {
   const uint64_t* src_off = nullptr;
   const uint64_t* dst_cnt = nullptr;
   const uint64_t* dst_off = nullptr;
+  // How user memory is reached (EngineConfig::mem), and `slot` bytes of
+  // engine memory for the copies the adapter cannot map (nullptr where
+  // every access maps: MemAccess::needs_bounce).
+  const plat::MemAccess* mem = &plat::kDirectAccess;
+  void* bounce = nullptr;
 
   const off::BufRef& ref(Buf b) const {
     return b == Buf::kSrc ? d->src : d->dst;
   }
-  // Direct pointer to bytes [off, off+len) of a user buffer, or nullptr.
+  // Direct pointer to bytes [off, off+len) of a user buffer, or nullptr
+  // (out of bounds, or an adapter that cannot map).
   void* at(Buf b, uint64_t off, uint64_t len) const {
-    return plat::DirectMem::map(ref(b), off, len);
+    return mem->map(ref(b), off, len);
   }
   // Whether two byte ranges of user buffers share any byte (empty ranges
   // share none).
@@ -66,13 +81,16 @@ struct CollRun {
   }
 
   // --- data operations -----------------------------------------------------
-  // engine memory <- user buffer
   // Every operation on zero bytes succeeds without mapping anything (a
   // zero-length buffer may well be NULL).
+  //
+  // engine memory <- user buffer
   Status copy_in(void* eng, Buf b, uint64_t off, uint64_t bytes) const {
     if (bytes == 0) return Status::kOk;
     const void* p = at(b, off, bytes);
-    if (p == nullptr) return Status::kInvalidParam;
+    if (p == nullptr)
+      return mem->read(ref(b), off, eng, bytes) ? Status::kOk
+                                                : Status::kInvalidParam;
     memcpy(eng, p, bytes);
     return Status::kOk;
   }
@@ -80,17 +98,21 @@ struct CollRun {
   Status copy_out(Buf b, uint64_t off, const void* eng, uint64_t bytes) const {
     if (bytes == 0) return Status::kOk;
     void* p = at(b, off, bytes);
-    if (p == nullptr) return Status::kInvalidParam;
+    if (p == nullptr)
+      return mem->write(ref(b), off, eng, bytes) ? Status::kOk
+                                                 : Status::kInvalidParam;
     memcpy(p, eng, bytes);
     return Status::kOk;
   }
-  // user buffer <- user buffer (no-op when both name the same bytes)
+  // user buffer <- user buffer (no-op when both name the same bytes;
+  // overlapping ranges are copied as memmove would)
   Status copy_uu(Buf db, uint64_t doff, Buf sb, uint64_t soff,
                  uint64_t bytes) const {
     if (bytes == 0) return Status::kOk;
     void* dp = at(db, doff, bytes);
     const void* sp = at(sb, soff, bytes);
-    if (dp == nullptr || sp == nullptr) return Status::kInvalidParam;
+    if (dp == nullptr || sp == nullptr)
+      return copy_uu_staged(db, doff, sb, soff, bytes);
     if (dp != sp) memmove(dp, sp, bytes);
     return Status::kOk;
   }
@@ -99,7 +121,7 @@ struct CollRun {
                    uint64_t count) const {
     if (count == 0) return Status::kOk;
     const void* p = at(b, off, count * esize);
-    if (p == nullptr) return Status::kInvalidParam;
+    if (p == nullptr) return reduce_in_staged(eng_dst, eng_a, b, off, count);
     return combine(eng_dst, eng_a, p, count);
   }
   // user dst <- engine a (op) user b (b may be the same bytes as dst)
@@ -108,7 +130,8 @@ struct CollRun {
     if (count == 0) return Status::kOk;
     void* dp = at(db, doff, count * esize);
     const void* bp = at(b, boff, count * esize);
-    if (dp == nullptr || bp == nullptr) return Status::kInvalidParam;
+    if (dp == nullptr || bp == nullptr)
+      return reduce_out_staged(db, doff, eng_a, b, boff, count);
     return combine(dp, eng_a, bp, count);
   }
   // dst <- a (op) b on memory already mapped (engine memory or pointers
@@ -128,7 +151,7 @@ struct CollRun {
   Status finish_avg(Buf b, uint64_t off, uint64_t count) const {
     if (!avg || count == 0) return Status::kOk;
     void* p = at(b, off, count * esize);
-    if (p == nullptr) return Status::kInvalidParam;
+    if (p == nullptr) return finish_avg_staged(b, off, count);
     scale_div(d->dtype, p, count, size);
     return Status::kOk;
   }
@@ -163,6 +186,21 @@ struct CollRun {
   void release(uint32_t peer) const {
     port->release(team_rank(peer), key, MsgKind::kData);
   }
+
+ private:
+  // The same operations through read/write and the bounce buffer, for
+  // adapters that cannot map (coll_run.cc). Each checks every range it
+  // will touch before moving a byte.
+  Status copy_uu_staged(Buf db, uint64_t doff, Buf sb, uint64_t soff,
+                        uint64_t bytes) const;
+  Status reduce_in_staged(void* eng_dst, const void* eng_a, Buf b, uint64_t off,
+                          uint64_t count) const;
+  Status reduce_out_staged(Buf db, uint64_t doff, const void* eng_a, Buf b,
+                           uint64_t boff, uint64_t count) const;
+  Status finish_avg_staged(Buf b, uint64_t off, uint64_t count) const;
+  // Elements per bounce-sized piece; 0 when there is no bounce buffer or
+  // an element does not fit.
+  uint64_t piece_elems() const;
 };
 
 }  // namespace ucc::dev

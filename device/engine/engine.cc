@@ -43,15 +43,17 @@ void Engine::fini() {
 namespace {
 
 void free_team_memory(off::CollDesc*& q, uint64_t*& qd, void*& inst,
-                      uint64_t*& blocks) {
+                      uint64_t*& blocks, void*& bounce) {
   free(q);
   free(qd);
   free(inst);
   free(blocks);
+  free(bounce);
   q = nullptr;
   qd = nullptr;
   inst = nullptr;
   blocks = nullptr;
+  bounce = nullptr;
 }
 
 }  // namespace
@@ -71,14 +73,20 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   uint64_t* qd = nullptr;
   void* inst = nullptr;
   uint64_t* blocks = nullptr;
+  void* bounce = nullptr;  // slot_size per instance, where map() cannot
   void* qmem = nullptr;
   if (posix_memalign(&qmem, 64, sizeof(CollDesc) * cfg_.team_queue) == 0)
     q = static_cast<off::CollDesc*>(qmem);
   qd = static_cast<uint64_t*>(calloc(cfg_.team_queue, 8));
   if (posix_memalign(&inst, 64, sizeof(Inst) * k) != 0) inst = nullptr;
   blocks = static_cast<uint64_t*>(calloc(4 * size_t{size} * k, 8));
-  if (q == nullptr || qd == nullptr || inst == nullptr || blocks == nullptr) {
-    free_team_memory(q, qd, inst, blocks);
+  const bool need_bounce = cfg_.mem.needs_bounce();
+  if (need_bounce &&
+      posix_memalign(&bounce, 64, size_t{cfg_.slot_size} * k) != 0)
+    bounce = nullptr;
+  if (q == nullptr || qd == nullptr || inst == nullptr || blocks == nullptr ||
+      (need_bounce && bounce == nullptr)) {
+    free_team_memory(q, qd, inst, blocks, bounce);
     return Status::kNoMemory;
   }
   Status st = t.port.init(i, size, k, &store_);
@@ -86,7 +94,7 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   if (ok(st)) st = t.port.fab().open(fc, addr);
   if (failed(st)) {
     t.port.fini();
-    free_team_memory(q, qd, inst, blocks);
+    free_team_memory(q, qd, inst, blocks, bounce);
     return st;
   }
   t.queue = q;
@@ -95,6 +103,9 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   for (uint32_t j = 0; j < k; ++j) {
     new (&t.inst[j]) Inst;
     t.inst[j].blocks = blocks + 4 * size_t{size} * j;
+    if (bounce != nullptr)
+      t.inst[j].bounce =
+          static_cast<char*>(bounce) + size_t{cfg_.slot_size} * j;
   }
   t.qhead = t.qtail = 0;
   t.size = size;
@@ -144,8 +155,9 @@ void Engine::team_close(uint32_t idx) {
   t.port.fini();
   void* inst = t.inst;
   uint64_t* blocks = t.inst[0].blocks;
+  void* bounce = t.inst[0].bounce;
   for (uint32_t j = 0; j < cfg_.inflight; ++j) t.inst[j].~Inst();
-  free_team_memory(t.queue, t.qdeadline, inst, blocks);
+  free_team_memory(t.queue, t.qdeadline, inst, blocks, bounce);
   t.inst = nullptr;
   t.state = Team::State::kFree;
 }

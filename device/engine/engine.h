@@ -18,6 +18,7 @@
 #include "device/engine/alg.h"
 #include "device/select/select.h"
 #include "offload/channel.h"
+#include "platform/mem/mem_access.h"
 #include "platform/shm/shm_fabric.h"
 
 namespace ucc::dev {
@@ -34,6 +35,12 @@ struct EngineConfig {
   // mode). Without it, reductions on generic types are refused with
   // kNotSupported; moving them needs no hook.
   UserReduce user_reduce;
+  // How the engine reaches user buffers: direct (inline: in this process),
+  // or, for an engine serving another process, cross-process into that
+  // process with its registrations (plat::MemAccess::cross_process(pid,
+  // &regs): the table must outlive the engine). Validation and every data
+  // operation check buffers through it.
+  plat::MemAccess mem;
 };
 
 class Engine {

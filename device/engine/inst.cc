@@ -118,6 +118,8 @@ void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
   const uint32_t slot = t.port.slot_size();
   r.slot = off::coll_reduces(d.coll) ? slot - slot % r.esize : slot;
   r.user = cfg_.user_reduce;
+  r.mem = &cfg_.mem;
+  r.bounce = in.bounce;
   r.avg = d.op == off::ROp::kAvg;
   r.rop = r.avg ? off::ROp::kSum : d.op;
 

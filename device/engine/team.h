@@ -29,6 +29,7 @@ struct Engine::Inst {
   bool agree_sent = false;
   const AlgInfo* alg = nullptr;
   uint64_t* blocks = nullptr;  // 4 * team size: block tables (blocks.h)
+  void* bounce = nullptr;      // slot_size bytes, or none (CollRun::bounce)
   off::CollDesc d{};
   CollRun run{};
   alignas(64) unsigned char alg_state[kMaxAlgState];

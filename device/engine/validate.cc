@@ -16,20 +16,25 @@ bool mul(uint64_t a, uint64_t b, uint64_t* out) {
   return !__builtin_mul_overflow(a, b, out);
 }
 
-bool fits(const off::BufRef& r, uint64_t need) {
+// A buffer the collective touches (need > 0 bytes): host memory, not
+// wrapping, long enough, and reachable through the memory adapter as a
+// whole (outside the host process: inside the host's registrations; each
+// access is checked again when it happens).
+bool fits(const plat::MemAccess& mem, const off::BufRef& r, uint64_t need) {
   if (need == 0) return true;
   if (r.mem_type != 0 || r.addr == 0) return false;
   uint64_t end;
   if (__builtin_add_overflow(r.addr, r.bytes, &end)) return false;
-  return r.bytes >= need;
+  return r.bytes >= need && mem.check(r, 0, r.bytes);
 }
 
 // Bytes a side of a v-collective needs: the furthest block its arrays
 // describe. false when the arrays cannot be read or overflow.
-bool vector_need(uint64_t counts, uint64_t displs, const off::CollDesc& d,
-                 uint32_t n, uint64_t* need, uint64_t* total = nullptr) {
+bool vector_need(const plat::MemAccess& mem, uint64_t counts, uint64_t displs,
+                 const off::CollDesc& d, uint32_t n, uint64_t* need,
+                 uint64_t* total = nullptr) {
   uint64_t end = 0, sum = 0;
-  if (!vector_extent(counts, displs, d.flags & off::kDescCount64,
+  if (!vector_extent(mem, counts, displs, d.flags & off::kDescCount64,
                      d.flags & off::kDescDispl64, n, &end, &sum))
     return false;
   if (total != nullptr) *total = sum;
@@ -161,32 +166,34 @@ Status Engine::validate(const off::CollDesc& d) const {
       break;
     case CollType::kGatherv:
       need_src = in_place && root ? 0 : one;
-      if (root && !vector_need(d.dst_counts, d.dst_displs, d, n, &need_dst))
+      if (root &&
+          !vector_need(cfg_.mem, d.dst_counts, d.dst_displs, d, n, &need_dst))
         return Status::kInvalidParam;
       break;
     case CollType::kScatterv:
       need_dst = in_place && root ? 0 : one;
-      if (root && !vector_need(d.src_counts, d.src_displs, d, n, &need_src))
+      if (root &&
+          !vector_need(cfg_.mem, d.src_counts, d.src_displs, d, n, &need_src))
         return Status::kInvalidParam;
       break;
     case CollType::kAllgatherv:
       need_src = in_place ? 0 : one;
-      if (!vector_need(d.dst_counts, d.dst_displs, d, n, &need_dst))
+      if (!vector_need(cfg_.mem, d.dst_counts, d.dst_displs, d, n, &need_dst))
         return Status::kInvalidParam;
       break;
     case CollType::kAlltoallv:
       if (in_place ||
-          !vector_need(d.src_counts, d.src_displs, d, n, &need_src) ||
-          !vector_need(d.dst_counts, d.dst_displs, d, n, &need_dst))
+          !vector_need(cfg_.mem, d.src_counts, d.src_displs, d, n, &need_src) ||
+          !vector_need(cfg_.mem, d.dst_counts, d.dst_displs, d, n, &need_dst))
         return Status::kInvalidParam;
       break;
     case CollType::kReduceScatterv: {
       // count is the whole vector; dst_counts splits it.
       uint64_t total = 0, mine = 0;
-      if (!vector_need(d.dst_counts, 0, d, n, &need_src, &total) ||
+      if (!vector_need(cfg_.mem, d.dst_counts, 0, d, n, &need_src, &total) ||
           total != d.count ||
-          !vector_count(d.dst_counts, d.flags & off::kDescCount64, n, me,
-                        &mine) ||
+          !vector_count(cfg_.mem, d.dst_counts, d.flags & off::kDescCount64, n,
+                        me, &mine) ||
           !mul(mine, esize, &need_dst))
         return Status::kInvalidParam;
       if (in_place) need_dst = need_src;
@@ -196,7 +203,7 @@ Status Engine::validate(const off::CollDesc& d) const {
       return Status::kInvalidParam;
   }
   if (off::coll_rooted(d.coll) && d.root >= n) return Status::kInvalidParam;
-  if (!fits(d.src, need_src) || !fits(d.dst, need_dst))
+  if (!fits(cfg_.mem, d.src, need_src) || !fits(cfg_.mem, d.dst, need_dst))
     return Status::kInvalidParam;
   return Status::kOk;
 }
