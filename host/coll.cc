@@ -2,6 +2,8 @@
 // pooled request), post (push the descriptor to the engine), finalize, and
 // the reaping of completions during progress. Nothing here allocates after
 // team creation.
+#include <sched.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -62,7 +64,13 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
     Request* next = r->next;
     uint64_t w = ctx->ch.read(r->team->comp_base + r->index);
     off::Status st = off::completion_status(w);
-    if (off::completion_gen(w) == r->gen && st != off::Status::kInProgress) {
+    bool ended =
+        off::completion_gen(w) == r->gen && st != off::Status::kInProgress;
+    if (!ended && ctx->engine.dead()) {
+      ended = true;  // nobody will complete it now
+      st = off::Status::kError;
+    }
+    if (ended) {
       unlink_posted(ctx, r);
       // Release store: whoever reads the status (ucc_collective_test is an
       // inline plain read in ucc.h) then sees the collective's data.
@@ -122,6 +130,10 @@ ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
   if (st != UCC_OK) return st;
   ucc_context* ctx = team->ctx;
   ucc::host::Guard g(ctx->lock, ctx->mt);
+  // Emu: the daemon reaches only registered memory.
+  if (ucc::off::failed(
+          ctx->engine.cover(d, d.set_size != 0 ? d.set_size : team->size)))
+    return UCC_ERR_NO_RESOURCE;
   Request* r = team->free_reqs;
   if (r == nullptr) {
     UCC_ERROR(
@@ -164,16 +176,28 @@ ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
   }
   ucc_context* ctx = r->team->ctx;
   ucc::host::Guard g(ctx->lock, ctx->mt);
+  if (ctx->engine.dead()) {
+    UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
+    return UCC_ERR_NO_MESSAGE;
+  }
   r->desc.gen = ++r->gen;
   ctx->ch.arm(r->desc.comp_slot, r->gen);
   if (!ctx->ch.submit(r->desc)) {
-    // Inline mode: let the engine drain its ring, then try once more.
-    ctx->engine.progress();
-    if (!ctx->ch.submit(r->desc)) {
+    // Let the engine drain its ring (inline: here; emu: the daemon, woken
+    // up), then try again for a while.
+    bool in = false;
+    for (int i = 0; i < 10000 && !in; ++i) {
+      ctx->engine.progress();
+      ctx->engine.submitted();
+      in = ctx->ch.submit(r->desc);
+      if (!in && ctx->engine.emu()) sched_yield();
+    }
+    if (!in) {
       UCC_ERROR("ucc_collective_post: submission ring full");
       return UCC_ERR_NO_RESOURCE;
     }
   }
+  ctx->engine.submitted();
   r->posted = true;
   r->pub.status = UCC_INPROGRESS;
   r->prev = nullptr;

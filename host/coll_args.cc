@@ -337,6 +337,12 @@ namespace {
 // (a generic type's) larger than a message slot cannot be reduced.
 ucc_status_t whole_elements(const char* coll, const off::CollDesc& d,
                             const ucc_team& team) {
+  if (d.dtype == DType::kGeneric && off::coll_reduces(d.coll) &&
+      team.ctx->engine.emu())
+    ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
+              "%s: a generic datatype's reduction callback lives in this "
+              "process; the engine of UCC_OFFLOAD=emu cannot call it",
+              coll);
   const uint32_t slot = team.ctx->settings.engine.slot_size;
   if (off::coll_reduces(d.coll) && off::elem_size(d) > slot)
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED,

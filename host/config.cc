@@ -19,7 +19,17 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
      "Log level: error, warn, info, debug, trace"},
     {"OFFLOAD", "inline", Scope::kContext,
      "Where the collective engine runs: inline (in this process, "
-     "progressed by ucc_context_progress)"},
+     "progressed by ucc_context_progress) or emu (in this node's "
+     "firmware_sim daemon, the emulated DPU; started if none runs)"},
+    {"FIRMWARE_SOCKET", "", Scope::kContext,
+     "emu: the daemon's unix socket; empty: "
+     "/tmp/ucc-firmware-sim-<uid>.sock"},
+    {"FIRMWARE_SIM", "auto", Scope::kContext,
+     "emu: the firmware_sim binary to start when no daemon listens; auto: "
+     "the build tree's or the installed one; none: never start one"},
+    {"FIRMWARE_TIMEOUT", "10s", Scope::kContext,
+     "emu: how long to wait for the daemon to start and for each of its "
+     "answers (a number with ms or s; s if none)"},
     {"MAX_TEAMS", "64", Scope::kContext, "Teams a context can hold at once"},
     {"TEAM_MAX_COLLS", "128", Scope::kContext,
      "Collective requests preallocated per team (rounded up to a power "
@@ -157,7 +167,13 @@ bool valid(Knob k, const char* v) {
       return plat::log_parse_level(v, &l);
     }
     case Knob::kOffload:
-      return strcasecmp(v, "inline") == 0;
+      return strcasecmp(v, "inline") == 0 || strcasecmp(v, "emu") == 0;
+    case Knob::kFirmwareSocket:
+      return strlen(v) < 108;  // sun_path
+    case Knob::kFirmwareSim:
+      return true;
+    case Knob::kFirmwareTimeout:
+      return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
     case Knob::kMaxTeams:
       return parse_size(v, &u) && u >= 1 && u <= 4096;
     case Knob::kTeamMaxColls:
@@ -349,6 +365,15 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
     return u;
   };
   dev::EngineConfig& e = out->engine;
+  LinkConfig& l = out->link;
+  l.emu = strcasecmp(c.value[static_cast<int>(Knob::kOffload)], "emu") == 0;
+  snprintf(out->socket_path, sizeof(out->socket_path), "%s",
+           c.value[static_cast<int>(Knob::kFirmwareSocket)]);
+  snprintf(out->daemon_path, sizeof(out->daemon_path), "%s",
+           c.value[static_cast<int>(Knob::kFirmwareSim)]);
+  uint64_t fw_ms = 10000;
+  parse_time_ms(c.value[static_cast<int>(Knob::kFirmwareTimeout)], &fw_ms);
+  l.timeout_ms = static_cast<uint32_t>(fw_ms);
   e.max_teams = static_cast<uint32_t>(num(Knob::kMaxTeams));
   uint64_t q = 1;
   while (q < num(Knob::kTeamMaxColls)) q <<= 1;

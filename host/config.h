@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "device/engine/engine.h"
+#include "host/link.h"
 #include "offload/types.h"
 #include "platform/os/log.h"
 
@@ -21,6 +22,9 @@ enum class Scope : uint8_t { kLib, kContext };
 enum class Knob : uint8_t {
   kLogLevel,
   kOffload,
+  kFirmwareSocket,
+  kFirmwareSim,
+  kFirmwareTimeout,
   kMaxTeams,
   kTeamMaxColls,
   kTeamCreateTimeout,
@@ -50,7 +54,7 @@ enum class Knob : uint8_t {
 };
 
 inline constexpr int kNumKnobs = static_cast<int>(Knob::kCount);
-inline constexpr int kValueLen = 64;
+inline constexpr int kValueLen = 256;
 
 struct KnobInfo {
   const char* name;  // without the UCC_ prefix
@@ -85,6 +89,9 @@ inline constexpr uint32_t kPollSpinAuto = UINT32_MAX;
 // What a context runs with, parsed from its values.
 struct ContextSettings {
   dev::EngineConfig engine;
+  LinkConfig link;  // link.engine is filled in by context creation
+  char socket_path[256];
+  char daemon_path[256];
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)
   uint64_t team_timeout_ns;  // mailbox team creation gives up after this
 };

@@ -185,6 +185,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
     return UCC_ERR_INVALID_PARAM;
   // The inline engine reduces generic datatypes through their callbacks.
   settings.engine.user_reduce = {&ucc::host::generic_reduce, nullptr};
+  settings.link.engine = settings.engine;
 
   // Without the TYPE field a context is shared, as it always was here.
   const int64_t type = (params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE)
@@ -226,21 +227,15 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   ucc::host::context_fit_spin(ctx, 1);
 
   uint32_t ncomp = settings.engine.max_teams * settings.engine.team_queue;
-  size_t bytes = ucc::off::Channel::bytes_needed(kSubmitRing, ncomp);
-  ctx->chmem = aligned_alloc(64, ucc::host::round64(bytes));
-  if (ctx->chmem == nullptr) {
-    ctx->~ucc_context();
-    free(ctx);
-    return UCC_ERR_NO_MEMORY;
-  }
-  ctx->ch.init(ctx->chmem, kSubmitRing, ncomp);
-  Status st = ctx->engine.init(settings.engine, &ctx->ch);
+  ucc::host::LinkConfig& link = ctx->settings.link;
+  link.socket_path = ctx->settings.socket_path;
+  link.daemon_path = ctx->settings.daemon_path;
+  Status st = ctx->engine.init(link, kSubmitRing, ncomp, &ctx->ch);
   ucc_status_t ust = ucc::host::to_ucc(st);
   if (ust == UCC_OK && has_oob && ctx->oob.n_oob_eps > 1)
     ust = context_wireup(ctx);
   if (ust != UCC_OK) {
     ctx->engine.fini();
-    free(ctx->chmem);
     ctx->~ucc_context();
     free(ctx);
     return ust;
@@ -285,7 +280,6 @@ ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
   ctx->magic = ucc::host::kDeadMagic;
   ucc::host::dead_teams_free(ctx);
   ctx->engine.fini();
-  free(ctx->chmem);
   --ctx->lib->ncontexts;
   ctx->~ucc_context();
   free(ctx);

@@ -15,6 +15,7 @@
 
 #include "device/engine/engine.h"
 #include "host/config.h"
+#include "host/link.h"
 #include "offload/channel.h"
 #include "platform/os/backoff.h"
 #include "platform/shm/mailbox.h"
@@ -126,9 +127,8 @@ struct ucc_context {
   ucc_team* boot_queue;
   ucc_team* boot_queue_tail;
   uint64_t addr[2];  // what ucc_context_get_attr reports
-  void* chmem;
   ucc::off::Channel ch;
-  ucc::dev::Engine engine;
+  ucc::host::EngineLink engine;  // inline engine or the daemon's (link.h)
   ucc::plat::Backoff backoff;
   ucc::host::Request* posted;  // head of the posted list
   int nteams;

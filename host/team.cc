@@ -277,7 +277,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       if (st != UCC_OK) return fail(t, st);
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
       t->my_ok = t->excluded || ucc::off::ok(t->ctx->engine.team_connect(
-                                    t->eng_idx, t->addrs));
+                                    t->eng_idx, t->size, t->addrs));
       t->state = ucc_team::State::kConfirm;
     }
       [[fallthrough]];

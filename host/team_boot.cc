@@ -28,8 +28,9 @@
 // Everything a message says is checked against what we expect: magic,
 // phase, key, team size, the sender's team rank (its place in our map)
 // and pid (what its context ep published), and for phase 1 that the
-// segment belongs to that pid. Creation fails with UCC_ERR_TIMED_OUT when
-// it has not finished UCC_TEAM_CREATE_TIMEOUT after post.
+// segment belongs to that pid (emu: to the node's firmware_sim daemon).
+// Creation fails with UCC_ERR_TIMED_OUT when it has not finished
+// UCC_TEAM_CREATE_TIMEOUT after post.
 //
 // Threads: callers hold the context lock (the mailbox is the context's).
 #include <unistd.h>
@@ -137,7 +138,10 @@ bool valid_msg(const ucc_team* t, const BootMsg& m, uint32_t l, uint32_t phase,
   if (phase == kAddrPhase) {
     plat::shm::SegAddr a;
     memcpy(&a, m.body, sizeof(a));
-    if (len != sizeof(a) || a.pid != m.pid) return false;
+    // Inline, the sender's engine owns the segment; emu, the node's daemon.
+    const int owner =
+        t->ctx->engine.emu() ? t->ctx->engine.daemon_pid() : m.pid;
+    if (len != sizeof(a) || a.pid != owner) return false;
   }
   return true;
 }

@@ -29,10 +29,10 @@ Status Engine::init(const EngineConfig& cfg, off::Channel* ch) {
   return st;
 }
 
-void Engine::fini() {
+void Engine::fini(bool lost) {
   if (teams_ == nullptr) return;
   for (uint32_t i = 0; i < cfg_.max_teams; ++i) {
-    if (teams_[i].state != Team::State::kFree) team_close(i);
+    if (teams_[i].state != Team::State::kFree) team_close(i, lost);
     teams_[i].~Team();
   }
   free(teams_);
@@ -115,6 +115,7 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   t.ntimed = 0;
   t.future_aborts = 0;
   t.idle = 0;
+  t.broken = false;
   t.state = Team::State::kOpen;
   *idx = i;
   return Status::kOk;
@@ -128,11 +129,18 @@ Status Engine::team_connect(uint32_t idx, const plat::shm::SegAddr* addrs) {
   return st;
 }
 
+uint32_t Engine::team_size(uint32_t idx) const {
+  if (teams_ == nullptr || idx >= cfg_.max_teams ||
+      teams_[idx].state == Team::State::kFree)
+    return 0;
+  return teams_[idx].size;
+}
+
 void Engine::team_seal(uint32_t idx) {
   if (idx < cfg_.max_teams) teams_[idx].port.fab().seal();
 }
 
-void Engine::team_close(uint32_t idx) {
+void Engine::team_close(uint32_t idx, bool lost) {
   if (idx >= cfg_.max_teams) return;
   Team& t = teams_[idx];
   if (t.state == Team::State::kFree) return;
@@ -152,7 +160,7 @@ void Engine::team_close(uint32_t idx) {
     const CollDesc& d = t.queue[t.qhead++ & (cfg_.team_queue - 1)];
     ch_->complete(d.comp_slot, d.gen, Status::kError);
   }
-  t.port.fini();
+  t.port.fini(lost);
   void* inst = t.inst;
   uint64_t* blocks = t.inst[0].blocks;
   void* bounce = t.inst[0].bounce;
@@ -160,6 +168,28 @@ void Engine::team_close(uint32_t idx) {
   free_team_memory(t.queue, t.qdeadline, inst, blocks, bounce);
   t.inst = nullptr;
   t.state = Team::State::kFree;
+}
+
+bool Engine::lost_member(Team& t) {
+  uint64_t now = plat::now_ns();
+  if (now - t.last_check < 100000000ull) return false;
+  t.last_check = now;
+  return t.port.fab().peer_lost();
+}
+
+void Engine::fail_team(Team& t) {
+  t.broken = true;
+  while (t.nrun != 0) {
+    Inst& in = t.inst[t.order[0]];
+    in.st = Status::kError;
+    report(in, Status::kError);
+    retire(t, t.order[0]);
+  }
+  while (t.qtail != t.qhead) {
+    const CollDesc& d = t.queue[t.qhead++ & (cfg_.team_queue - 1)];
+    ch_->complete(d.comp_slot, d.gen, Status::kError);
+  }
+  t.ntimed = 0;
 }
 
 void Engine::take(const CollDesc& d) {
@@ -171,6 +201,10 @@ void Engine::take(const CollDesc& d) {
     return;
   }
   Team& t = teams_[d.team];
+  if (t.broken) {
+    ch_->complete(d.comp_slot, d.gen, Status::kError);
+    return;
+  }
   if (t.qtail - t.qhead == cfg_.team_queue) {
     ch_->complete(d.comp_slot, d.gen, Status::kNoResource);
     return;
@@ -210,6 +244,7 @@ uint64_t Engine::drain() {
     ch_->done();
     take(copy);
     ++events;
+    ++taken_;
   }
   return events;
 }
@@ -226,6 +261,13 @@ uint64_t Engine::progress() {
     if (ev == 0 && t.nrun != 0) {
       // Stuck: maybe behind messages we cannot consume yet (port.h).
       if ((++t.idle & 15) == 0) ev += t.port.sweep();
+      // Stuck: every 100 ms, look whether a member is gone for good.
+      if ((t.idle & 63) == 0 && lost_member(t)) {
+        UCC_ERROR("team %u: a member has left or died; its collectives fail",
+                  i);
+        fail_team(t);
+        ev += 1;
+      }
     }
     if (ev != 0) t.idle = 0;
     if (!t.busy()) --busy_;

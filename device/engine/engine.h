@@ -52,7 +52,9 @@ class Engine {
 
   // kNoMemory when the team table cannot be allocated.
   Status init(const EngineConfig& cfg, off::Channel* ch);
-  void fini();
+  // lost: the host is gone without closing its teams (firmware_sim's
+  // client died); their peers are told.
+  void fini(bool lost = false);
 
   // --- team control (the host drives these during team creation) ----------
   // Reserves a team slot and creates this rank's fabric segment; *addr is
@@ -65,12 +67,17 @@ class Engine {
   void team_seal(uint32_t idx);
   // Frees the slot; collectives still queued or running on it complete
   // with kError.
-  void team_close(uint32_t idx);
+  void team_close(uint32_t idx, bool lost = false);
 
   // Takes new descriptors and advances every team's current collective.
   // Returns how much happened (descriptors taken, messages moved,
   // collectives finished): 0 means the pass was idle.
   uint64_t progress();
+
+  // Ranks of an open team, or 0 when `idx` names none.
+  uint32_t team_size(uint32_t idx) const;
+  // Descriptors taken from the channel so far.
+  uint64_t taken() const { return taken_; }
 
   // Validation of one descriptor against the engine's state (validate.cc).
   Status validate(const off::CollDesc& d) const;
@@ -82,6 +89,8 @@ class Engine {
   uint64_t drain();  // moves submitted descriptors onto their teams
   void take(const off::CollDesc& d);
   uint64_t advance(Team& t);
+  void fail_team(Team& t);    // a member is gone: everything ends in error
+  bool lost_member(Team& t);  // at most every 100 ms: fabric peer_lost()
 
   // Instance life (inst.cc).
   uint64_t start_queued(Team& t, uint64_t now);
@@ -100,6 +109,7 @@ class Engine {
   Team* teams_ = nullptr;
   Store store_;
   uint32_t busy_ = 0;  // teams with queued or running collectives
+  uint64_t taken_ = 0;
 };
 
 }  // namespace ucc::dev

@@ -113,7 +113,7 @@ Status Port::init(uint32_t team_idx, uint32_t nranks, uint32_t live,
   return Status::kOk;
 }
 
-void Port::fini() {
+void Port::fini(bool lost) {
   if (store_ != nullptr && stored_ != 0) {
     for (uint32_t e = 0; e < store_->capacity(); ++e) {
       int32_t i = static_cast<int32_t>(e);
@@ -123,7 +123,7 @@ void Port::fini() {
   stored_ = 0;
   free(owner_);
   owner_ = nullptr;
-  fab_.close();
+  fab_.close(lost);
 }
 
 void Port::set_live(uint32_t id, const MsgKey& k) {

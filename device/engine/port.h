@@ -101,7 +101,7 @@ class Port {
 
   // `live` collectives at most (<= kMaxLive), ids 0..live-1.
   Status init(uint32_t team_idx, uint32_t nranks, uint32_t live, Store* store);
-  void fini();
+  void fini(bool lost = false);  // lost: see ShmTeamFabric::close
 
   Fabric& fab() { return fab_; }
   uint32_t slot_size() const { return fab_.slot_size(); }

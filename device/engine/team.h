@@ -51,6 +51,8 @@ struct Engine::Team {
   uint32_t ntimed = 0;         // queued or running with a deadline
   uint32_t future_aborts = 0;  // aborts kept for collectives not started
   uint32_t idle = 0;           // passes without progress in a row
+  bool broken = false;         // a member is gone (Engine::fail_team)
+  uint64_t last_check = 0;     // ns: the last look for lost members
   bool busy() const { return nrun != 0 || qtail != qhead; }
 };
 

@@ -36,6 +36,8 @@ void Channel::init(void* mem, uint32_t sq_capacity, uint32_t ncomp) {
   hdr->version = kDescVersion;
   hdr->sq_capacity = sq_capacity;
   hdr->ncomp = ncomp;
+  new (&hdr->engine_idle) std::atomic<uint32_t>(0);
+  hdr_ = hdr;
   auto* idx = new (base + o.idx) RingIndices;
   sq_.init(idx, reinterpret_cast<CollDesc*>(base + o.sq), sq_capacity);
   comp_ = reinterpret_cast<std::atomic<uint64_t>*>(base + o.comp);
@@ -46,7 +48,7 @@ void Channel::init(void* mem, uint32_t sq_capacity, uint32_t ncomp) {
 Status Channel::attach(void* mem, size_t bytes) {
   auto* base = static_cast<char*>(mem);
   if (bytes < sizeof(ChannelHeader)) return Status::kInvalidParam;
-  const auto* hdr = reinterpret_cast<const ChannelHeader*>(base);
+  auto* hdr = reinterpret_cast<ChannelHeader*>(base);
   if (hdr->magic != kChannelMagic || hdr->version != kDescVersion)
     return Status::kInvalidParam;
   uint32_t cap = hdr->sq_capacity;
@@ -57,6 +59,7 @@ Status Channel::attach(void* mem, size_t bytes) {
              reinterpret_cast<CollDesc*>(base + o.sq));
   comp_ = reinterpret_cast<std::atomic<uint64_t>*>(base + o.comp);
   ncomp_ = hdr->ncomp;
+  hdr_ = hdr;
   return Status::kOk;
 }
 

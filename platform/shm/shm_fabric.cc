@@ -1,6 +1,7 @@
 #include "platform/shm/shm_fabric.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@ struct SegHeader {
   int32_t owner_pid;
   uint32_t pad;
   std::atomic<uint32_t> attention;  // control messages delivered here
+  std::atomic<uint32_t> closed;     // 1: the owner left normally; 2: lost
 };
 static_assert(sizeof(SegHeader) <= 64);
 
@@ -105,6 +107,7 @@ Status ShmTeamFabric::open(const FabricConfig& cfg, SegAddr* out) {
   h->nslots = cfg.nslots;
   h->owner_pid = getpid();
   new (&h->attention) std::atomic<uint32_t>(0);
+  new (&h->closed) std::atomic<uint32_t>(0);
   for (uint32_t i = 0; i < cfg.nranks; ++i) {
     InboxCtl* c = new (ctl(seg_, i)) InboxCtl;
     c->head.store(0, std::memory_order_relaxed);
@@ -172,7 +175,7 @@ void ShmTeamFabric::seal() {
   }
 }
 
-void ShmTeamFabric::close() {
+void ShmTeamFabric::close(bool lost) {
   if (peers_ != nullptr) {
     for (uint32_t i = 0; i < cfg_.nranks; ++i) {
       if (peers_[i].bytes != 0) munmap(peers_[i].base, peers_[i].bytes);
@@ -181,6 +184,12 @@ void ShmTeamFabric::close() {
     peers_ = nullptr;
   }
   if (seg_ != nullptr) {
+    // Peers keep their mapping: this tells them how we left. A member
+    // that leaves normally may still have messages on their way to peers
+    // that need nothing more from it, and its process may exit: peers must
+    // not take either for a failure. Lost: we will not answer.
+    reinterpret_cast<SegHeader*>(seg_)->closed.store(
+        lost ? 2 : 1, std::memory_order_release);
     munmap(seg_, seg_bytes_);
     seg_ = nullptr;
   }
@@ -285,6 +294,20 @@ void ShmTeamFabric::rx_release(uint32_t peer, uint32_t i) {
   std::atomic<uint8_t>& d = ctl(seg_, peer)->done[p.pend[i]];
   d.store(static_cast<uint8_t>(d.load(std::memory_order_relaxed) + 1),
           std::memory_order_release);
+}
+
+bool ShmTeamFabric::peer_lost() const {
+  if (peers_ == nullptr) return false;
+  for (uint32_t i = 0; i < cfg_.nranks; ++i) {
+    if (i == cfg_.rank || peers_[i].base == nullptr) continue;
+    const auto* h = reinterpret_cast<const SegHeader*>(peers_[i].base);
+    uint32_t how = h->closed.load(std::memory_order_acquire);
+    if (how == 2) return true;
+    if (how == 0 && kill(h->owner_pid, 0) != 0 && errno == ESRCH)
+      return true;  // died without leaving the team
+
+  }
+  return false;
 }
 
 uint32_t ShmTeamFabric::attention() const {

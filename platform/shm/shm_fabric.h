@@ -87,7 +87,9 @@ class ShmTeamFabric {
   Status connect(const SegAddr* addrs);
   // All peers have mapped us: the segment's fd is no longer needed.
   void seal();
-  void close();
+  // lost: we leave without finishing (our process or client is gone), so
+  // peers stuck waiting for us should give up (peer_lost).
+  void close(bool lost = false);
 
   uint32_t slot_size() const { return cfg_.slot_size; }
   uint32_t nslots() const { return cfg_.nslots; }
@@ -119,6 +121,9 @@ class ShmTeamFabric {
   const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const;
   const void* rx_payload(uint32_t peer, uint32_t i) const;
   void rx_release(uint32_t peer, uint32_t i);
+  // Whether a peer has left the team for good (closed with `lost`) or its
+  // process has died without leaving it. A system call per peer: for when a team seems stuck.
+  bool peer_lost() const;
   // Control messages (nonzero kind) received so far.
   uint32_t attention() const;
 

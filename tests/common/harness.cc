@@ -133,7 +133,11 @@ const char* status_name(ucc_status_t st) {
 }
 
 bool run_ranks(int n, const std::function<int(Rank&)>& fn, int timeout_s,
-               bool bind) {
+               bool bind, uint64_t may_be_killed) {
+  auto allowed_kill = [&](int r, int st) {
+    return r < 64 && ((may_be_killed >> r) & 1) != 0 && WIFSIGNALED(st) &&
+           WTERMSIG(st) == SIGKILL;
+  };
   if (n < 1) {
     std::fprintf(stderr, "run_ranks: need at least 1 rank, got %d\n", n);
     return false;
@@ -186,7 +190,8 @@ bool run_ranks(int n, const std::function<int(Rank&)>& fn, int timeout_s,
       reaped[r] = true;
       --running;
       wstatus[r] = w < 0 ? -1 : st;  // -1: reaped by someone else
-      if (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      if (w < 0 ||
+          ((!WIFEXITED(st) || WEXITSTATUS(st) != 0) && !allowed_kill(r, st))) {
         failed = true;
         if (first_failed < 0) first_failed = r;
       }
@@ -229,7 +234,7 @@ bool run_ranks(int n, const std::function<int(Rank&)>& fn, int timeout_s,
       }
     } else if (st == -1) {
       std::fprintf(stderr, "rank %d: exit status lost (reaped elsewhere)\n", r);
-    } else if (WIFSIGNALED(st)) {
+    } else if (WIFSIGNALED(st) && !allowed_kill(r, st)) {
       std::fprintf(stderr, "rank %d: killed by signal %d (%s)\n", r,
                    WTERMSIG(st), strsignal(WTERMSIG(st)));
     } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {

@@ -49,11 +49,13 @@ struct Rank {
 // (SIGKILL), reaps them all and prints one line per failed rank to stderr:
 //   "rank 2: exit 3", "rank 1: killed by signal 11",
 //   "rank 0: timeout after 120 s", "rank 3: killed by the harness (...)".
+// Ranks whose bit is set in `may_be_killed` may also end by SIGKILL (fault
+// tests that kill a rank on purpose).
 // With `bind`, rank r is pinned to the (r mod ncpu)-th CPU it may use, as
 // mpirun --bind-to core would: without it the scheduler sometimes leaves two
 // ranks on one core of an otherwise idle machine for seconds.
 bool run_ranks(int n, const std::function<int(Rank&)>& fn, int timeout_s = 300,
-               bool bind = false);
+               bool bind = false, uint64_t may_be_killed = 0);
 
 // Blocking OOB helpers on top of Rank::oob (they take part in the same
 // allgather order as the library). While waiting they progress ctx when it

@@ -24,6 +24,9 @@ struct ChannelHeader {
   uint16_t pad;
   uint32_t sq_capacity;
   uint32_t ncomp;
+  // Nonzero while an engine in another process is about to sleep: the
+  // host then rings its doorbell after submitting (see host/link.cc).
+  std::atomic<uint32_t> engine_idle;
 };
 
 class Channel {
@@ -45,6 +48,19 @@ class Channel {
   void done() { sq_.release(); }
 
   uint32_t ncomp() const { return ncomp_; }
+
+  // Engine: about to sleep (true) or awake again (false). Host: whether
+  // the engine asked for a doorbell since the last call (clears the
+  // request). Both are atomic read-modify-writes, so a descriptor
+  // submitted just before the host's call is seen by an engine that set
+  // the flag before looking at the ring once more.
+  void set_engine_idle(bool idle) {
+    hdr_->engine_idle.exchange(idle ? 1 : 0, std::memory_order_seq_cst);
+  }
+  bool take_doorbell() {
+    return hdr_->engine_idle.load(std::memory_order_relaxed) != 0 &&
+           hdr_->engine_idle.exchange(0, std::memory_order_seq_cst) != 0;
+  }
   // Engine: publish the end of generation `gen` in slot `slot`.
   void complete(uint32_t slot, uint32_t gen, Status st) {
     // E1 pairs with H1: the collective's writes to user memory happen
@@ -63,6 +79,7 @@ class Channel {
 
  private:
   SpscRing<CollDesc> sq_;
+  ChannelHeader* hdr_ = nullptr;
   std::atomic<uint64_t>* comp_ = nullptr;
   uint32_t ncomp_ = 0;
 };

@@ -1,0 +1,146 @@
+// firmware_sim: the emulated SmartNIC/DPU of one node (see server.h).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "firmware_sim/server.h"
+#include "offload/proto.h"
+#include "platform/os/log.h"
+#include "platform/os/sock.h"
+
+namespace {
+
+ucc::fw::Server* g_server = nullptr;
+
+void on_signal(int) {
+  if (g_server != nullptr) g_server->stop();
+}
+
+void usage(FILE* f) {
+  fprintf(f,
+          "Usage: firmware_sim [options]\n"
+          "The emulated DPU of this node: runs the collective engines of the\n"
+          "host processes that use UCC_OFFLOAD=emu and connect to its socket.\n"
+          "\n"
+          "  --socket <path>    unix socket to listen on (default: "
+          "UCC_FIRMWARE_SOCKET,\n"
+          "                     else /tmp/ucc-firmware-sim-<uid>.sock)\n"
+          "  --exit-idle <s>    exit after s seconds without clients "
+          "(default: never)\n"
+          "  --spin <n>         idle passes before sleeping (default 256)\n"
+          "  --sleep-ms <ms>    longest sleep while clients exist (default 5)\n"
+          "  --log-level <l>    error, warn, info, debug, trace (default "
+          "UCC_LOG_LEVEL)\n"
+          "  --stats            ask the daemon on the socket for its "
+          "statistics, print\n"
+          "                     them and exit\n"
+          "  --shutdown         ask the daemon on the socket to exit once it "
+          "has no\n"
+          "                     clients, and exit\n"
+          "  --help             this text\n");
+}
+
+// One request to a running daemon (--stats, --shutdown).
+int query(const char* path, uint16_t type) {
+  namespace proto = ucc::off::proto;
+  int s = ucc::plat::sock::connect_to(path);
+  if (s < 0) {
+    fprintf(stderr, "firmware_sim: no daemon on %s: %s\n", path, strerror(-s));
+    return 1;
+  }
+  proto::MsgHeader h{proto::kMagic, proto::kVersion, type, 0, 1};
+  proto::MsgHeader rh{};
+  proto::StatsReply sr{};
+  bool ok = ucc::plat::sock::send_all(s, &h, sizeof(h), nullptr, 0) &&
+            ucc::plat::sock::recv_all(s, &rh, sizeof(rh), 5000) == 1 &&
+            rh.len <= sizeof(sr) &&
+            ucc::plat::sock::recv_all(s, &sr, rh.len, 5000) == 1;
+  close(s);
+  if (!ok) {
+    fprintf(stderr, "firmware_sim: no answer from %s\n", path);
+    return 1;
+  }
+  if (type == proto::kStats) {
+    printf("clients %u\nteams %llu\ndescriptors %llu\nuptime_ms %llu\n",
+           sr.clients, static_cast<unsigned long long>(sr.teams),
+           static_cast<unsigned long long>(sr.descriptors),
+           static_cast<unsigned long long>(sr.uptime_ms));
+  }
+  return sr.status == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  char path[256];
+  const char* env = getenv("UCC_FIRMWARE_SOCKET");
+  if (env != nullptr && *env != 0)
+    snprintf(path, sizeof(path), "%s", env);
+  else
+    ucc::off::proto::default_socket_path(path, sizeof(path));
+  ucc::fw::ServerConfig cfg;
+  int ask = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    auto need = [&]() {
+      if (v == nullptr) {
+        fprintf(stderr, "firmware_sim: %s needs a value\n", a);
+        exit(2);
+      }
+      ++i;
+      return v;
+    };
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--socket") == 0) {
+      snprintf(path, sizeof(path), "%s", need());
+    } else if (strcmp(a, "--exit-idle") == 0) {
+      cfg.exit_idle_ms = static_cast<int>(atof(need()) * 1000);
+    } else if (strcmp(a, "--spin") == 0) {
+      cfg.spin = static_cast<uint32_t>(atoi(need()));
+    } else if (strcmp(a, "--sleep-ms") == 0) {
+      cfg.sleep_ms = atoi(need());
+    } else if (strcmp(a, "--log-level") == 0) {
+      ucc::plat::LogLevel l;
+      if (!ucc::plat::log_parse_level(need(), &l)) {
+        fprintf(stderr, "firmware_sim: bad log level\n");
+        return 2;
+      }
+      ucc::plat::log_set_level(l);
+    } else if (strcmp(a, "--stats") == 0) {
+      ask = ucc::off::proto::kStats;
+    } else if (strcmp(a, "--shutdown") == 0) {
+      ask = ucc::off::proto::kShutdown;
+    } else {
+      fprintf(stderr, "firmware_sim: unknown option %s\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (ask != 0) return query(path, static_cast<uint16_t>(ask));
+  cfg.socket_path = path;
+  ucc::fw::Server server;
+  ucc::off::Status st = server.start(cfg);
+  if (st == ucc::off::Status::kNoResource) {
+    UCC_INFO("firmware_sim: a daemon already serves %s", path);
+    return 3;
+  }
+  if (ucc::off::failed(st)) return 1;
+  g_server = &server;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  UCC_INFO("firmware_sim: serving %s (pid %d)", path, getpid());
+  server.run();
+  g_server = nullptr;
+  UCC_INFO("firmware_sim: exiting");
+  return 0;
+}

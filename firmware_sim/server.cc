@@ -1,0 +1,382 @@
+#include "firmware_sim/server.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "device/engine/engine.h"
+#include "offload/channel.h"
+#include "offload/proto.h"
+#include "platform/mem/mem_access.h"
+#include "platform/mem/reg_table.h"
+#include "platform/os/clock.h"
+#include "platform/os/log.h"
+#include "platform/os/sock.h"
+
+namespace ucc::fw {
+
+namespace proto = off::proto;
+
+struct Server::Client {
+  int fd = -1;
+  int pid = -1;
+  void* chmem = nullptr;
+  size_t chbytes = 0;
+  off::Channel ch;
+  dev::Engine engine;
+  plat::RegTable regs;  // what the host lets its engine reach
+  bool ready = false;   // kHello done
+  uint32_t teams = 0;
+};
+
+namespace {
+
+uint64_t now_ms() { return plat::now_ns() / 1000000; }
+
+bool pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// The engine configuration a host asks for, within the limits the daemon
+// accepts (the host library's own knob limits).
+bool engine_config(const proto::Hello& h, dev::EngineConfig* e) {
+  if (h.desc_version != off::kDescVersion) return false;
+  if (!pow2(h.sq_capacity) || h.sq_capacity > 65536) return false;
+  if (h.ncomp == 0 || h.ncomp > (1u << 24)) return false;
+  if (h.max_teams == 0 || h.max_teams > 4096) return false;
+  if (!pow2(h.team_queue) || h.team_queue > 65536) return false;
+  if (uint64_t{h.max_teams} * h.team_queue > (1u << 24)) return false;
+  if (h.slot_size < 64 || h.slot_size % 64 != 0 || h.slot_size > (64u << 20))
+    return false;
+  if (!pow2(h.nslots) || h.nslots < 2 || h.nslots > 64) return false;
+  if (h.inflight == 0 || h.inflight > 64 || h.unexpected > 4096) return false;
+  if (h.channel_bytes != off::Channel::bytes_needed(h.sq_capacity, h.ncomp))
+    return false;
+  e->max_teams = h.max_teams;
+  e->team_queue = h.team_queue;
+  e->slot_size = h.slot_size;
+  e->nslots = h.nslots;
+  e->inflight = h.inflight;
+  e->unexpected = h.unexpected;
+  e->select.allreduce_ring_min_bytes = h.allreduce_ring_min;
+  constexpr int kColls = static_cast<int>(off::CollType::kCount);
+  static_assert(kColls <= static_cast<int>(sizeof(h.forced_alg)));
+  for (int i = 0; i < kColls; ++i) e->select.forced[i] = h.forced_alg[i];
+  return true;
+}
+
+}  // namespace
+
+Server::~Server() {
+  while (nclients_ != 0) drop(nclients_ - 1);
+  free(clients_);
+  if (lfd_ >= 0) {
+    close(lfd_);
+    unlink(cfg_.socket_path);
+  }
+}
+
+Status Server::start(const ServerConfig& cfg) {
+  cfg_ = cfg;
+  int s = plat::sock::listen_at(cfg.socket_path);
+  if (s == -EADDRINUSE) return Status::kNoResource;
+  if (s < 0) {
+    UCC_ERROR("firmware_sim: cannot listen on %s: %s", cfg.socket_path,
+              strerror(-s));
+    return Status::kError;
+  }
+  lfd_ = s;
+  started_ms_ = now_ms();
+  return Status::kOk;
+}
+
+void Server::accept_clients() {
+  for (;;) {
+    pollfd pf{lfd_, POLLIN, 0};
+    if (poll(&pf, 1, 0) <= 0) return;
+    int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    if (nclients_ == cap_) {
+      uint32_t cap = cap_ == 0 ? 16 : cap_ * 2;
+      auto** n = static_cast<Client**>(realloc(clients_, cap * sizeof(void*)));
+      if (n == nullptr) {
+        close(fd);
+        return;
+      }
+      clients_ = n;
+      cap_ = cap;
+    }
+    auto* c = new (std::nothrow) Client;
+    if (c == nullptr) {
+      close(fd);
+      return;
+    }
+    c->fd = fd;
+    c->pid = plat::sock::peer_pid(fd);
+    clients_[nclients_++] = c;
+    UCC_DEBUG("firmware_sim: client pid %d connected", c->pid);
+  }
+}
+
+void Server::drop(uint32_t i) {
+  Client* c = clients_[i];
+  UCC_DEBUG("firmware_sim: client pid %d gone", c->pid);
+  // Closing the engine ends its collectives; the fabric segments it
+  // shared with other clients' engines go with it, and their collectives
+  // with this client's ranks end with an error, not a hang.
+  c->engine.fini(/*lost=*/true);
+  if (c->chmem != nullptr) munmap(c->chmem, c->chbytes);
+  close(c->fd);
+  delete c;
+  clients_[i] = clients_[--nclients_];
+}
+
+bool Server::reply(Client& c, uint16_t type, uint32_t seq, const void* body,
+                   uint32_t len) {
+  proto::MsgHeader h{proto::kMagic, proto::kVersion,
+                     static_cast<uint16_t>(type | proto::kReply), len, seq};
+  return plat::sock::send_all(c.fd, &h, sizeof(h), body, len);
+}
+
+// Reads and answers one request. Every field is checked before use.
+bool Server::handle(Client& c) {
+  proto::MsgHeader h;
+  int fd = -1;
+  int r = plat::sock::recv_all(c.fd, &h, sizeof(h), cfg_.io_timeout_ms, &fd);
+  if (r <= 0) return false;
+  if (h.magic != proto::kMagic || h.version != proto::kVersion ||
+      h.len > proto::kMaxBody) {
+    if (fd >= 0) close(fd);
+    return false;  // framing broken: nothing after this can be trusted
+  }
+  // Small bodies on the stack; only kTeamConnect may be large.
+  alignas(8) unsigned char small[256];
+  unsigned char* body = small;
+  if (h.len > sizeof(small)) {
+    body = static_cast<unsigned char*>(malloc(h.len));
+    if (body == nullptr) return false;
+  }
+  if (h.len != 0 &&
+      plat::sock::recv_all(c.fd, body, h.len, cfg_.io_timeout_ms) != 1) {
+    if (body != small) free(body);
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  bool keep = true;
+  proto::Reply rep{static_cast<int32_t>(Status::kInvalidParam), 0};
+  auto fixed = [&](size_t want) { return h.len == want; };
+  switch (h.type) {
+    case proto::kHello: {
+      proto::HelloReply hr{static_cast<int32_t>(Status::kInvalidParam),
+                           static_cast<int32_t>(getpid())};
+      proto::Hello hello;
+      dev::EngineConfig ec;
+      struct stat sb;
+      if (!c.ready && fd >= 0 && fixed(sizeof(hello))) {
+        memcpy(&hello, body, sizeof(hello));
+        if (engine_config(hello, &ec) && fstat(fd, &sb) == 0 &&
+            static_cast<uint64_t>(sb.st_size) >= hello.channel_bytes) {
+          void* m = mmap(nullptr, hello.channel_bytes, PROT_READ | PROT_WRITE,
+                         MAP_SHARED, fd, 0);
+          if (m != MAP_FAILED) {
+            c.chmem = m;
+            c.chbytes = hello.channel_bytes;
+            Status st = c.ch.attach(m, c.chbytes);
+            if (ok(st)) st = c.regs.init();
+            if (ok(st)) {
+              // The host's memory by its pid from the socket (not from
+              // anything it says), within its registrations only.
+              ec.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
+              st = c.engine.init(ec, &c.ch);
+            }
+            hr.status = static_cast<int32_t>(st);
+            c.ready = ok(st);
+          }
+        }
+      }
+      if (fd >= 0) close(fd);
+      fd = -1;
+      keep = reply(c, h.type, h.seq, &hr, sizeof(hr)) && c.ready;
+      break;
+    }
+    case proto::kTeamOpen: {
+      proto::TeamOpenReply tr{};
+      tr.status = static_cast<int32_t>(Status::kInvalidParam);
+      proto::TeamOpen to;
+      if (c.ready && fixed(sizeof(to))) {
+        memcpy(&to, body, sizeof(to));
+        if (to.size >= 1 && to.size <= 65536 && to.rank < to.size) {
+          Status st = c.engine.team_open(to.size, to.rank, &tr.idx, &tr.addr);
+          tr.status = static_cast<int32_t>(st);
+          if (ok(st)) ++c.teams;
+        }
+      }
+      keep = reply(c, h.type, h.seq, &tr, sizeof(tr));
+      break;
+    }
+    case proto::kTeamConnect: {
+      proto::TeamConnect tc;
+      if (c.ready && h.len >= sizeof(tc)) {
+        memcpy(&tc, body, sizeof(tc));
+        uint64_t need =
+            sizeof(tc) + uint64_t{tc.size} * sizeof(plat::shm::SegAddr);
+        if (need == h.len && tc.size == c.engine.team_size(tc.idx)) {
+          rep.status = static_cast<int32_t>(c.engine.team_connect(
+              tc.idx,
+              reinterpret_cast<const plat::shm::SegAddr*>(body + sizeof(tc))));
+        }
+      }
+      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
+      break;
+    }
+    case proto::kTeamSeal:
+    case proto::kTeamClose: {
+      proto::TeamIdx ti;
+      if (c.ready && fixed(sizeof(ti))) {
+        memcpy(&ti, body, sizeof(ti));
+        if (c.engine.team_size(ti.idx) != 0) {
+          if (h.type == proto::kTeamSeal) {
+            c.engine.team_seal(ti.idx);
+          } else {
+            c.engine.team_close(ti.idx);
+            --c.teams;
+          }
+          rep.status = static_cast<int32_t>(Status::kOk);
+        }
+      }
+      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
+      break;
+    }
+    case proto::kRegister: {
+      proto::RegisterReply rr{static_cast<int32_t>(Status::kInvalidParam), 0};
+      proto::Register rg;
+      if (c.ready && fixed(sizeof(rg))) {
+        memcpy(&rg, body, sizeof(rg));
+        rr.key = c.regs.insert(rg.addr, rg.len);
+        rr.status = static_cast<int32_t>(
+            rr.key != 0
+                ? Status::kOk
+                : (c.regs.size() == c.regs.capacity() ? Status::kNoResource
+                                                      : Status::kInvalidParam));
+      }
+      keep = reply(c, h.type, h.seq, &rr, sizeof(rr));
+      break;
+    }
+    case proto::kDeregister: {
+      proto::Deregister dr;
+      if (c.ready && fixed(sizeof(dr))) {
+        memcpy(&dr, body, sizeof(dr));
+        if (c.regs.remove(dr.key))
+          rep.status = static_cast<int32_t>(Status::kOk);
+      }
+      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
+      break;
+    }
+    case proto::kStats: {
+      Stats s = stats();
+      proto::StatsReply sr{static_cast<int32_t>(Status::kOk), s.clients,
+                           s.descriptors, s.teams, s.uptime_ms};
+      keep = reply(c, h.type, h.seq, &sr, sizeof(sr));
+      break;
+    }
+    case proto::kShutdown:
+      shutdown_ = true;
+      rep.status = static_cast<int32_t>(Status::kOk);
+      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
+      break;
+    case proto::kDoorbell:
+      break;  // waking us was the point; no reply
+    default:
+      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
+      break;
+  }
+  if (fd >= 0) close(fd);
+  if (body != small) free(body);
+  return keep;
+}
+
+uint64_t Server::progress() {
+  uint64_t events = 0;
+  for (uint32_t i = 0; i < nclients_; ++i) {
+    if (clients_[i]->ready) events += clients_[i]->engine.progress();
+  }
+  return events;
+}
+
+Stats Server::stats() const {
+  Stats s{nclients_, descriptors_, 0, now_ms() - started_ms_};
+  for (uint32_t i = 0; i < nclients_; ++i) {
+    s.teams += clients_[i]->teams;
+    s.descriptors += clients_[i]->engine.taken();
+  }
+  return s;
+}
+
+void Server::run() {
+  uint32_t idle = 0, passes = 0;
+  uint64_t last_client_ms = now_ms();
+  pollfd* pfds = nullptr;
+  uint32_t pcap = 0;
+  while (stop_ == 0) {
+    uint64_t events = progress();
+    // Requests and new clients: checked every pass while busy is cheap
+    // enough (one poll with timeout 0), and waited for while idle.
+    bool sleep = false;
+    if (events != 0) {
+      idle = 0;
+    } else if (++idle > cfg_.spin) {
+      // Ask hosts for a doorbell, then look once more before sleeping, so
+      // a descriptor submitted in between is not left waiting.
+      for (uint32_t i = 0; i < nclients_; ++i)
+        if (clients_[i]->ready) clients_[i]->ch.set_engine_idle(true);
+      sleep = progress() == 0;
+      if (!sleep) idle = 0;
+    } else if ((idle & 15) == 0) {
+      sched_yield();
+    }
+    if (events != 0 && (++passes & 63) != 0) continue;  // busy: poll less
+    if (pcap < nclients_ + 1) {
+      pcap = nclients_ + 16;
+      auto* n = static_cast<pollfd*>(realloc(pfds, pcap * sizeof(pollfd)));
+      if (n == nullptr) break;
+      pfds = n;
+    }
+    pfds[0] = pollfd{lfd_, POLLIN, 0};
+    for (uint32_t i = 0; i < nclients_; ++i)
+      pfds[i + 1] = pollfd{clients_[i]->fd, POLLIN, 0};
+    int timeout = 0;
+    if (sleep) timeout = nclients_ != 0 ? cfg_.sleep_ms : 100;
+    int n = poll(pfds, nclients_ + 1, timeout);
+    if (sleep) {
+      for (uint32_t i = 0; i < nclients_; ++i)
+        if (clients_[i]->ready) clients_[i]->ch.set_engine_idle(false);
+      idle = 0;
+    }
+    if (n > 0) {
+      // Clients first (indices match pfds until one is dropped).
+      for (uint32_t i = nclients_; i-- > 0;) {
+        short re = pfds[i + 1].revents;
+        if (re == 0) continue;
+        if (!handle(*clients_[i])) drop(i);
+      }
+      if (pfds[0].revents & POLLIN) accept_clients();
+    }
+    if (nclients_ != 0) {
+      last_client_ms = now_ms();
+    } else {
+      if (shutdown_) break;
+      if (cfg_.exit_idle_ms >= 0 &&
+          now_ms() - last_client_ms > static_cast<uint64_t>(cfg_.exit_idle_ms))
+        break;
+    }
+  }
+  free(pfds);
+}
+
+}  // namespace ucc::fw

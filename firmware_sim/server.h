@@ -1,0 +1,75 @@
+// The firmware_sim daemon: the emulated DPU of one node. It serves any
+// number of host contexts (of any number of processes and jobs) over a
+// unix socket; for each it attaches the context's channel (a memfd the host
+// passes in kHello), runs a device engine on it, and answers the control
+// protocol (offload/proto.h). One thread does everything: control
+// requests, then a progress pass over every engine, with back-off when
+// idle (a host that finds the daemon asleep rings its doorbell).
+//
+// The engine of a host reaches that host's buffers only through
+// process_vm_readv/writev on the host's pid (taken from the socket, not
+// from anything the host says), and only inside the ranges the host has
+// registered.
+#pragma once
+
+#include <cstdint>
+
+#include "offload/types.h"
+
+namespace ucc::fw {
+
+using off::Status;
+
+struct ServerConfig {
+  const char* socket_path = nullptr;
+  uint32_t spin = 256;       // idle passes before sleeping
+  int sleep_ms = 5;          // longest sleep while clients exist
+  int exit_idle_ms = -1;     // exit after this long without clients
+  int io_timeout_ms = 2000;  // a request must arrive whole within this
+};
+
+// What `--stats` (and kStats) report.
+struct Stats {
+  uint32_t clients;
+  uint64_t descriptors;
+  uint64_t teams;
+  uint64_t uptime_ms;
+};
+
+class Server {
+ public:
+  Server() = default;
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server();
+
+  // Binds the socket. kNoResource when a live daemon already listens there.
+  Status start(const ServerConfig& cfg);
+  // Serves until stop() (from a signal handler too), a kShutdown request
+  // once no client is left, or exit_idle_ms without clients.
+  void run();
+  void stop() { stop_ = 1; }
+
+ private:
+  struct Client;
+
+  void accept_clients();
+  bool handle(Client& c);  // false: drop the client
+  bool reply(Client& c, uint16_t type, uint32_t seq, const void* body,
+             uint32_t len);
+  void drop(uint32_t i);
+  uint64_t progress();
+  Stats stats() const;
+
+  ServerConfig cfg_{};
+  int lfd_ = -1;
+  Client** clients_ = nullptr;
+  uint32_t nclients_ = 0;
+  uint32_t cap_ = 0;
+  uint64_t started_ms_ = 0;
+  uint64_t descriptors_ = 0;
+  bool shutdown_ = false;
+  volatile int stop_ = 0;
+};
+
+}  // namespace ucc::fw

@@ -1,0 +1,136 @@
+// The control protocol between a host library and the firmware_sim daemon
+// (the emulated DPU), over a unix stream socket. Collectives never use it:
+// they go through the channel (submission ring and completion words in a
+// memfd the host passes in kHello). It carries what the inline engine's
+// team control calls carry, plus registrations and status queries.
+//
+// Every message is a MsgHeader followed by `len` bytes of body; each
+// request gets exactly one reply of type (request type | kReply) with the
+// same `seq`, whose body starts with an int32 status (off::Status). Bodies
+// are fixed-size PODs, except kTeamConnect (a TeamConnect followed by
+// `size` SegAddr records). Both sides treat everything they receive as
+// untrusted: unknown types, wrong lengths and out-of-range values are
+// answered with kInvalidParam (or end the connection when the framing
+// itself is broken).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <type_traits>
+
+#include "platform/shm/shm_fabric.h"
+
+namespace ucc::off::proto {
+
+inline constexpr uint32_t kMagic = 0x55434350u;  // "UCCP"
+inline constexpr uint16_t kVersion = 1;
+// Largest body accepted: a kTeamConnect for 65536 ranks.
+inline constexpr uint32_t kMaxBody = 16 + 65536u * 32u;
+
+// Where a daemon listens unless told otherwise (one per user and node).
+inline void default_socket_path(char* buf, size_t n) {
+  snprintf(buf, n, "/tmp/ucc-firmware-sim-%u.sock",
+           static_cast<unsigned>(getuid()));
+}
+
+enum Type : uint16_t {
+  kHello = 1,    // Hello (+ the channel memfd as SCM_RIGHTS) -> HelloReply
+  kTeamOpen,     // TeamOpen -> TeamOpenReply
+  kTeamConnect,  // TeamConnect + SegAddr[size] -> Reply
+  kTeamSeal,     // TeamIdx -> Reply
+  kTeamClose,    // TeamIdx -> Reply
+  kRegister,     // Register -> RegisterReply
+  kDeregister,   // Deregister -> Reply
+  kStats,        // (empty) -> StatsReply
+  kShutdown,     // (empty) -> Reply; the daemon exits once idle
+  kDoorbell,     // (empty), no reply: wakes a sleeping daemon
+  kReply = 0x8000,
+};
+
+struct MsgHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t type;
+  uint32_t len;  // body bytes
+  uint32_t seq;
+};
+static_assert(sizeof(MsgHeader) == 16);
+
+// kHello: what the daemon's engine for this host context needs.
+struct Hello {
+  uint16_t desc_version;  // kDescVersion of the host
+  uint16_t pad;
+  uint32_t sq_capacity;  // channel geometry (Channel::init arguments)
+  uint32_t ncomp;
+  uint32_t max_teams;
+  uint32_t team_queue;
+  uint32_t slot_size;
+  uint32_t nslots;
+  uint32_t inflight;
+  uint32_t unexpected;
+  uint32_t pad2;
+  uint64_t allreduce_ring_min;
+  uint64_t channel_bytes;  // size of the memfd
+  uint8_t forced_alg[32];  // SelectConfig::forced, per CollType
+};
+
+struct Reply {
+  int32_t status;
+  uint32_t pad;
+};
+
+struct HelloReply {
+  int32_t status;
+  int32_t daemon_pid;
+};
+
+struct TeamOpen {
+  uint32_t size;
+  uint32_t rank;
+};
+
+struct TeamOpenReply {
+  int32_t status;
+  uint32_t idx;
+  plat::shm::SegAddr addr;
+};
+
+struct TeamIdx {
+  uint32_t idx;
+  uint32_t pad;
+};
+
+struct TeamConnect {
+  uint32_t idx;
+  uint32_t size;  // SegAddr records that follow
+};
+
+struct Register {
+  uint64_t addr;
+  uint64_t len;
+};
+
+struct RegisterReply {
+  int32_t status;
+  uint32_t key;
+};
+
+struct Deregister {
+  uint32_t key;
+  uint32_t pad;
+};
+
+struct StatsReply {
+  int32_t status;
+  uint32_t clients;
+  uint64_t descriptors;  // taken from all channels so far
+  uint64_t teams;        // open now
+  uint64_t uptime_ms;
+};
+
+static_assert(std::is_trivially_copyable_v<Hello>);
+
+}  // namespace ucc::off::proto

@@ -1,0 +1,155 @@
+#include "platform/os/sock.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ucc::plat::sock {
+namespace {
+
+bool fill_addr(const char* path, sockaddr_un* a) {
+  memset(a, 0, sizeof(*a));
+  a->sun_family = AF_UNIX;
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof(a->sun_path)) return false;
+  memcpy(a->sun_path, path, n);
+  return true;
+}
+
+}  // namespace
+
+int listen_at(const char* path) {
+  sockaddr_un a;
+  if (!fill_addr(path, &a)) return -ENAMETOOLONG;
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -errno;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    int e = errno;
+    if (e == EADDRINUSE) {
+      // Someone listening there? Then it is theirs; else the file is stale.
+      int c = connect_to(path);
+      if (c >= 0) {
+        close(c);
+        close(s);
+        return -EADDRINUSE;
+      }
+      unlink(path);
+      if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0)
+        e = 0;
+      else
+        e = errno;
+    }
+    if (e != 0) {
+      close(s);
+      return -e;
+    }
+  }
+  if (listen(s, 64) != 0) {
+    int e = errno;
+    close(s);
+    return -e;
+  }
+  return s;
+}
+
+int connect_to(const char* path) {
+  sockaddr_un a;
+  if (!fill_addr(path, &a)) return -ENAMETOOLONG;
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -errno;
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    int e = errno;
+    close(s);
+    return -e;
+  }
+  return s;
+}
+
+bool send_all(int s, const void* hdr, size_t hlen, const void* body,
+              size_t blen, int fd) {
+  iovec iov[2];
+  int n = 0;
+  if (hlen != 0) iov[n++] = iovec{const_cast<void*>(hdr), hlen};
+  if (blen != 0) iov[n++] = iovec{const_cast<void*>(body), blen};
+  int first = 0;
+  bool fd_sent = fd < 0;
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
+  while (first < n) {
+    msghdr m{};
+    m.msg_iov = iov + first;
+    m.msg_iovlen = static_cast<size_t>(n - first);
+    if (!fd_sent) {
+      memset(ctl, 0, sizeof(ctl));
+      m.msg_control = ctl;
+      m.msg_controllen = sizeof(ctl);
+      cmsghdr* c = CMSG_FIRSTHDR(&m);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    }
+    ssize_t k = sendmsg(s, &m, MSG_NOSIGNAL);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    fd_sent = true;
+    size_t left = static_cast<size_t>(k);
+    while (first < n && left >= iov[first].iov_len)
+      left -= iov[first++].iov_len;
+    if (first < n) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return true;
+}
+
+int recv_all(int s, void* buf, size_t len, int timeout_ms, int* fd) {
+  if (fd != nullptr) *fd = -1;
+  size_t got = 0;
+  auto* p = static_cast<char*>(buf);
+  while (got < len) {
+    pollfd pf{s, POLLIN, 0};
+    int r = poll(&pf, 1, timeout_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    iovec iov{p + got, len - got};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof(ctl);
+    ssize_t n = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      int got_fd;
+      memcpy(&got_fd, CMSG_DATA(c), sizeof(int));
+      if (fd != nullptr && *fd < 0)
+        *fd = got_fd;
+      else
+        close(got_fd);
+    }
+    if (n == 0) return got == 0 ? 0 : -1;
+    got += static_cast<size_t>(n);
+  }
+  return 1;
+}
+
+int peer_pid(int s) {
+  ucred c{};
+  socklen_t l = sizeof(c);
+  if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &c, &l) != 0) return -1;
+  return c.pid;
+}
+
+}  // namespace ucc::plat::sock

@@ -1,0 +1,32 @@
+// Unix stream sockets for the control protocol (offload/proto.h): listen,
+// connect, and whole framed messages, optionally carrying one file
+// descriptor (SCM_RIGHTS). Reads wait at most a given time, so a peer that
+// stops half-way through a message cannot stall the reader for good.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ucc::plat::sock {
+
+// A listening socket bound to `path` (a stale socket file left by a dead
+// daemon is replaced; a live one is not: -EADDRINUSE). Negative errno on
+// failure.
+int listen_at(const char* path);
+// A connected socket, or negative errno.
+int connect_to(const char* path);
+
+// Sends all of [hdr, hdr + hlen) and [body, body + blen) as one message;
+// with fd >= 0, passes it along. false on error (the peer is gone).
+bool send_all(int s, const void* hdr, size_t hlen, const void* body,
+              size_t blen, int fd = -1);
+// Receives exactly `len` bytes within timeout_ms (-1: no limit). A file
+// descriptor that arrives with them goes to *fd (if fd != nullptr; else it
+// is closed). Returns 1 on success, 0 when the peer closed the connection
+// before the first byte, -1 on error or timeout.
+int recv_all(int s, void* buf, size_t len, int timeout_ms, int* fd = nullptr);
+
+// The process id of the peer of a connected unix socket, or -1.
+int peer_pid(int s);
+
+}  // namespace ucc::plat::sock
