@@ -241,6 +241,26 @@ TEST_P(EngineMem, AlltoallvReadsArraysThroughTheAdapter) {
   EXPECT_EQ(dst[0][rd[0][0] + cnt(0, 0)], -1);
 }
 
+// An active set of one may name its member with stride 0; the engine
+// once divided by that stride (found by tests/fuzz).
+TEST_P(EngineMem, ActiveSetOfOneWithStrideZero) {
+  std::vector<int32_t> src = pattern(1, 10), dst(10, -1);
+  CollDesc d[kRanks];
+  d[1] = desc(CollType::kAllreduce, DType::kInt32, ROp::kSum, 10);
+  d[1].flags = ucc::off::kDescTagged;
+  d[1].tag = 3;
+  d[1].set_start = 1;
+  d[1].set_stride = 0;
+  d[1].set_size = 1;
+  d[1].src = ref(src, rank[1].reg(src));
+  d[1].dst = ref(dst, rank[1].reg(dst));
+  post(d, 1);
+  for (int i = 0; i < 1000 && status(1) == Status::kInProgress; ++i)
+    rank[1].eng.progress();
+  ASSERT_EQ(status(1), Status::kOk);
+  EXPECT_EQ(dst, src);
+}
+
 // Registrations exist in cross-process mode only.
 class EngineMemCross : public EngineMem {};
 
