@@ -44,6 +44,7 @@ Status worse(Status a, Status b) {
 
 uint32_t Engine::set_rank(const Team& t, const CollDesc& d) const {
   if (d.set_size == 0) return t.rank;
+  if (d.set_stride == 0) return 0;  // validated: a set of one, this rank
   int64_t off = int64_t{t.rank} - int64_t{d.set_start};
   return static_cast<uint32_t>(off / d.set_stride);  // validated: exact
 }
