@@ -50,7 +50,7 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
     {"POLL_SPIN", "auto", Scope::kContext,
      "Idle ucc_context_progress calls before each further idle call "
      "yields the CPU; auto: 2 when a team has more ranks than this process "
-     "has CPUs, 128 otherwise"},
+     "has CPUs or with UCC_OFFLOAD=emu, 128 otherwise"},
     {"ALLREDUCE_RING_MIN", "64K", Scope::kContext,
      "Allreduce vectors of at least this many bytes use the ring "
      "algorithm, smaller ones recursive doubling"},

@@ -108,6 +108,8 @@ void context_fit_spin(ucc_context* ctx, uint32_t team_size) {
         sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
     if (team_size > ctx->max_team_seen) ctx->max_team_seen = team_size;
     spin = ctx->max_team_seen > ncpu ? 2 : 128;
+    // Emu: nothing to do here while waiting; the daemon needs the CPU.
+    if (ctx->engine.emu()) spin = 2;
   }
   ctx->backoff.set_spin_limit(spin);
 }

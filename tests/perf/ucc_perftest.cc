@@ -82,7 +82,8 @@ struct Config {
   uint64_t root = 0;
   int ranks = 4;
   int timeout_s = 600;
-  bool bind = true;  // --bind core (default) / none
+  bool bind = true;      // --bind core (default) / none
+  bool overlap = false;  // --overlap: also post / compute / wait
 };
 
 int iters_for(const Config& c, uint64_t bytes) {
@@ -122,7 +123,22 @@ struct RankStats {
   double it_max_us;  // slowest single iteration
   int32_t wrong;     // 1: result check failed here
   int32_t pad;
+  double ov_total_us;    // --overlap: post + compute + wait
+  double ov_compute_us;  // the compute part of it
 };
+
+// Busy work with no library call for about `us` microseconds; returns how
+// long it took.
+double compute_for(double us) {
+  const double t0 = now_s();
+  volatile double x = 1.0;
+  double t = t0;
+  while ((t - t0) * 1e6 < us) {
+    for (int i = 0; i < 256; ++i) x = x * 1.0000001 + 1e-9;
+    t = now_s();
+  }
+  return (t - t0) * 1e6;
+}
 
 void fail_line(int rank, const char* what, uint64_t count, ucc_status_t st) {
   std::fprintf(stderr, "rank %d: %s failed (count %" PRIu64 "): %s\n", rank,
@@ -263,6 +279,41 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
       ucc_collective_finalize(req);  // in flight: not allowed
     return st;
   }
+  // OSU-style overlap: post, compute for about the pure collective time
+  // without calling the library, then wait.
+  out->ov_total_us = out->ov_compute_us = 0;
+  const double pure = iters ? sum / iters : 0;
+  for (int it = 0; cfg.overlap && st == UCC_OK && it < warmup + iters; ++it) {
+    step = "barrier";
+    double b_us = 0;
+    st = post_and_wait(w, breq, &b_us);
+    if (st != UCC_OK) break;
+    step = "overlap iteration";
+    const double t0 = now_s();
+    st = ucc_collective_post(req);
+    if (st != UCC_OK) break;
+    const double c_us = compute_for(pure);
+    unsigned polls = 0;
+    while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) {
+      const ucc_status_t pst = ucc_context_progress(w.ctx);
+      if (pst < 0) st = pst;
+      if (pst < 0 || ((++polls & 1023) == 0 && now_s() - t0 > kWaitTimeoutS)) {
+        st = pst < 0 ? pst : UCC_ERR_TIMED_OUT;
+        break;
+      }
+    }
+    if (st != UCC_OK || it < warmup) continue;
+    out->ov_total_us += (now_s() - t0) * 1e6;
+    out->ov_compute_us += c_us;
+  }
+  if (st != UCC_OK) {
+    fail_line(r, step, count, st);
+    return st;
+  }
+  if (iters) {
+    out->ov_total_us /= iters;
+    out->ov_compute_us /= iters;
+  }
   st = ucc_collective_finalize(req);
   if (st == UCC_OK) st = ucc_collective_finalize(breq);
   if (st != UCC_OK) {
@@ -327,6 +378,8 @@ void print_header(const Config& cfg, int n) {
     std::printf(" %11s %11s %11s %11s", "busbw_max", "busbw_min", "it_min(us)",
                 "it_max(us)");
   }
+  if (cfg.overlap)
+    std::printf(" %11s %11s %9s", "ov_total", "ov_compute", "overlap%");
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -369,6 +422,19 @@ void print_row(const Config& cfg, int n, uint64_t count,
   if (cfg.full) {
     std::printf(" %11.3f %11.3f %11.2f %11.2f", bw(mn) * factor,
                 bw(mx) * factor, it_mn, it_mx);
+  }
+  if (cfg.overlap) {
+    // Averages over ranks; overlap% = 100 * max(0, 1 - (total - compute) /
+    // pure), as OSU's benchmarks define it.
+    double tot = 0, cmp = 0;
+    for (int q = 0; q < n; ++q) {
+      tot += all[q].ov_total_us;
+      cmp += all[q].ov_compute_us;
+    }
+    tot /= n;
+    cmp /= n;
+    double ov = avg > 0 ? 100.0 * (1.0 - (tot - cmp) / avg) : 0;
+    std::printf(" %11.2f %11.2f %9.1f", tot, cmp, ov < 0 ? 0.0 : ov);
   }
   std::printf("\n");
   std::fflush(stdout);
@@ -449,6 +515,14 @@ const char kUsage[] =
     "  -m host        memory type (host only)\n"
     "  -p             persistent (always on; accepted for UCC compatibility)\n"
     "  -t, --timeout <s>  kill all ranks after s seconds (default 600)\n"
+    "  --overlap      after the timed iterations, as many more that post, "
+    "compute\n"
+    "                 (no library call) for the average time just measured, "
+    "then\n"
+    "                 wait; adds ov_total(us), ov_compute(us) and overlap% =\n"
+    "                 100 * max(0, 1 - (ov_total - ov_compute) / avg), as "
+    "OSU's\n"
+    "                 non-blocking benchmarks define it\n"
     "  --bind core|none  pin rank r to CPU r mod ncpu (default core, as\n"
     "                 mpirun --bind-to core; without it the scheduler may\n"
     "                 leave two ranks on one core for seconds)\n"
@@ -523,6 +597,7 @@ int parse_args(int argc, char** argv, Config* cfg) {
   static const option kLong[] = {{"ranks", required_argument, nullptr, 'N'},
                                  {"timeout", required_argument, nullptr, 't'},
                                  {"bind", required_argument, nullptr, 'B'},
+                                 {"overlap", no_argument, nullptr, 'O'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   const CollInfo* coll = coll_by_name("allreduce");
@@ -585,6 +660,9 @@ int parse_args(int argc, char** argv, Config* cfg) {
       case 't':
         if (!parse_int(optarg, 1, 1 << 24, &v)) return bad("timeout", optarg);
         cfg->timeout_s = static_cast<int>(v);
+        break;
+      case 'O':
+        cfg->overlap = true;
         break;
       case 'B':
         if (std::strcmp(optarg, "core") == 0)
