@@ -63,6 +63,18 @@ ucc_status_t buffer(const char* coll, const char* which,
 ucc_status_t per_rank(const char* coll, const char* which, uint64_t total,
                       uint32_t n, uint64_t* out);
 
+// How the collective's messages are matched (tag, active set), its
+// timeout and error type; *n and *me become the size of the set of ranks
+// taking part and this rank's place in it (coll_args_match.cc).
+ucc_status_t matching(const char* coll, const ucc_coll_args_t& a,
+                      uint64_t flags, const ucc_team& team, off::CollDesc* d,
+                      uint32_t* n, uint32_t* me);
+// The root's place among the ranks taking part (its team rank, or its
+// position in the active set).
+ucc_status_t root_position(const char* coll, uint64_t root,
+                           const off::CollDesc& d, uint32_t team_size,
+                           uint32_t* out);
+
 // Collectives lowered by lower_extra (coll_args_v.cc).
 bool is_extra(CollType c);
 

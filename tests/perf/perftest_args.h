@@ -1,0 +1,46 @@
+// ucc_perftest's configuration and its command line (perftest_args.cc).
+#pragma once
+
+#include <ucc/api/ucc.h>
+
+#include <cstdint>
+
+#include "tests/common/types.h"
+
+namespace ucct::perf {
+
+struct CollSpec {
+  ucc_coll_type_t type;
+  bool rooted;
+  bool reduction;
+  bool has_inplace;
+  bool total_bytes;   // data bytes = size * count * elem (else count * elem)
+  int busbw_num_nm1;  // busbw factor = num_nm1 * (n - 1) / n, or 1 when 0
+};
+
+// The spec of a collective perftest runs, or nullptr.
+const CollSpec* spec_of(ucc_coll_type_t t);
+
+struct Config {
+  const CollSpec* coll = nullptr;
+  const DtypeInfo* dt = nullptr;
+  ucc_reduction_op_t op = UCC_OP_SUM;
+  uint64_t min_count = 2;
+  uint64_t max_count = 4ull << 20;
+  uint64_t factor = 2;
+  int n_iter = -1;    // -1: 100 small / 20 large
+  int n_warmup = -1;  // -1: 10 small / 2 large
+  bool inplace = false;
+  bool full = false;
+  uint64_t root = 0;
+  int ranks = 4;
+  int timeout_s = 600;
+  bool bind = true;      // --bind core (default) / none
+  bool overlap = false;  // --overlap: also post / compute / wait
+};
+
+// Fills *cfg from the command line. Returns -1 to go on, or the exit
+// status (after printing usage or an error).
+int parse_args(int argc, char** argv, Config* cfg);
+
+}  // namespace ucct::perf
