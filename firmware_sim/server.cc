@@ -310,8 +310,10 @@ uint64_t Server::progress() {
 }
 
 Stats Server::stats() const {
-  Stats s{nclients_, descriptors_, 0, now_ms() - started_ms_};
+  Stats s{0, 0, 0, now_ms() - started_ms_};
   for (uint32_t i = 0; i < nclients_; ++i) {
+    if (!clients_[i]->ready) continue;  // a --stats query, say
+    ++s.clients;
     s.teams += clients_[i]->teams;
     s.descriptors += clients_[i]->engine.taken();
   }

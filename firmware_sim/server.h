@@ -67,7 +67,6 @@ class Server {
   uint32_t nclients_ = 0;
   uint32_t cap_ = 0;
   uint64_t started_ms_ = 0;
-  uint64_t descriptors_ = 0;
   bool shutdown_ = false;
   volatile int stop_ = 0;
 };

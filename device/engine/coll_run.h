@@ -169,7 +169,7 @@ struct CollRun {
     return port->reserve(team_rank(peer), id);
   }
   void commit(uint32_t peer, uint32_t len) const {
-    port->commit(team_rank(peer), len, key, MsgKind::kData, id);
+    port->commit(team_rank(peer), len, key, MsgKind::kData);
   }
   // The next message from `peer` or nullptr; *err is set (and nullptr
   // returned) when it is not `expect` bytes long.

@@ -40,6 +40,18 @@ Status worse(Status a, Status b) {
   return static_cast<int>(a) <= static_cast<int>(b) ? a : b;
 }
 
+// One 4-byte status message of the collective to set position `to`; false
+// while the peer's inbox has no room.
+bool send_status(Port& port, const CollRun& r, uint32_t to, MsgKind kind,
+                 Status st) {
+  void* slot = port.reserve(r.team_rank(to), r.id);
+  if (slot == nullptr) return false;
+  int32_t code = static_cast<int32_t>(st);
+  memcpy(slot, &code, sizeof(code));
+  port.commit(r.team_rank(to), sizeof(code), r.key, kind);
+  return true;
+}
+
 }  // namespace
 
 uint32_t Engine::set_rank(const Team& t, const CollDesc& d) const {
@@ -222,14 +234,10 @@ void Engine::retire(Team& t, uint32_t id) {
 uint64_t Engine::notify(Team& t, Inst& in) {
   uint64_t events = 0;
   CollRun& r = in.run;
-  int32_t code = static_cast<int32_t>(in.st);
   while (in.notify_next < r.size) {
     uint32_t p = in.notify_next;
     if (p != r.rank) {
-      void* slot = t.port.reserve(r.team_rank(p), r.id);
-      if (slot == nullptr) return events;
-      memcpy(slot, &code, sizeof(code));
-      t.port.commit(r.team_rank(p), sizeof(code), r.key, MsgKind::kAbort, r.id);
+      if (!send_status(t.port, r, p, MsgKind::kAbort, in.st)) return events;
       ++events;
     }
     ++in.notify_next;
@@ -252,12 +260,7 @@ uint64_t Engine::agree(Team& t, Inst& in) {
   while (in.agree_dist < r.size) {
     if (!in.agree_sent) {
       uint32_t to = (r.rank + in.agree_dist) % r.size;
-      void* slot = t.port.reserve(r.team_rank(to), r.id);
-      if (slot == nullptr) return events;
-      int32_t code = static_cast<int32_t>(in.st);
-      memcpy(slot, &code, sizeof(code));
-      t.port.commit(r.team_rank(to), sizeof(code), r.key, MsgKind::kStatus,
-                    r.id);
+      if (!send_status(t.port, r, to, MsgKind::kStatus, in.st)) return events;
       in.agree_sent = true;
       ++events;
     }

@@ -161,9 +161,7 @@ void* Port::reserve(uint32_t peer, uint32_t id) {
   return p;
 }
 
-void Port::commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind,
-                  uint32_t id) {
-  (void)id;
+void Port::commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind) {
   owner_[peer] = 0;
   fab_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
 }

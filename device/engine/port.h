@@ -118,8 +118,7 @@ class Port {
 
   // --- sending (peer = team rank) -------------------------------------------
   void* reserve(uint32_t peer, uint32_t id);
-  void commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind,
-              uint32_t id);
+  void commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind);
   // Drops every reservation `id` holds (it ended before committing).
   void drop_reservations(uint32_t id);
 
