@@ -65,7 +65,9 @@ const char kUsage[] =
     "min\n"
     "                 and at the max time) and it_min / it_max (fastest and\n"
     "                 slowest single iteration of any rank, us)\n"
-    "  -N, --ranks <n>  number of local ranks (default 4)\n"
+    "  -N, --ranks <n>  number of local ranks (default 4; under mpirun,\n"
+    "                 every MPI process is a rank and -N may only repeat\n"
+    "                 the job's size)\n"
     "  -m host        memory type (host only)\n"
     "  -p             persistent (always on; accepted for UCC compatibility)\n"
     "  -t, --timeout <s>  kill all ranks after s seconds (default 600)\n"
@@ -77,6 +79,11 @@ const char kUsage[] =
     "                 100 * max(0, 1 - (ov_total - ov_compute) / avg), as "
     "OSU's\n"
     "                 non-blocking benchmarks define it\n"
+    "  --compare mpi  run MPI's collective on the same buffers, alternating\n"
+    "                 with ours iteration by iteration; adds mpi(us),\n"
+    "                 mpi_busbw and speedup = mpi / avg. Needs MPI at build\n"
+    "                 time; started without mpirun, re-executes itself as\n"
+    "                 mpirun -np <ranks> (UCC_PERFTEST_MPIRUN overrides)\n"
     "  --bind core|none  pin rank r to CPU r mod ncpu (default core, as\n"
     "                 mpirun --bind-to core; without it the scheduler may\n"
     "                 leave two ranks on one core for seconds)\n"
@@ -153,6 +160,7 @@ int parse_args(int argc, char** argv, Config* cfg) {
                                  {"timeout", required_argument, nullptr, 't'},
                                  {"bind", required_argument, nullptr, 'B'},
                                  {"overlap", no_argument, nullptr, 'O'},
+                                 {"compare", required_argument, nullptr, 'C'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   const CollInfo* coll = coll_by_name("allreduce");
@@ -218,6 +226,11 @@ int parse_args(int argc, char** argv, Config* cfg) {
         break;
       case 'O':
         cfg->overlap = true;
+        break;
+      case 'C':
+        if (std::strcmp(optarg, "mpi") != 0)
+          return bad("comparison (mpi)", optarg);
+        cfg->compare = true;
         break;
       case 'B':
         if (std::strcmp(optarg, "core") == 0)

@@ -35,8 +35,10 @@ struct Config {
   uint64_t root = 0;
   int ranks = 4;
   int timeout_s = 600;
-  bool bind = true;      // --bind core (default) / none
-  bool overlap = false;  // --overlap: also post / compute / wait
+  bool bind = true;        // --bind core (default) / none
+  bool overlap = false;    // --overlap: also post / compute / wait
+  bool compare = false;    // --compare mpi: MPI's collective beside ours
+  bool under_mpi = false;  // started by mpirun (not a command-line flag)
 };
 
 // Fills *cfg from the command line. Returns -1 to go on, or the exit

@@ -34,6 +34,7 @@
 #include "tests/common/harness.h"
 #include "tests/perf/perftest_args.h"
 #include "tests/perf/perftest_check.h"
+#include "tests/perf/perftest_mpi.h"
 
 namespace ucct::perf {
 namespace {
@@ -81,6 +82,9 @@ struct RankStats {
   int32_t pad;
   double ov_total_us;    // --overlap: post + compute + wait
   double ov_compute_us;  // the compute part of it
+  double mpi_avg_us;     // --compare: MPI's mean iteration time
+  int32_t mpi_wrong;     // 1: MPI's result check failed here
+  int32_t pad2;
 };
 
 // Busy work with no library call for about `us` microseconds; returns how
@@ -202,6 +206,25 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
     out->wrong = 1;
   }
 
+  if (st == UCC_OK && cfg.compare) {
+    // The same check for MPI's collective, on freshly filled buffers.
+    fill_inputs(setup, src.get(), src_count, dst.get(),
+                dst_here ? dst_count : 0);
+    out->mpi_wrong = 0;
+    if (!mpi_barrier() ||
+        !mpi_coll(cfg, inplace, src.get(), dst.get(), count)) {
+      fail_line(r, "MPI collective", count, UCC_ERR_NO_MESSAGE);
+      ucc_collective_finalize(req);
+      return UCC_ERR_NO_MESSAGE;
+    }
+    if (!check_result(setup, src.get(), dst.get(), &why)) {
+      std::fprintf(stderr,
+                   "rank %d: MPI %s count %" PRIu64 ": wrong result: %s\n", r,
+                   coll_name(cs.type), count, why.c_str());
+      out->mpi_wrong = 1;
+    }
+  }
+
   const uint64_t bytes = count * es;
   const int warmup = warmup_for(cfg, bytes), iters = iters_for(cfg, bytes);
   // Iterations are separated by an untimed UCC barrier (as OSU separates
@@ -216,8 +239,18 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
     step = "barrier init";
     st = ucc_collective_init(&bargs, &breq, w.team);
   }
-  double sum = 0, mn = 0, mx = 0;
+  double sum = 0, mn = 0, mx = 0, mpi_sum = 0;
   for (int it = 0; st == UCC_OK && it < warmup + iters; ++it) {
+    if (cfg.compare) {
+      // MPI's iteration first, aligned by MPI_Barrier as OSU does.
+      step = "MPI iteration";
+      const double t0 = (mpi_barrier() ? now_s() : -1);
+      if (t0 < 0 || !mpi_coll(cfg, inplace, src.get(), dst.get(), count)) {
+        st = UCC_ERR_NO_MESSAGE;
+        break;
+      }
+      if (it >= warmup) mpi_sum += (now_s() - t0) * 1e6;
+    }
     step = "barrier";
     double b_us = 0;
     st = post_and_wait(w, breq, &b_us);
@@ -277,6 +310,7 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
     return st;
   }
   out->avg_us = iters ? sum / iters : 0;
+  out->mpi_avg_us = iters ? mpi_sum / iters : 0;
   out->it_min_us = mn;
   out->it_max_us = mx;
   return UCC_OK;
@@ -302,9 +336,20 @@ void print_header(const Config& cfg, int n) {
   std::printf("# %-20s %s\n",
               "Inplace:", cs.has_inplace ? (cfg.inplace ? "1" : "0") : "N/A");
   if (cs.rooted) std::printf("# %-20s %" PRIu64 "\n", "Root:", cfg.root);
-  std::printf("# %-20s %d local processes, %d CPUs, bound: %s\n", "Ranks:", n,
-              online_cpus(), cfg.bind ? "core" : "none");
-  if (n > online_cpus()) {
+  if (cfg.under_mpi) {
+    std::printf("# %-20s %d MPI processes, %ld CPUs, bound by mpirun\n",
+                "Ranks:", n, sysconf(_SC_NPROCESSORS_ONLN));
+  } else {
+    std::printf("# %-20s %d local processes, %d CPUs, bound: %s\n", "Ranks:", n,
+                online_cpus(), cfg.bind ? "core" : "none");
+  }
+  if (cfg.compare) {
+    std::printf(
+        "# %-20s %s (same buffers, one MPI iteration before each of"
+        " ours)\n",
+        "Compared with:", mpi_library_version().c_str());
+  }
+  if (n > (cfg.under_mpi ? sysconf(_SC_NPROCESSORS_ONLN) : online_cpus())) {
     std::printf(
         "# %-20s more ranks than CPUs: timings include scheduling delays\n",
         "Note:");
@@ -336,6 +381,8 @@ void print_header(const Config& cfg, int n) {
   }
   if (cfg.overlap)
     std::printf(" %11s %11s %9s", "ov_total", "ov_compute", "overlap%");
+  if (cfg.compare)
+    std::printf(" %11s %11s %8s", "mpi(us)", "mpi_busbw", "speedup");
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -349,7 +396,10 @@ void print_row(const Config& cfg, int n, uint64_t count,
   double it_mn = all[0].it_min_us, it_mx = all[0].it_max_us;
   for (int q = 0; q < n; ++q) {
     const RankStats& s = all[q];
-    if (s.wrong) wrong += (wrong.empty() ? "" : ",") + std::to_string(q);
+    if (s.wrong || s.mpi_wrong) {
+      wrong += (wrong.empty() ? "" : ",") + std::to_string(q);
+      if (!s.wrong) wrong += " (MPI)";
+    }
     sum += s.avg_us;
     mn = s.avg_us < mn ? s.avg_us : mn;
     mx = s.avg_us > mx ? s.avg_us : mx;
@@ -392,6 +442,15 @@ void print_row(const Config& cfg, int n, uint64_t count,
     double ov = avg > 0 ? 100.0 * (1.0 - (tot - cmp) / avg) : 0;
     std::printf(" %11.2f %11.2f %9.1f", tot, cmp, ov < 0 ? 0.0 : ov);
   }
+  if (cfg.compare) {
+    // MPI: the mean over ranks of each rank's mean; speedup > 1: we are
+    // faster.
+    double mpi = 0;
+    for (int q = 0; q < n; ++q) mpi += all[q].mpi_avg_us;
+    mpi /= n;
+    std::printf(" %11.2f %11.3f %8.2f", mpi, bw(mpi) * factor,
+                avg > 0 ? mpi / avg : 0.0);
+  }
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -427,7 +486,8 @@ int rank_main(Rank& rk, const Config& cfg) {
         return 1;
       }
       if (w.rank == 0) print_row(cfg, w.size, count, all);
-      for (const RankStats& s : all) rc = s.wrong ? 2 : rc;
+      for (const RankStats& s : all)
+        rc = (s.wrong || s.mpi_wrong) ? kRanksDone : rc;
     }
   }
   // Nobody exits before rank 0 has printed everything (a nonzero exit makes
@@ -440,11 +500,30 @@ int rank_main(Rank& rk, const Config& cfg) {
 }  // namespace ucct::perf
 
 int main(int argc, char** argv) {
-  ucct::perf::Config cfg;
-  const int rc = ucct::perf::parse_args(argc, argv, &cfg);
+  namespace perf = ucct::perf;
+  perf::Config cfg;
+  // Under mpirun the job's size is the rank count (-N may repeat it).
+  const int mpi_size = perf::mpi_launched_size();
+  if (mpi_size > 0) cfg.ranks = mpi_size;
+  cfg.under_mpi = mpi_size > 0;
+  const int rc = perf::parse_args(argc, argv, &cfg);
   if (rc >= 0) return rc;
-  const bool ok = ucct::run_ranks(
-      cfg.ranks, [&](ucct::Rank& r) { return ucct::perf::rank_main(r, cfg); },
-      cfg.timeout_s, cfg.bind);
-  return ok ? 0 : 1;
+  if (cfg.compare) {
+    const char* why = perf::mpi_unsupported(cfg);
+    if (why) {
+      std::fprintf(stderr, "ucc_perftest: --compare mpi: %s\n", why);
+      return 1;
+    }
+  }
+  auto fn = [&](ucct::Rank& r) { return perf::rank_main(r, cfg); };
+  if (mpi_size > 0) {
+    if (cfg.ranks != mpi_size) {
+      std::fprintf(stderr, "ucc_perftest: -N %d but mpirun started %d\n",
+                   cfg.ranks, mpi_size);
+      return 1;
+    }
+    return perf::mpi_run(fn);
+  }
+  if (cfg.compare) return perf::mpi_relaunch(argc, argv, cfg);
+  return ucct::run_ranks(cfg.ranks, fn, cfg.timeout_s, cfg.bind) ? 0 : 1;
 }
