@@ -3,6 +3,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -54,16 +55,31 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
     {"ALLREDUCE_RING_MIN", "64K", Scope::kContext,
      "Allreduce vectors of at least this many bytes use the ring "
      "algorithm, smaller ones recursive doubling"},
+    {"CMA", "no", Scope::kContext,
+     "Single-copy transfers of large messages between ranks (inline "
+     "engine): a rank reads its peer's buffer with cross-memory attach "
+     "(process_vm_readv) instead of both copying through shared memory. "
+     "no (default: measured slower here, docs/performance.md); auto: where "
+     "the kernel allows it (Yama ptrace_scope 0 or 1; with 1 each process "
+     "lets processes of its user attach)"},
+    {"CMA_MIN", "64K", Scope::kContext,
+     "Blocks of at least this many bytes (the bcast vector, one rank's "
+     "allgather or alltoall block) move by single copy when UCC_CMA "
+     "allows it"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd"},
-    {"BCAST_ALG", "auto", Scope::kContext, "Bcast algorithm: auto, binomial"},
+    {"BCAST_ALG", "auto", Scope::kContext,
+     "Bcast algorithm: auto, binomial, cma (cma: single copy, where UCC_CMA "
+     "allows it; elsewhere the default)"},
     {"REDUCE_ALG", "auto", Scope::kContext, "Reduce algorithm: auto, binomial"},
     {"ALLREDUCE_ALG", "auto", Scope::kContext,
      "Allreduce algorithm: auto, rd (recursive doubling), ring"},
     {"ALLGATHER_ALG", "auto", Scope::kContext,
-     "Allgather algorithm: auto, ring"},
+     "Allgather algorithm: auto, ring, cma (cma: single copy, where UCC_CMA "
+     "allows it; elsewhere the default)"},
     {"ALLTOALL_ALG", "auto", Scope::kContext,
-     "Alltoall algorithm: auto, pairwise"},
+     "Alltoall algorithm: auto, pairwise, cma (cma: single copy, where UCC_CMA "
+     "allows it; elsewhere the default)"},
     {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
      "Reduce-scatter algorithm: auto, ring"},
     {"GATHER_ALG", "auto", Scope::kContext, "Gather algorithm: auto, linear"},
@@ -191,7 +207,10 @@ bool valid(Knob k, const char* v) {
     case Knob::kPollSpin:
       return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u <= 1000000);
     case Knob::kAllreduceRingMin:
+    case Knob::kCmaMin:
       return parse_size(v, &u);
+    case Knob::kCma:
+      return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
     default: {
       uint8_t id;
       CollType c = alg_knob_coll(k);
@@ -383,6 +402,10 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.inflight = static_cast<uint32_t>(num(Knob::kTeamInflight));
   e.unexpected = static_cast<uint32_t>(num(Knob::kUnexpectedSlots));
   e.select.allreduce_ring_min_bytes = num(Knob::kAllreduceRingMin);
+  // Whether the kernel lets peers attach is known at context creation
+  // (context.cc); 0 turns single copy off.
+  const bool cma = strcasecmp(c.value[static_cast<int>(Knob::kCma)], "no") != 0;
+  e.select.cma_min_bytes = cma ? std::max<uint64_t>(1, num(Knob::kCmaMin)) : 0;
   for (int i = 0; i < kNumKnobs; ++i) {
     CollType coll = alg_knob_coll(static_cast<Knob>(i));
     if (coll == CollType::kCount) continue;

@@ -34,6 +34,8 @@ enum class Knob : uint8_t {
   kUnexpectedSlots,
   kPollSpin,
   kAllreduceRingMin,
+  kCma,
+  kCmaMin,
   kBarrierAlg,
   kBcastAlg,
   kReduceAlg,

@@ -10,6 +10,7 @@
 #include "host/datatype.h"
 #include "host/objects.h"
 #include "host/request.h"
+#include "platform/mem/cma.h"
 #include "platform/os/log.h"
 
 using ucc::host::Scope;
@@ -187,6 +188,11 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
     return UCC_ERR_INVALID_PARAM;
   // The inline engine reduces generic datatypes through their callbacks.
   settings.engine.user_reduce = {&ucc::host::generic_reduce, nullptr};
+  // Single copy: the inline engine reads peers' buffers with cross-memory
+  // attach, where the kernel allows it.
+  uint64_t& cma_min = settings.engine.select.cma_min_bytes;
+  if (cma_min != 0 && (settings.link.emu || !ucc::plat::cma_enable_peers()))
+    cma_min = 0;
   settings.link.engine = settings.engine;
 
   // Without the TYPE field a context is shared, as it always was here.

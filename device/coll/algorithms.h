@@ -9,6 +9,9 @@ namespace ucc::dev {
 extern const AlgInfo kBarrierDissemination;
 extern const AlgInfo kBarrierRecursiveDoubling;
 extern const AlgInfo kBcastBinomial;
+extern const AlgInfo kBcastSingleCopy;
+extern const AlgInfo kAllgatherSingleCopy;
+extern const AlgInfo kAlltoallSingleCopy;
 extern const AlgInfo kReduceBinomial;
 extern const AlgInfo kAllreduceRecursiveDoubling;
 extern const AlgInfo kAllreduceRing;

@@ -23,6 +23,9 @@ struct AlgInfo {
   const char* desc;
   Status (*start)(void* state, CollRun& run);
   Status (*progress)(void* state, CollRun& run);
+  // Reads peers' memory with cross-memory attach: runs only where
+  // SelectConfig::cma_min_bytes is nonzero.
+  bool single_copy;
 };
 
 template <typename T>
@@ -39,8 +42,9 @@ Status alg_progress(void* state, CollRun& run) {
 }
 
 template <typename T>
-constexpr AlgInfo make_alg(uint8_t id, const char* name, const char* desc) {
-  return AlgInfo{id, name, desc, &alg_start<T>, &alg_progress<T>};
+constexpr AlgInfo make_alg(uint8_t id, const char* name, const char* desc,
+                           bool single_copy = false) {
+  return AlgInfo{id, name, desc, &alg_start<T>, &alg_progress<T>, single_copy};
 }
 
 }  // namespace ucc::dev

@@ -3,7 +3,10 @@
 // MemAccess::read / write, in pieces of at most `slot` bytes staged in the
 // collective's bounce buffer. Every range is checked before the first
 // byte moves, so a refused operation leaves user memory untouched.
+// Also the single-copy read from a peer's process.
 #include "device/engine/coll_run.h"
+
+#include "platform/mem/cma.h"
 
 namespace ucc::dev {
 namespace {
@@ -103,6 +106,16 @@ Status CollRun::finish_avg_staged(Buf b, uint64_t off, uint64_t count) const {
       return Status::kInvalidParam;
   }
   return Status::kOk;
+}
+
+Status CollRun::read_peer(uint32_t peer, uint64_t remote, Buf b, uint64_t off,
+                          uint64_t len) const {
+  if (len == 0) return Status::kOk;
+  void* p = at(b, off, len);
+  const int32_t pid = port->fab().peer_pid(team_rank(peer));
+  if (p == nullptr || pid <= 0) return Status::kInvalidParam;
+  return plat::cma_transfer(pid, false, remote, p, len) ? Status::kOk
+                                                        : Status::kError;
 }
 
 }  // namespace ucc::dev

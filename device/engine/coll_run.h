@@ -187,6 +187,15 @@ struct CollRun {
     port->release(team_rank(peer), key, MsgKind::kData);
   }
 
+  // --- single copy -----------------------------------------------------------
+  // bytes [off, off+len) of a user buffer <- `len` bytes at address `remote`
+  // in peer's process, with cross-memory attach (platform/mem/cma.h). The
+  // local range is bounds-checked like every other operation and must map
+  // directly (an inline engine); the remote one is checked by the kernel
+  // (memory the peer has not mapped fails with kError).
+  Status read_peer(uint32_t peer, uint64_t remote, Buf b, uint64_t off,
+                   uint64_t len) const;
+
  private:
   // The same operations through read/write and the bounce buffer, for
   // adapters that cannot map (coll_run.cc). Each checks every range it

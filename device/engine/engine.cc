@@ -18,6 +18,10 @@ Status Engine::init(const EngineConfig& cfg, off::Channel* ch) {
       cfg.inflight > Port::kMaxLive)
     return Status::kInvalidParam;
   cfg_ = cfg;
+  // Single copy reads peers' memory from this process: only when the
+  // engine runs inside a rank's own process.
+  if (cfg_.mem.mode() != plat::MemAccess::Mode::kDirect)
+    cfg_.select.cma_min_bytes = 0;
   ch_ = ch;
   void* mem = nullptr;
   if (posix_memalign(&mem, 64, sizeof(Team) * cfg.max_teams) != 0)

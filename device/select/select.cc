@@ -11,12 +11,12 @@ using off::CollType;
 
 const AlgInfo* const kBarrier[] = {&kBarrierDissemination,
                                    &kBarrierRecursiveDoubling};
-const AlgInfo* const kBcast[] = {&kBcastBinomial};
+const AlgInfo* const kBcast[] = {&kBcastBinomial, &kBcastSingleCopy};
 const AlgInfo* const kReduce[] = {&kReduceBinomial};
 const AlgInfo* const kAllreduce[] = {&kAllreduceRecursiveDoubling,
                                      &kAllreduceRing};
-const AlgInfo* const kAllgather[] = {&kAllgatherRing};
-const AlgInfo* const kAlltoall[] = {&kAlltoallPairwise};
+const AlgInfo* const kAllgather[] = {&kAllgatherRing, &kAllgatherSingleCopy};
+const AlgInfo* const kAlltoall[] = {&kAlltoallPairwise, &kAlltoallSingleCopy};
 const AlgInfo* const kReduceScatter[] = {&kReduceScatterRing};
 const AlgInfo* const kGather[] = {&kGatherLinear};
 const AlgInfo* const kGatherv[] = {&kGathervLinear};
@@ -76,13 +76,49 @@ bool parse_alg(CollType coll, const char* name, uint8_t* id) {
   return true;
 }
 
+namespace {
+
+// Whether a single-copy algorithm can run d: single copy is on, both
+// buffers are host memory, and (alltoall) not in place, where the block a
+// peer reads from us is where we receive its block.
+bool single_copy_ok(const SelectConfig& cfg, const off::CollDesc& d) {
+  return cfg.cma_min_bytes != 0 && d.src.mem_type == 0 && d.dst.mem_type == 0 &&
+         !(d.coll == CollType::kAlltoall && (d.flags & off::kDescInPlace));
+}
+
+// The single-copy algorithm for d when its blocks are large enough, else
+// nullptr.
+const AlgInfo* single_copy_rule(const SelectConfig& cfg,
+                                const off::CollDesc& d) {
+  if (!single_copy_ok(cfg, d) ||
+      d.count * off::elem_size(d) < cfg.cma_min_bytes)
+    return nullptr;
+  switch (d.coll) {
+    case CollType::kBcast:
+      return &kBcastSingleCopy;
+    case CollType::kAllgather:
+      return &kAllgatherSingleCopy;
+    case CollType::kAlltoall:
+      return &kAlltoallSingleCopy;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 const AlgInfo* select_alg(const SelectConfig& cfg, const off::CollDesc& d,
                           uint32_t size) {
   (void)size;
   AlgTable t = algorithms_of(d.coll);
   if (t.n == 0) return nullptr;
   uint8_t id = d.alg != 0 ? d.alg : cfg.forced[static_cast<int>(d.coll)];
-  if (id != 0) return by_id(t, id);
+  if (id != 0) {
+    // A forced single-copy algorithm runs only where single copy can.
+    const AlgInfo* a = by_id(t, id);
+    if (a == nullptr || !a->single_copy || single_copy_ok(cfg, d)) return a;
+  }
+  if (const AlgInfo* a = single_copy_rule(cfg, d)) return a;
   if (d.coll == CollType::kAllreduce) {
     uint64_t bytes = d.count * off::elem_size(d);
     return bytes >= cfg.allreduce_ring_min_bytes ? &kAllreduceRing

@@ -13,6 +13,11 @@ namespace ucc::dev {
 struct SelectConfig {
   // Allreduce vectors of at least this many bytes use the ring.
   uint64_t allreduce_ring_min_bytes = 64 * 1024;
+  // Bcast vectors and allgather / alltoall blocks of at least this many
+  // bytes move by single copy (device/coll/single_copy.cc); 0: never (the
+  // engine's memory access is not direct, or the kernel does not allow
+  // cross-memory attach between ranks).
+  uint64_t cma_min_bytes = 0;
   // Per collective: forced algorithm id, 0 = by rule.
   uint8_t forced[static_cast<int>(off::CollType::kCount)] = {};
 };

@@ -1,9 +1,9 @@
 #include "platform/mem/mem_access.h"
 
-#include <sys/uio.h>
-
 #include <cerrno>
 #include <cstring>
+
+#include "platform/mem/cma.h"
 
 namespace ucc::plat {
 
@@ -20,28 +20,7 @@ bool MemAccess::check(const off::BufRef& ref, uint64_t off,
 
 bool MemAccess::transfer(bool to_host, uint64_t addr, void* local,
                          uint64_t len) const {
-  // The kernel moves at most about 2 GiB per call and stops early at a
-  // page it cannot reach: loop, and let the next call report the error.
-  constexpr uint64_t kMaxCall = uint64_t{1} << 30;
-  uint64_t done = 0;
-  while (done < len) {
-    uint64_t n = len - done < kMaxCall ? len - done : kMaxCall;
-    iovec loc{static_cast<char*>(local) + done, static_cast<size_t>(n)};
-    iovec rem{reinterpret_cast<void*>(static_cast<uintptr_t>(addr + done)),
-              static_cast<size_t>(n)};
-    ssize_t got = to_host ? process_vm_writev(pid_, &loc, 1, &rem, 1, 0)
-                          : process_vm_readv(pid_, &loc, 1, &rem, 1, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    if (got == 0) {
-      errno = EFAULT;
-      return false;
-    }
-    done += static_cast<uint64_t>(got);
-  }
-  return true;
+  return cma_transfer(pid_, to_host, addr, local, len);
 }
 
 bool MemAccess::read(const off::BufRef& ref, uint64_t off, void* dst,

@@ -137,6 +137,7 @@ Status ShmTeamFabric::connect(const SegAddr* addrs) {
           a.nranks, cfg_.nranks);
       return Status::kError;
     }
+    peers_[i].pid = a.pid;
     if (i == cfg_.rank) {
       peers_[i].base = seg_;
       peers_[i].bytes = 0;  // not a separate mapping
@@ -188,8 +189,8 @@ void ShmTeamFabric::close(bool lost) {
     // that leaves normally may still have messages on their way to peers
     // that need nothing more from it, and its process may exit: peers must
     // not take either for a failure. Lost: we will not answer.
-    reinterpret_cast<SegHeader*>(seg_)->closed.store(
-        lost ? 2 : 1, std::memory_order_release);
+    reinterpret_cast<SegHeader*>(seg_)->closed.store(lost ? 2 : 1,
+                                                     std::memory_order_release);
     munmap(seg_, seg_bytes_);
     seg_ = nullptr;
   }
@@ -305,7 +306,6 @@ bool ShmTeamFabric::peer_lost() const {
     if (how == 2) return true;
     if (how == 0 && kill(h->owner_pid, 0) != 0 && errno == ESRCH)
       return true;  // died without leaving the team
-
   }
   return false;
 }

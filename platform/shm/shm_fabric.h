@@ -98,6 +98,10 @@ class ShmTeamFabric {
   uint64_t events() const { return events_; }
   uint32_t rank() const { return cfg_.rank; }
   uint32_t nranks() const { return cfg_.nranks; }
+  // The process that created peer's segment (from its SegAddr, checked
+  // against the segment's header at connect): the peer rank's own process
+  // when its engine runs inline, its firmware_sim otherwise.
+  int32_t peer_pid(uint32_t peer) const { return peers_[peer].pid; }
 
   // Sender: the payload area of the next free slot towards `peer`, or
   // nullptr while all its slots are in use. At most one reservation per
@@ -122,7 +126,8 @@ class ShmTeamFabric {
   const void* rx_payload(uint32_t peer, uint32_t i) const;
   void rx_release(uint32_t peer, uint32_t i);
   // Whether a peer has left the team for good (closed with `lost`) or its
-  // process has died without leaving it. A system call per peer: for when a team seems stuck.
+  // process has died without leaving it. A system call per peer: for when a
+  // team seems stuck.
   bool peer_lost() const;
   // Control messages (nonzero kind) received so far.
   uint32_t attention() const;
@@ -130,6 +135,7 @@ class ShmTeamFabric {
  private:
   struct Peer {
     char* base = nullptr;  // peer's segment (ours for peer == rank)
+    int32_t pid = 0;       // its creator
     size_t bytes = 0;
     uint32_t tx_head = 0;  // messages sent into the peer's inbox for us
     int32_t tx_slot = -1;

@@ -59,6 +59,14 @@ const Config kConfigs[] = {
      false,
      kAllreduceOnly},
     {"barrier_rd", {{"UCC_BARRIER_ALG", "rd"}}, false, {"barrier"}},
+    // Single copy for every size, and from its default threshold on (the
+    // default config never single-copies). Emu engines never single-copy:
+    // there both run the slot algorithms.
+    {"cma1",
+     {{"UCC_CMA", "auto"}, {"UCC_CMA_MIN", "1"}},
+     false,
+     {"bcast", "allgather", "alltoall", "persistent", "inflight"}},
+    {"cma", {{"UCC_CMA", "auto"}}, false, {"bcast", "allgather", "alltoall"}},
     {"smallseg",
      {{"UCC_SHM_SEG_SIZE", "256"}, {"UCC_SHM_NSEGS", "2"}},
      true,
