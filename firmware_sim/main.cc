@@ -65,10 +65,14 @@ int query(const char* path, uint16_t type) {
     return 1;
   }
   if (type == proto::kStats) {
-    printf("clients %u\nteams %llu\ndescriptors %llu\nuptime_ms %llu\n",
-           sr.clients, static_cast<unsigned long long>(sr.teams),
-           static_cast<unsigned long long>(sr.descriptors),
-           static_cast<unsigned long long>(sr.uptime_ms));
+    printf(
+        "clients %u\nteams %llu\ndescriptors %llu\nuptime_ms %llu\n"
+        "registered %llu\nregistrations %llu\n",
+        sr.clients, static_cast<unsigned long long>(sr.teams),
+        static_cast<unsigned long long>(sr.descriptors),
+        static_cast<unsigned long long>(sr.uptime_ms),
+        static_cast<unsigned long long>(sr.registered),
+        static_cast<unsigned long long>(sr.registrations));
   }
   return sr.status == 0 ? 0 : 1;
 }

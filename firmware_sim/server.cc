@@ -16,6 +16,7 @@
 #include "offload/channel.h"
 #include "offload/proto.h"
 #include "platform/mem/mem_access.h"
+#include "platform/mem/proc_maps.h"
 #include "platform/mem/reg_table.h"
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
@@ -258,12 +259,25 @@ bool Server::handle(Client& c) {
       proto::Register rg;
       if (c.ready && fixed(sizeof(rg))) {
         memcpy(&rg, body, sizeof(rg));
-        rr.key = c.regs.insert(rg.addr, rg.len);
-        rr.status = static_cast<int32_t>(
-            rr.key != 0
-                ? Status::kOk
-                : (c.regs.size() == c.regs.capacity() ? Status::kNoResource
-                                                      : Status::kInvalidParam));
+        // Only memory the host has mapped (its own: the pid is the
+        // socket's). Where /proc cannot tell, every access is still
+        // checked by the kernel.
+        if (plat::range_mapped(c.pid, rg.addr, rg.len) ==
+            plat::MapState::kUnmapped) {
+          UCC_DEBUG(
+              "firmware_sim: pid %d asked to register [%#llx, +%llu), "
+              "which it has not mapped: refused",
+              c.pid, static_cast<unsigned long long>(rg.addr),
+              static_cast<unsigned long long>(rg.len));
+        } else {
+          rr.key = c.regs.insert(rg.addr, rg.len);
+          rr.status = static_cast<int32_t>(
+              rr.key != 0 ? Status::kOk
+                          : (c.regs.size() == c.regs.capacity()
+                                 ? Status::kNoResource
+                                 : Status::kInvalidParam));
+          if (rr.key != 0) ++registered_;
+        }
       }
       keep = reply(c, h.type, h.seq, &rr, sizeof(rr));
       break;
@@ -280,8 +294,13 @@ bool Server::handle(Client& c) {
     }
     case proto::kStats: {
       Stats s = stats();
-      proto::StatsReply sr{static_cast<int32_t>(Status::kOk), s.clients,
-                           s.descriptors, s.teams, s.uptime_ms};
+      proto::StatsReply sr{static_cast<int32_t>(Status::kOk),
+                           s.clients,
+                           s.descriptors,
+                           s.teams,
+                           s.uptime_ms,
+                           s.registered,
+                           s.registrations};
       keep = reply(c, h.type, h.seq, &sr, sizeof(sr));
       break;
     }
@@ -310,12 +329,13 @@ uint64_t Server::progress() {
 }
 
 Stats Server::stats() const {
-  Stats s{0, 0, 0, now_ms() - started_ms_};
+  Stats s{0, 0, 0, now_ms() - started_ms_, registered_, 0};
   for (uint32_t i = 0; i < nclients_; ++i) {
     if (!clients_[i]->ready) continue;  // a --stats query, say
     ++s.clients;
     s.teams += clients_[i]->teams;
     s.descriptors += clients_[i]->engine.taken();
+    s.registrations += clients_[i]->regs.size();
   }
   return s;
 }

@@ -9,7 +9,8 @@
 // The engine of a host reaches that host's buffers only through
 // process_vm_readv/writev on the host's pid (taken from the socket, not
 // from anything the host says), and only inside the ranges the host has
-// registered.
+// registered. A registration must name memory the host has mapped
+// (/proc/<pid>/maps, platform/mem/proc_maps.h).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,8 @@ struct Stats {
   uint64_t descriptors;
   uint64_t teams;
   uint64_t uptime_ms;
+  uint64_t registered;     // registrations granted so far (all clients)
+  uint64_t registrations;  // held now (clients still connected)
 };
 
 class Server {
@@ -67,6 +70,7 @@ class Server {
   uint32_t nclients_ = 0;
   uint32_t cap_ = 0;
   uint64_t started_ms_ = 0;
+  uint64_t registered_ = 0;
   bool shutdown_ = false;
   volatile int stop_ = 0;
 };

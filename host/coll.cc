@@ -136,10 +136,14 @@ ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
   if (st != UCC_OK) return st;
   ucc_context* ctx = team->ctx;
   ucc::host::Guard g(ctx->lock, ctx->mt);
+  // Buffers in memory mapped with ucc_mem_map: checked against their
+  // handles and, in emu, named by their pinned registrations.
+  st = ucc::host::memh_resolve(ctx, *args, &d);
+  if (st != UCC_OK) return st;
   // Emu: the daemon reaches only registered memory.
-  if (ucc::off::failed(
-          ctx->engine.cover(d, d.set_size != 0 ? d.set_size : team->size)))
-    return UCC_ERR_NO_RESOURCE;
+  ucc::off::Status cs =
+      ctx->engine.cover(d, d.set_size != 0 ? d.set_size : team->size);
+  if (ucc::off::failed(cs)) return ucc::host::to_ucc(cs);
   Request* r = team->free_reqs;
   if (r == nullptr) {
     UCC_ERROR(

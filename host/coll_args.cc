@@ -370,14 +370,9 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "unknown collective type %#x",
               static_cast<unsigned>(a.coll_type));
   }
+  // MEM_MAPPED_BUFFERS and the memory handles are checked against the
+  // buffers once they are known (memh_resolve, mem_map.cc).
   uint64_t flags = (a.mask & UCC_COLL_ARGS_FIELD_FLAGS) ? a.flags : 0;
-  if (flags & UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS)
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: flags %#llx not supported yet", coll,
-              static_cast<unsigned long long>(flags));
-  if (a.mask & (UCC_COLL_ARGS_FIELD_MEM_MAP_SRC_MEMH |
-                UCC_COLL_ARGS_FIELD_MEM_MAP_DST_MEMH))
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: args mask %#llx not supported yet",
-              coll, static_cast<unsigned long long>(a.mask));
   uint32_t n = team.size, me = team.rank;
   ucc_status_t ms = matching(coll, a, flags, team, d, &n, &me);
   if (ms != UCC_OK) return ms;

@@ -48,6 +48,10 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
     {"UNEXPECTED_SLOTS", "16", Scope::kContext,
      "Messages (of UCC_SHM_SEG_SIZE bytes each) the engine can set aside "
      "when inboxes are full of messages it cannot consume yet (0..4096)"},
+    {"MEM_MAP_HANDLES", "64", Scope::kContext,
+     "Handles ucc_mem_map can hand out per context at once (0..4096), each "
+     "of up to 16 segments; taken at context creation. emu: every segment "
+     "is a registration the daemon holds until ucc_mem_unmap"},
     {"POLL_SPIN", "auto", Scope::kContext,
      "Idle ucc_context_progress calls before each further idle call "
      "yields the CPU; auto: 2 when a team has more ranks than this process "
@@ -203,6 +207,8 @@ bool valid(Knob k, const char* v) {
     case Knob::kTeamInflight:
       return parse_size(v, &u) && u >= 1 && u <= 64;
     case Knob::kUnexpectedSlots:
+      return parse_size(v, &u) && u <= 4096;
+    case Knob::kMemMapHandles:
       return parse_size(v, &u) && u <= 4096;
     case Knob::kPollSpin:
       return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u <= 1000000);
@@ -406,6 +412,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   // (context.cc); 0 turns single copy off.
   const bool cma = strcasecmp(c.value[static_cast<int>(Knob::kCma)], "no") != 0;
   e.select.cma_min_bytes = cma ? std::max<uint64_t>(1, num(Knob::kCmaMin)) : 0;
+  out->mem_map_handles = static_cast<uint32_t>(num(Knob::kMemMapHandles));
   for (int i = 0; i < kNumKnobs; ++i) {
     CollType coll = alg_knob_coll(static_cast<Knob>(i));
     if (coll == CollType::kCount) continue;

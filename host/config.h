@@ -32,6 +32,7 @@ enum class Knob : uint8_t {
   kShmNsegs,
   kTeamInflight,
   kUnexpectedSlots,
+  kMemMapHandles,
   kPollSpin,
   kAllreduceRingMin,
   kCma,
@@ -96,6 +97,7 @@ struct ContextSettings {
   char daemon_path[256];
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)
   uint64_t team_timeout_ns;  // mailbox team creation gives up after this
+  uint32_t mem_map_handles;  // ucc_mem_map handles per context (mem_map.h)
 };
 Status context_settings(const ConfigValues& c, ContextSettings* out);
 Status lib_log_level(const ConfigValues& c, plat::LogLevel* out);

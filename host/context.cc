@@ -242,6 +242,8 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   ucc_status_t ust = ucc::host::to_ucc(st);
   if (ust == UCC_OK && has_oob && ctx->oob.n_oob_eps > 1)
     ust = context_wireup(ctx);
+  if (ust == UCC_OK)
+    ust = ucc::host::memmaps_init(ctx, settings.mem_map_handles);
   if (ust != UCC_OK) {
     ctx->engine.fini();
     ctx->~ucc_context();
@@ -287,6 +289,7 @@ ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
   }
   ctx->magic = ucc::host::kDeadMagic;
   ucc::host::dead_teams_free(ctx);
+  ucc::host::memmaps_fini(ctx);  // handles still mapped: unmapped now
   ctx->engine.fini();
   --ctx->lib->ncontexts;
   ctx->~ucc_context();

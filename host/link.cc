@@ -253,8 +253,9 @@ Status EngineLink::cover_range(uint64_t addr, uint64_t len) {
 
 Status EngineLink::cover(const off::CollDesc& d, uint32_t n) {
   if (sock_ < 0) return Status::kOk;
-  Status st = cover_range(d.src.addr, d.src.bytes);
-  if (ok(st)) st = cover_range(d.dst.addr, d.dst.bytes);
+  Status st = Status::kOk;
+  if (d.src.key == 0) st = cover_range(d.src.addr, d.src.bytes);
+  if (ok(st) && d.dst.key == 0) st = cover_range(d.dst.addr, d.dst.bytes);
   const uint64_t cw = (d.flags & off::kDescCount64) ? 8 : 4;
   const uint64_t dw = (d.flags & off::kDescDispl64) ? 8 : 4;
   if (ok(st) && d.src_counts != 0) st = cover_range(d.src_counts, cw * n);
@@ -262,6 +263,28 @@ Status EngineLink::cover(const off::CollDesc& d, uint32_t n) {
   if (ok(st) && d.src_displs != 0) st = cover_range(d.src_displs, dw * n);
   if (ok(st) && d.dst_displs != 0) st = cover_range(d.dst_displs, dw * n);
   return st;
+}
+
+Status EngineLink::pin(uint64_t addr, uint64_t len, uint32_t* key) {
+  *key = 0;
+  uint64_t end;
+  if (len == 0 || __builtin_add_overflow(addr, len, &end))
+    return Status::kInvalidParam;
+  if (sock_ < 0) return Status::kOk;
+  proto::Register rq{addr, len};
+  proto::RegisterReply r{};
+  Status st = call(proto::kRegister, &rq, sizeof(rq), &r, sizeof(r));
+  if (ok(st)) st = static_cast<Status>(r.status);
+  if (ok(st) && r.key == 0) st = Status::kError;  // keys are never 0
+  if (ok(st)) *key = r.key;
+  return st;
+}
+
+void EngineLink::unpin(uint32_t key) {
+  if (sock_ < 0 || key == 0) return;
+  proto::Deregister dr{key, 0};
+  proto::Reply r{};
+  call(proto::kDeregister, &dr, sizeof(dr), &r, sizeof(r));
 }
 
 Status EngineLink::team_open(uint32_t size, uint32_t rank, uint32_t* idx,

@@ -61,8 +61,21 @@ class EngineLink {
   // Emu: makes sure the daemon may reach every host range `d` names (its
   // buffers and v-arrays; n = ranks taking part), registering what is not
   // yet (a cache of page-rounded ranges; the least recently used goes when
-  // it is full). Inline: nothing to do.
+  // it is full). A buffer whose BufRef has a key is inside a pinned
+  // registration already and is left alone. Inline: nothing to do.
+  // kOk; else the daemon's refusal (kInvalidParam: memory this process
+  // has not mapped; kNoResource: its table is full) or kError.
   Status cover(const off::CollDesc& d, uint32_t n);
+
+  // Emu: registers exactly [addr, addr + len) with the daemon until
+  // unpin(*key), outside the cache (ucc_mem_map): descriptors name it by
+  // *key. Inline: *key = 0, nothing to do. kOk, kInvalidParam (len 0,
+  // wrap-around, or memory this process has not mapped), kNoResource (the
+  // daemon's table is full), kError (the daemon has gone).
+  Status pin(uint64_t addr, uint64_t len, uint32_t* key);
+  // Emu: ends a pin() registration (a key of 0 or a gone daemon: nothing
+  // to do).
+  void unpin(uint32_t key);
 
   Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
                    plat::shm::SegAddr* addr);

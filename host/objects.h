@@ -16,6 +16,7 @@
 #include "device/engine/engine.h"
 #include "host/config.h"
 #include "host/link.h"
+#include "host/mem_map.h"
 #include "offload/channel.h"
 #include "platform/os/backoff.h"
 #include "platform/shm/mailbox.h"
@@ -134,6 +135,10 @@ struct ucc_context {
   int nteams;
   uint32_t max_team_seen;  // largest team created (idle back-off)
   ucc_team* dead_teams;    // destroyed teams, kept until the context goes
+  // ucc_mem_map handles (mem_map.h), and the next context in the
+  // process-wide list ucc_mem_unmap searches.
+  ucc::host::MemMaps maps;
+  ucc_context* maps_next;
 };
 
 struct ucc_team {

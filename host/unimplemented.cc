@@ -29,11 +29,5 @@ ucc_status_t ucc_ee_wait(ucc_ee_h, ucc_ev_t*) { NOT_YET("ucc_ee_wait"); }
 ucc_status_t ucc_collective_triggered_post(ucc_ee_h, ucc_ev_t*) {
   NOT_YET("ucc_collective_triggered_post");
 }
-ucc_status_t ucc_mem_map(ucc_context_h, ucc_mem_map_mode_t,
-                         const ucc_mem_map_params_t*, size_t*,
-                         ucc_mem_map_mem_h*) {
-  NOT_YET("ucc_mem_map");
-}
-ucc_status_t ucc_mem_unmap(ucc_mem_map_mem_h*) { NOT_YET("ucc_mem_unmap"); }
 
 }  // extern "C"

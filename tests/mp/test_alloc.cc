@@ -10,7 +10,9 @@
 // them up, sets the flag, runs 10,000 collectives of a mix of all seven
 // types plus an allreduce of a generic type reduced by a user callback
 // (half one at a time, half nine in flight), clears the flag and requires
-// a count of 0.
+// a count of 0. Before that, one counted round of ucc_mem_map, init, post,
+// finalize of a collective on the mapped buffers, and ucc_mem_unmap must
+// make no call either.
 //
 // Under ASan/TSan the sanitizer owns malloc: the replacement is compiled
 // out and the test is skipped.
@@ -344,6 +346,39 @@ int steady_state(ucct::Rank& r) {
       if (ucc_collective_post(reqs[i]) != UCC_OK) return 3;
     }
     if (wait_all(w.ctx, reqs.data(), kInFlight) != UCC_OK) return 3;
+  }
+
+  // Mapped memory: ucc_mem_map, init of a collective on the mapped
+  // buffers, its post, finalize and ucc_mem_unmap take nothing from the
+  // heap either (handles and requests come from pools made at creation).
+  for (auto& c : g_calls) c.store(0);
+  g_counting.store(true);
+  ucc_mem_map_t seg[2] = {{ar64_s.data(), ar64_s.size() * sizeof(float)},
+                          {ar64_d.data(), ar64_d.size() * sizeof(float)}};
+  ucc_mem_map_params_t mp{seg, 2};
+  size_t msize = 0;
+  ucc_mem_map_mem_h mh = nullptr;
+  ucc_status_t mst =
+      ucc_mem_map(w.ctx, UCC_MEM_MAP_MODE_EXPORT, &mp, &msize, &mh);
+  ucc_coll_args_t ma = args[1];
+  ma.mask |= UCC_COLL_ARGS_FIELD_MEM_MAP_SRC_MEMH |
+             UCC_COLL_ARGS_FIELD_MEM_MAP_DST_MEMH;
+  ma.flags = UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS;
+  ma.src_memh.local_memh = mh;
+  ma.dst_memh.local_memh = mh;
+  ucc_coll_req_h mreq = nullptr;
+  if (mst == UCC_OK) mst = ucc_collective_init(&ma, &mreq, w.team);
+  if (mst == UCC_OK) mst = ucc_collective_post(mreq);
+  if (mst == UCC_OK) mst = wait_all(w.ctx, &mreq, 1);
+  if (mreq != nullptr) ucc_collective_finalize(mreq);
+  if (mh != nullptr && mst == UCC_OK) mst = ucc_mem_unmap(&mh);
+  g_counting.store(false);
+  const long map_calls = total_calls();
+  if (mst != UCC_OK || map_calls != 0) {
+    std::fprintf(stderr,
+                 "rank %d: mapped collective: %s, allocator calls: %ld\n", me,
+                 ucct::status_name(mst), map_calls);
+    return 7;
   }
 
   // The counted region: post, progress and test only.

@@ -13,53 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "offload/proto.h"
 #include "platform/os/sock.h"
 #include "tests/common/harness.h"
-
-#ifndef UCC_FIRMWARE_SIM_BUILD_PATH
-#define UCC_FIRMWARE_SIM_BUILD_PATH ""
-#endif
+#include "tests/mp/emu_daemon.h"
 
 namespace {
 
-struct Daemon {
-  std::string sock;
-  pid_t pid = -1;
-
-  bool start() {
-    sock = "/tmp/ucc-faults-" + std::to_string(getpid()) + ".sock";
-    pid = fork();
-    if (pid == 0) {
-      execl(UCC_FIRMWARE_SIM_BUILD_PATH, "firmware_sim", "--socket",
-            sock.c_str(), "--sleep-ms", "1", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 2500 && pid > 0; ++i) {
-      int s = ucc::plat::sock::connect_to(sock.c_str());
-      if (s >= 0) {
-        close(s);
-        return true;
-      }
-      usleep(2000);
-    }
-    return false;
-  }
-  bool alive() const { return pid > 0 && kill(pid, 0) == 0; }
-  void stop() {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      waitpid(pid, nullptr, 0);
-    }
-    pid = -1;
-    unlink(sock.c_str());
-  }
-  std::vector<std::pair<std::string, std::string>> env() const {
-    return {{"UCC_OFFLOAD", "emu"},
-            {"UCC_FIRMWARE_SOCKET", sock},
-            {"UCC_FIRMWARE_SIM", "none"}};
-  }
-};
+using ucct::Daemon;
 
 ucc_coll_args_t allreduce(std::vector<int32_t>& s, std::vector<int32_t>& d) {
   ucc_coll_args_t a{};
@@ -77,7 +37,7 @@ bool ended_in_error(ucc_status_t st, double took) {
 }
 
 TEST(EmuFaults, DaemonKilledMidCollective) {
-  if (*UCC_FIRMWARE_SIM_BUILD_PATH == 0) GTEST_SKIP() << "no firmware_sim";
+  if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim";
   Daemon d;
   ASSERT_TRUE(d.start());
   const pid_t dpid = d.pid;
@@ -130,7 +90,7 @@ TEST(EmuFaults, DaemonKilledMidCollective) {
 }
 
 TEST(EmuFaults, HostKilledMidCollective) {
-  if (*UCC_FIRMWARE_SIM_BUILD_PATH == 0) GTEST_SKIP() << "no firmware_sim";
+  if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim";
   Daemon d;
   ASSERT_TRUE(d.start());
   bool ok = ucct::run_ranks(

@@ -42,7 +42,8 @@ enum Type : uint16_t {
   kTeamConnect,  // TeamConnect + SegAddr[size] -> Reply
   kTeamSeal,     // TeamIdx -> Reply
   kTeamClose,    // TeamIdx -> Reply
-  kRegister,     // Register -> RegisterReply
+  kRegister,     // Register -> RegisterReply; the range must be mapped in
+                 // the host (else kInvalidParam)
   kDeregister,   // Deregister -> Reply
   kStats,        // (empty) -> StatsReply
   kShutdown,     // (empty) -> Reply; the daemon exits once idle
@@ -123,12 +124,16 @@ struct Deregister {
   uint32_t pad;
 };
 
+// May grow at its end: a reader accepts a shorter reply (an older
+// daemon's) and takes the fields it lacks as 0.
 struct StatsReply {
   int32_t status;
   uint32_t clients;
   uint64_t descriptors;  // taken from all channels so far
   uint64_t teams;        // open now
   uint64_t uptime_ms;
+  uint64_t registered;     // kRegister requests granted so far
+  uint64_t registrations;  // held now, all clients together
 };
 
 static_assert(std::is_trivially_copyable_v<Hello>);
