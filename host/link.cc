@@ -232,22 +232,18 @@ Status EngineLink::cover_range(uint64_t addr, uint64_t len) {
     uint32_t v = 0;
     for (uint32_t i = 1; i < nregs_; ++i)
       if (regs_[i].used < regs_[v].used) v = i;
-    proto::Deregister dr{regs_[v].key, 0};
-    proto::Reply r{};
-    call(proto::kDeregister, &dr, sizeof(dr), &r, sizeof(r));
+    deregister(regs_[v].key);
     regs_[v] = regs_[--nregs_];
   }
-  proto::Register rq{base, end - base};
-  proto::RegisterReply r{};
-  Status st = call(proto::kRegister, &rq, sizeof(rq), &r, sizeof(r));
-  if (ok(st)) st = static_cast<Status>(r.status);
+  uint32_t key = 0;
+  Status st = register_range(base, end - base, &key);
   if (failed(st)) {
     UCC_ERROR("emu: the daemon refused to register [%#llx, %#llx)",
               static_cast<unsigned long long>(base),
               static_cast<unsigned long long>(end));
     return st;
   }
-  regs_[nregs_++] = Reg{base, end, r.key, tick_};
+  regs_[nregs_++] = Reg{base, end, key, tick_};
   return Status::kOk;
 }
 
@@ -271,6 +267,15 @@ Status EngineLink::pin(uint64_t addr, uint64_t len, uint32_t* key) {
   if (len == 0 || __builtin_add_overflow(addr, len, &end))
     return Status::kInvalidParam;
   if (sock_ < 0) return Status::kOk;
+  return register_range(addr, len, key);
+}
+
+void EngineLink::unpin(uint32_t key) {
+  if (sock_ < 0 || key == 0) return;
+  deregister(key);
+}
+
+Status EngineLink::register_range(uint64_t addr, uint64_t len, uint32_t* key) {
   proto::Register rq{addr, len};
   proto::RegisterReply r{};
   Status st = call(proto::kRegister, &rq, sizeof(rq), &r, sizeof(r));
@@ -280,8 +285,7 @@ Status EngineLink::pin(uint64_t addr, uint64_t len, uint32_t* key) {
   return st;
 }
 
-void EngineLink::unpin(uint32_t key) {
-  if (sock_ < 0 || key == 0) return;
+void EngineLink::deregister(uint32_t key) {
   proto::Deregister dr{key, 0};
   proto::Reply r{};
   call(proto::kDeregister, &dr, sizeof(dr), &r, sizeof(r));

@@ -88,6 +88,10 @@ class EngineLink {
   Status connect_daemon(const LinkConfig& cfg);
   void check_daemon();
   Status cover_range(uint64_t addr, uint64_t len);
+  // One registration request to the daemon (emu) and its key (never 0),
+  // or the daemon's refusal; and its end.
+  Status register_range(uint64_t addr, uint64_t len, uint32_t* key);
+  void deregister(uint32_t key);
   // One request and its reply (body copied into `out`, out_len bytes).
   Status call(uint16_t type, const void* body, uint32_t len, void* out,
               uint32_t out_len, int pass_fd = -1);

@@ -39,9 +39,7 @@ int exit_code(int rc) {
 void bind_to_cpu(int r) {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  int ncpu = CPU_COUNT(&allowed);
-  if (ncpu <= 0) return;
-  int want = r % ncpu;
+  int want = r % usable_cpus();
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed)) continue;
     if (want-- == 0) {
@@ -99,6 +97,14 @@ void sleep_ms(int ms) {
 }
 
 }  // namespace
+
+int usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
 
 double now_s() {
   timespec ts;

@@ -71,6 +71,9 @@ ucc_status_t oob_barrier(const ucc_oob_coll_t& oob, ucc_context_h ctx = nullptr,
 // Seconds on the monotonic clock.
 double now_s();
 
+// CPUs this process may run on (its affinity mask), at least 1.
+int usable_cpus();
+
 // ucc_status_string() without needing the library for codes we know.
 const char* status_name(ucc_status_t st);
 

@@ -2,7 +2,6 @@
 #include "tests/perf/perftest_mpi.h"
 
 #include <mpi.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -106,12 +105,6 @@ MPI_Op mpi_op(ucc_reduction_op_t op) {
   }
 }
 
-int online_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-}
-
 }  // namespace
 
 bool mpi_built() { return true; }
@@ -164,7 +157,7 @@ int mpi_relaunch(int argc, char** argv, const Config& cfg) {
   setenv("OMPI_MCA_btl", "self,vader", 0);
   const std::string np = std::to_string(cfg.ranks);
   std::vector<const char*> args = {mpirun, "-np", np.c_str()};
-  if (cfg.bind && cfg.ranks <= online_cpus()) {
+  if (cfg.bind && cfg.ranks <= usable_cpus()) {
     args.insert(args.end(), {"--bind-to", "core"});
   } else {
     args.insert(args.end(), {"--bind-to", "none", "--oversubscribe"});

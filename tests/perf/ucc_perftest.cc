@@ -21,7 +21,6 @@
 // over the OOB (mean, min, max) and rank 0 prints one row. A wrong result
 // prints a WARNING line instead of the row and makes the exit code nonzero.
 #include <getopt.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -244,8 +243,9 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
     if (cfg.compare) {
       // MPI's iteration first, aligned by MPI_Barrier as OSU does.
       step = "MPI iteration";
-      const double t0 = (mpi_barrier() ? now_s() : -1);
-      if (t0 < 0 || !mpi_coll(cfg, inplace, src.get(), dst.get(), count)) {
+      const bool aligned = mpi_barrier();
+      const double t0 = now_s();
+      if (!aligned || !mpi_coll(cfg, inplace, src.get(), dst.get(), count)) {
         st = UCC_ERR_NO_MESSAGE;
         break;
       }
@@ -316,12 +316,6 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   return UCC_OK;
 }
 
-int online_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-}
-
 void print_header(const Config& cfg, int n) {
   const CollSpec& cs = *cfg.coll;
   const bool barrier = cs.type == UCC_COLL_TYPE_BARRIER;
@@ -341,7 +335,7 @@ void print_header(const Config& cfg, int n) {
                 "Ranks:", n, sysconf(_SC_NPROCESSORS_ONLN));
   } else {
     std::printf("# %-20s %d local processes, %d CPUs, bound: %s\n", "Ranks:", n,
-                online_cpus(), cfg.bind ? "core" : "none");
+                usable_cpus(), cfg.bind ? "core" : "none");
   }
   if (cfg.compare) {
     std::printf(
@@ -349,7 +343,7 @@ void print_header(const Config& cfg, int n) {
         " ours)\n",
         "Compared with:", mpi_library_version().c_str());
   }
-  if (n > (cfg.under_mpi ? sysconf(_SC_NPROCESSORS_ONLN) : online_cpus())) {
+  if (n > (cfg.under_mpi ? sysconf(_SC_NPROCESSORS_ONLN) : usable_cpus())) {
     std::printf(
         "# %-20s more ranks than CPUs: timings include scheduling delays\n",
         "Note:");
