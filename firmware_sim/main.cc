@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "firmware_sim/server.h"
+#include "firmware_sim/wire_opts.h"
 #include "offload/proto.h"
 #include "platform/os/log.h"
 #include "platform/os/sock.h"
@@ -41,7 +42,10 @@ void usage(FILE* f) {
           "  --shutdown         ask the daemon on the socket to exit once it "
           "has no\n"
           "                     clients, and exit\n"
-          "  --help             this text\n");
+          "  --has-wire         exit 0 when built with the DPDK wire, else 1\n"
+          "  --help             this text\n"
+          "\n%s",
+          ucc::fw::wire_usage());
 }
 
 // One request to a running daemon (--stats, --shutdown).
@@ -67,14 +71,49 @@ int query(const char* path, uint16_t type) {
   if (type == proto::kStats) {
     printf(
         "clients %u\nteams %llu\ndescriptors %llu\nuptime_ms %llu\n"
-        "registered %llu\nregistrations %llu\n",
+        "registered %llu\nregistrations %llu\n"
+        "wire_tx_frames %llu\nwire_rx_frames %llu\nwire_tx_bytes %llu\n"
+        "wire_retransmits %llu\nwire_bad_frames %llu\nwire_dup_rx %llu\n"
+        "wire_injected %llu\n",
         sr.clients, static_cast<unsigned long long>(sr.teams),
         static_cast<unsigned long long>(sr.descriptors),
         static_cast<unsigned long long>(sr.uptime_ms),
         static_cast<unsigned long long>(sr.registered),
-        static_cast<unsigned long long>(sr.registrations));
+        static_cast<unsigned long long>(sr.registrations),
+        static_cast<unsigned long long>(sr.wire_tx_frames),
+        static_cast<unsigned long long>(sr.wire_rx_frames),
+        static_cast<unsigned long long>(sr.wire_tx_bytes),
+        static_cast<unsigned long long>(sr.wire_retransmits),
+        static_cast<unsigned long long>(sr.wire_bad_frames),
+        static_cast<unsigned long long>(sr.wire_dup_rx),
+        static_cast<unsigned long long>(sr.wire_injected));
   }
   return sr.status == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+namespace {
+
+int serve(const ucc::fw::ServerConfig& cfg, const char* path) {
+  ucc::fw::Server server;
+  ucc::off::Status st = server.start(cfg);
+  if (st == ucc::off::Status::kNoResource) {
+    UCC_INFO("firmware_sim: a daemon already serves %s", path);
+    return 3;
+  }
+  if (ucc::off::failed(st)) return 1;
+  g_server = &server;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  UCC_INFO("firmware_sim: serving %s (pid %d)", path, getpid());
+  server.run();
+  g_server = nullptr;
+  UCC_INFO("firmware_sim: exiting");
+  return 0;
 }
 
 }  // namespace
@@ -87,6 +126,7 @@ int main(int argc, char** argv) {
   else
     ucc::off::proto::default_socket_path(path, sizeof(path));
   ucc::fw::ServerConfig cfg;
+  ucc::fw::WireOptions wopt;
   int ask = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -117,10 +157,18 @@ int main(int argc, char** argv) {
         return 2;
       }
       ucc::plat::log_set_level(l);
+    } else if (strcmp(a, "--has-wire") == 0) {
+      return UCC_HAVE_DPDK ? 0 : 1;
     } else if (strcmp(a, "--stats") == 0) {
       ask = ucc::off::proto::kStats;
     } else if (strcmp(a, "--shutdown") == 0) {
       ask = ucc::off::proto::kShutdown;
+    } else if (int w = ucc::fw::wire_option(a, v, &wopt); w != 0) {
+      if (w < 0) {
+        fprintf(stderr, "firmware_sim: bad value for %s\n", a);
+        return 2;
+      }
+      ++i;
     } else {
       fprintf(stderr, "firmware_sim: unknown option %s\n", a);
       usage(stderr);
@@ -129,22 +177,15 @@ int main(int argc, char** argv) {
   }
   if (ask != 0) return query(path, static_cast<uint16_t>(ask));
   cfg.socket_path = path;
-  ucc::fw::Server server;
-  ucc::off::Status st = server.start(cfg);
-  if (st == ucc::off::Status::kNoResource) {
-    UCC_INFO("firmware_sim: a daemon already serves %s", path);
-    return 3;
+  ucc::plat::wire::Wire wire;
+  if (wopt.nvdev != 0) {
+    if (ucc::off::failed(ucc::fw::wire_start(&wopt, &wire))) return 1;
+    cfg.wire = &wire;
   }
-  if (ucc::off::failed(st)) return 1;
-  g_server = &server;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  UCC_INFO("firmware_sim: serving %s (pid %d)", path, getpid());
-  server.run();
-  g_server = nullptr;
-  UCC_INFO("firmware_sim: exiting");
-  return 0;
+  int rc = serve(cfg, path);
+  // The server (and the fabrics of its engines) are gone: now the wire,
+  // then its ports.
+  wire.fini();
+  ucc::fw::wire_stop();
+  return rc;
 }

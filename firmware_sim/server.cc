@@ -21,6 +21,7 @@
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
 #include "platform/os/sock.h"
+#include "platform/wire/wire.h"
 
 namespace ucc::fw {
 
@@ -181,6 +182,7 @@ bool Server::handle(Client& c) {
       struct stat sb;
       if (!c.ready && fd >= 0 && fixed(sizeof(hello))) {
         memcpy(&hello, body, sizeof(hello));
+        ec.wire = cfg_.wire;
         if (engine_config(hello, &ec) && fstat(fd, &sb) == 0 &&
             static_cast<uint64_t>(sb.st_size) >= hello.channel_bytes) {
           void* m = mmap(nullptr, hello.channel_bytes, PROT_READ | PROT_WRITE,
@@ -294,13 +296,25 @@ bool Server::handle(Client& c) {
     }
     case proto::kStats: {
       Stats s = stats();
-      proto::StatsReply sr{static_cast<int32_t>(Status::kOk),
-                           s.clients,
-                           s.descriptors,
-                           s.teams,
-                           s.uptime_ms,
-                           s.registered,
-                           s.registrations};
+      proto::StatsReply sr{};
+      sr.status = static_cast<int32_t>(Status::kOk);
+      sr.clients = s.clients;
+      sr.descriptors = s.descriptors;
+      sr.teams = s.teams;
+      sr.uptime_ms = s.uptime_ms;
+      sr.registered = s.registered;
+      sr.registrations = s.registrations;
+      if (cfg_.wire != nullptr) {
+        const plat::wire::WireStats& w = cfg_.wire->stats();
+        sr.wire_tx_frames = w.tx_frames;
+        sr.wire_rx_frames = w.rx_frames;
+        sr.wire_tx_bytes = w.tx_bytes;
+        sr.wire_retransmits = w.retransmits;
+        sr.wire_bad_frames = w.bad_frames;
+        sr.wire_dup_rx = w.dup_rx;
+        sr.wire_injected =
+            w.inj_drop + w.inj_dup + w.inj_reorder + w.inj_corrupt;
+      }
       keep = reply(c, h.type, h.seq, &sr, sizeof(sr));
       break;
     }
@@ -321,7 +335,7 @@ bool Server::handle(Client& c) {
 }
 
 uint64_t Server::progress() {
-  uint64_t events = 0;
+  uint64_t events = cfg_.wire != nullptr ? cfg_.wire->progress() : 0;
   for (uint32_t i = 0; i < nclients_; ++i) {
     if (clients_[i]->ready) events += clients_[i]->engine.progress();
   }
@@ -329,7 +343,9 @@ uint64_t Server::progress() {
 }
 
 Stats Server::stats() const {
-  Stats s{0, 0, 0, now_ms() - started_ms_, registered_, 0};
+  Stats s{};
+  s.uptime_ms = now_ms() - started_ms_;
+  s.registered = registered_;
   for (uint32_t i = 0; i < nclients_; ++i) {
     if (!clients_[i]->ready) continue;  // a --stats query, say
     ++s.clients;
@@ -357,7 +373,7 @@ void Server::run() {
       // a descriptor submitted in between is not left waiting.
       for (uint32_t i = 0; i < nclients_; ++i)
         if (clients_[i]->ready) clients_[i]->ch.set_engine_idle(true);
-      sleep = progress() == 0;
+      sleep = progress() == 0 && (cfg_.wire == nullptr || !cfg_.wire->busy());
       if (!sleep) idle = 0;
     } else if ((idle & 15) == 0) {
       sched_yield();
@@ -374,6 +390,8 @@ void Server::run() {
       pfds[i + 1] = pollfd{clients_[i]->fd, POLLIN, 0};
     int timeout = 0;
     if (sleep) timeout = nclients_ != 0 ? cfg_.sleep_ms : 100;
+    // Peers on the wire cannot ring our doorbell: keep naps short.
+    if (sleep && cfg_.wire != nullptr && timeout > 1) timeout = 1;
     int n = poll(pfds, nclients_ + 1, timeout);
     if (sleep) {
       for (uint32_t i = 0; i < nclients_; ++i)

@@ -17,6 +17,10 @@
 
 #include "offload/types.h"
 
+namespace ucc::plat::wire {
+class Wire;
+}
+
 namespace ucc::fw {
 
 using off::Status;
@@ -27,6 +31,10 @@ struct ServerConfig {
   int sleep_ms = 5;          // longest sleep while clients exist
   int exit_idle_ms = -1;     // exit after this long without clients
   int io_timeout_ms = 2000;  // a request must arrive whole within this
+  // The node's wire to other firmware_sims (nullptr: team fabrics use
+  // shared memory). Progressed by run(); the daemon never sleeps long
+  // while it holds frames in flight.
+  plat::wire::Wire* wire = nullptr;
 };
 
 // What `--stats` (and kStats) report.

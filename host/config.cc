@@ -24,7 +24,9 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
      "firmware_sim daemon, the emulated DPU; started if none runs)"},
     {"FIRMWARE_SOCKET", "", Scope::kContext,
      "emu: the daemon's unix socket; empty: "
-     "/tmp/ucc-firmware-sim-<uid>.sock"},
+     "/tmp/ucc-firmware-sim-<uid>.sock. A comma-separated list spreads "
+     "contexts over several daemons (emulated nodes): OOB rank r takes "
+     "entry r mod n"},
     {"FIRMWARE_SIM", "auto", Scope::kContext,
      "emu: the firmware_sim binary to start when no daemon listens; auto: "
      "the build tree's or the installed one; none: never start one"},

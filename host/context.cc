@@ -18,6 +18,21 @@ using ucc::off::Status;
 
 namespace {
 
+// UCC_FIRMWARE_SOCKET may list several daemons ("a.sock,b.sock"): the
+// context with OOB rank r takes entry r mod n, so that the processes of
+// one host can play the ranks of several emulated nodes.
+void pick_socket(char* path, size_t cap, uint32_t rank) {
+  if (strchr(path, ',') == nullptr) return;
+  uint32_t n = 1;
+  for (const char* c = path; *c != 0; ++c) n += *c == ',' ? 1 : 0;
+  const char* start = path;
+  for (uint32_t k = rank % n; k != 0; --k) start = strchr(start, ',') + 1;
+  size_t len = strcspn(start, ",");
+  if (len >= cap) len = cap - 1;
+  memmove(path, start, len);
+  path[len] = 0;
+}
+
 constexpr uint32_t kSubmitRing = 1024;
 
 bool valid_lib(ucc_lib_h lib) {
@@ -236,6 +251,8 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
 
   uint32_t ncomp = settings.engine.max_teams * settings.engine.team_queue;
   ucc::host::LinkConfig& link = ctx->settings.link;
+  pick_socket(ctx->settings.socket_path, sizeof(ctx->settings.socket_path),
+              has_oob ? static_cast<uint32_t>(params->oob.oob_ep) : 0);
   link.socket_path = ctx->settings.socket_path;
   link.daemon_path = ctx->settings.daemon_path;
   Status st = ctx->engine.init(link, kSubmitRing, ncomp, &ctx->ch);

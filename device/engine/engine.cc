@@ -95,7 +95,7 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   }
   Status st = t.port.init(i, size, k, &store_);
   plat::shm::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots};
-  if (ok(st)) st = t.port.fab().open(fc, addr);
+  if (ok(st)) st = t.port.fab().open(fc, addr, cfg_.wire);
   if (failed(st)) {
     t.port.fini();
     free_team_memory(q, qd, inst, blocks, bounce);

@@ -41,6 +41,10 @@ struct EngineConfig {
   // &regs): the table must outlive the engine). Validation and every data
   // operation check buffers through it.
   plat::MemAccess mem;
+  // Optional (firmware_sim with DPDK ports): team fabrics reach their
+  // peers through this node's wire instead of shared memory. Must outlive
+  // the engine; driven by the same thread.
+  plat::wire::Wire* wire = nullptr;
 };
 
 class Engine {

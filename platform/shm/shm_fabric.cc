@@ -12,75 +12,28 @@
 #include <new>
 
 #include "platform/os/log.h"
+#include "platform/shm/seg_layout.h"
+#include "platform/wire/endpoint.h"
+#include "platform/wire/wire.h"
 
 namespace ucc::plat::shm {
-namespace {
 
-constexpr uint32_t kSegMagic = 0x55435347u;  // "UCSG"
-constexpr uint32_t kSegVersion = 2;
-constexpr size_t kSlotHdr = 64;  // keeps payloads 64-byte aligned
-
-struct SegHeader {
-  uint32_t magic;
-  uint32_t version;
-  uint32_t nranks;
-  uint32_t slot_size;
-  uint32_t nslots;
-  int32_t owner_pid;
-  uint32_t pad;
-  std::atomic<uint32_t> attention;  // control messages delivered here
-  std::atomic<uint32_t> closed;     // 1: the owner left normally; 2: lost
-};
-static_assert(sizeof(SegHeader) <= 64);
-
-// Control of one inbox. Its slots are a pool, not a ring: the sender takes
-// a free slot, fills it, appends its index to `order` and publishes `head`;
-// the owner reads `order` to learn the arrival order and bumps the slot's
-// `done` count when it releases it. A slot is free when the sender's count
-// of messages put through it equals `done`. Each word has one writer, so
-// no atomic read-modify-write is needed, and releases in any order free
-// slots at once (a ring would keep every slot behind the oldest unreleased
-// message). An `order` entry the owner has not read yet cannot be
-// overwritten: that takes nslots more messages, and the unread ones hold
-// their slots; so the owner copies entries out as it learns of them.
-struct InboxCtl {
-  alignas(64) std::atomic<uint32_t> head;            // by the sender
-  alignas(64) std::atomic<uint8_t> done[kMaxSlots];  // by the owner
-  alignas(64) uint8_t order[kMaxSlots];              // by the sender
-};
-static_assert(sizeof(InboxCtl) == 192);
-
-constexpr size_t kCtlOff = 64;
-static_assert(kMaxSlots <= 64, "one bit per slot in the owner's masks");
-
-size_t data_offset(uint32_t nranks) {
-  size_t end = kCtlOff + sizeof(InboxCtl) * nranks;
-  return (end + 4095) & ~size_t{4095};
+char* ShmTeamFabric::tx_at(const Peer& p, uint32_t s) const {
+  return p.tx_slots + (s & (cfg_.nslots - 1)) * slot_stride(cfg_.slot_size);
 }
-size_t slot_stride(uint32_t slot_size) { return kSlotHdr + slot_size; }
-size_t segment_bytes(const FabricConfig& c) {
-  return data_offset(c.nranks) +
-         slot_stride(c.slot_size) * c.nslots * static_cast<size_t>(c.nranks);
+char* ShmTeamFabric::rx_at(const Peer& p, uint32_t s) const {
+  return p.rx_slots + (s & (cfg_.nslots - 1)) * slot_stride(cfg_.slot_size);
 }
 
-InboxCtl* ctl(char* seg, uint32_t inbox) {
-  return reinterpret_cast<InboxCtl*>(seg + kCtlOff) + inbox;
-}
-// Slot `idx` (masked into range: indices come from shared memory).
-char* slot(char* seg, const FabricConfig& c, uint32_t inbox, uint32_t idx) {
-  size_t n = static_cast<size_t>(inbox) * c.nslots + (idx & (c.nslots - 1));
-  return seg + data_offset(c.nranks) + n * slot_stride(c.slot_size);
-}
-
-}  // namespace
-
-Status ShmTeamFabric::open(const FabricConfig& cfg, SegAddr* out) {
+Status ShmTeamFabric::open(const FabricConfig& cfg, SegAddr* out,
+                           wire::Wire* wire) {
   if (cfg.nranks == 0 || cfg.rank >= cfg.nranks || cfg.slot_size < 64 ||
       cfg.slot_size % 64 != 0 || cfg.nslots < 2 || cfg.nslots > kMaxSlots ||
       (cfg.nslots & (cfg.nslots - 1)) != 0)
     return Status::kInvalidParam;
   cfg_ = cfg;
   seg_bytes_ = segment_bytes(cfg);
+  if (wire != nullptr) return open_wire(wire, out);
   fd_ = memfd_create("ucc-team", MFD_CLOEXEC);
   if (fd_ < 0) {
     UCC_ERROR("memfd_create failed: %s", strerror(errno));
@@ -109,22 +62,61 @@ Status ShmTeamFabric::open(const FabricConfig& cfg, SegAddr* out) {
   new (&h->attention) std::atomic<uint32_t>(0);
   new (&h->closed) std::atomic<uint32_t>(0);
   for (uint32_t i = 0; i < cfg.nranks; ++i) {
-    InboxCtl* c = new (ctl(seg_, i)) InboxCtl;
+    InboxCtl* c = new (seg_ctl(seg_, i)) InboxCtl;
     c->head.store(0, std::memory_order_relaxed);
     for (auto& d : c->done) d.store(0, std::memory_order_relaxed);
   }
-  peers_ = static_cast<Peer*>(calloc(cfg.nranks, sizeof(Peer)));
-  if (peers_ == nullptr) {
-    close();
-    return Status::kNoMemory;
-  }
-  for (uint32_t i = 0; i < cfg.nranks; ++i) new (&peers_[i]) Peer;
+  if (failed(new_peers())) return Status::kNoMemory;
   *out = SegAddr{kSegMagic,  getpid(),   fd_,       cfg.slot_size,
                  cfg.nslots, cfg.nranks, seg_bytes_};
   return Status::kOk;
 }
 
+Status ShmTeamFabric::new_peers() {
+  peers_ = static_cast<Peer*>(calloc(cfg_.nranks, sizeof(Peer)));
+  if (peers_ == nullptr) {
+    close();
+    return Status::kNoMemory;
+  }
+  for (uint32_t i = 0; i < cfg_.nranks; ++i) {
+    Peer* p = new (&peers_[i]) Peer;
+    p->rx_ctl = seg_ctl(seg_, i);
+    p->rx_slots = seg_slots(seg_, cfg_, i);
+  }
+  return Status::kOk;
+}
+
+Status ShmTeamFabric::open_wire(wire::Wire* wire, SegAddr* out) {
+  ep_ = wire->open(cfg_, out);
+  if (ep_ == nullptr) return Status::kNoMemory;
+  wire_ = wire;
+  seg_ = ep_->segment();
+  return new_peers();
+}
+
+void ShmTeamFabric::point_tx(uint32_t i, char* base) {
+  Peer& p = peers_[i];
+  p.base = base;
+  p.tx_ctl = seg_ctl(base, cfg_.rank);
+  p.tx_slots = seg_slots(base, cfg_, cfg_.rank);
+  p.tx_attention = &reinterpret_cast<SegHeader*>(base)->attention;
+}
+
 Status ShmTeamFabric::connect(const SegAddr* addrs) {
+  if (ep_ != nullptr) {
+    Status st = ep_->connect(addrs);
+    if (failed(st)) return st;
+    for (uint32_t i = 0; i < cfg_.nranks; ++i) {
+      if (i == cfg_.rank) {
+        point_tx(i, seg_);  // to ourselves: straight into our segment
+        continue;
+      }
+      InboxView v = ep_->shadow(i);
+      peers_[i].tx_ctl = v.ctl;
+      peers_[i].tx_slots = v.slots;
+    }
+    return Status::kOk;
+  }
   for (uint32_t i = 0; i < cfg_.nranks; ++i) {
     const SegAddr& a = addrs[i];
     if (a.magic != kSegMagic || a.slot_size != cfg_.slot_size ||
@@ -139,7 +131,7 @@ Status ShmTeamFabric::connect(const SegAddr* addrs) {
     }
     peers_[i].pid = a.pid;
     if (i == cfg_.rank) {
-      peers_[i].base = seg_;
+      point_tx(i, seg_);
       peers_[i].bytes = 0;  // not a separate mapping
       continue;
     }
@@ -163,7 +155,7 @@ Status ShmTeamFabric::connect(const SegAddr* addrs) {
       UCC_ERROR("peer %u segment header mismatch", i);
       return Status::kError;
     }
-    peers_[i].base = static_cast<char*>(p);
+    point_tx(i, static_cast<char*>(p));
     peers_[i].bytes = a.bytes;
   }
   return Status::kOk;
@@ -184,6 +176,11 @@ void ShmTeamFabric::close(bool lost) {
     free(peers_);
     peers_ = nullptr;
   }
+  if (ep_ != nullptr) {
+    wire_->close(ep_, lost);  // the segment goes with the endpoint
+    ep_ = nullptr;
+    seg_ = nullptr;
+  }
   if (seg_ != nullptr) {
     // Peers keep their mapping: this tells them how we left. A member
     // that leaves normally may still have messages on their way to peers
@@ -200,7 +197,7 @@ void ShmTeamFabric::close(bool lost) {
 void* ShmTeamFabric::tx_reserve(uint32_t peer) {
   Peer& p = peers_[peer];
   if (p.tx_slot < 0) {
-    const InboxCtl* c = ctl(p.base, cfg_.rank);
+    const InboxCtl* c = p.tx_ctl;
     // Round robin from the last slot taken, as a ring would: a slot the
     // owner has just read is taken last, which keeps its lines from moving
     // between the two cores while they are still in use there.
@@ -215,13 +212,12 @@ void* ShmTeamFabric::tx_reserve(uint32_t peer) {
     }
     if (p.tx_slot < 0) return nullptr;
   }
-  return slot(p.base, cfg_, cfg_.rank, static_cast<uint32_t>(p.tx_slot)) +
-         kSlotHdr;
+  return tx_at(p, static_cast<uint32_t>(p.tx_slot)) + kSlotHdr;
 }
 
 uint32_t ShmTeamFabric::tx_free(uint32_t peer) {
   const Peer& p = peers_[peer];
-  const InboxCtl* c = ctl(p.base, cfg_.rank);
+  const InboxCtl* c = p.tx_ctl;
   uint32_t n = 0;
   for (uint32_t s = 0; s < cfg_.nslots; ++s)
     n += c->done[s].load(std::memory_order_acquire) == p.sent[s] ? 1 : 0;
@@ -232,11 +228,11 @@ void ShmTeamFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                               uint8_t kind) {
   Peer& p = peers_[peer];
   auto s = static_cast<uint32_t>(p.tx_slot);
-  auto* h = reinterpret_cast<MsgHdr*>(slot(p.base, cfg_, cfg_.rank, s));
+  auto* h = reinterpret_cast<MsgHdr*>(tx_at(p, s));
   h->len = len;
   h->kind = kind;
   h->key = key;
-  InboxCtl* c = ctl(p.base, cfg_.rank);
+  InboxCtl* c = p.tx_ctl;
   c->order[p.tx_head & (cfg_.nslots - 1)] = static_cast<uint8_t>(s);
   ++p.sent[s];
   ++p.tx_head;
@@ -244,10 +240,11 @@ void ShmTeamFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
   ++events_;
   // P1 pairs with C2 in rx_end(): slot and order entry before the count.
   c->head.store(p.tx_head, std::memory_order_release);
-  if (kind != 0) {
+  if (p.tx_attention == nullptr) {
+    ep_->kick(peer);  // over the wire: the receiver's side counts attention
+  } else if (kind != 0) {
     // After P1, so a receiver that sees the count change finds the message.
-    reinterpret_cast<SegHeader*>(p.base)->attention.fetch_add(
-        1, std::memory_order_release);
+    p.tx_attention->fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -265,7 +262,7 @@ uint32_t ShmTeamFabric::rx_poll(uint32_t peer) {
   // C2 pairs with P1. Unread order entries are intact (port.h), but a
   // broken sender could claim more messages than slots: never take more
   // than the free slots could hold.
-  const InboxCtl* c = ctl(seg_, peer);
+  const InboxCtl* c = p.rx_ctl;
   uint32_t h = c->head.load(std::memory_order_acquire);
   if (h - p.rx_head > cfg_.nslots - p.npend)
     h = p.rx_head + (cfg_.nslots - p.npend);
@@ -279,11 +276,12 @@ uint32_t ShmTeamFabric::rx_poll(uint32_t peer) {
 const MsgHdr* ShmTeamFabric::rx_hdr(uint32_t peer, uint32_t i) const {
   const Peer& p = peers_[peer];
   if (i >= p.npend || ((p.rx_dead >> i) & 1)) return nullptr;
-  return reinterpret_cast<const MsgHdr*>(slot(seg_, cfg_, peer, p.pend[i]));
+  return reinterpret_cast<const MsgHdr*>(rx_at(p, p.pend[i]));
 }
 
 const void* ShmTeamFabric::rx_payload(uint32_t peer, uint32_t i) const {
-  return slot(seg_, cfg_, peer, peers_[peer].pend[i]) + kSlotHdr;
+  const Peer& p = peers_[peer];
+  return rx_at(p, p.pend[i]) + kSlotHdr;
 }
 
 void ShmTeamFabric::rx_release(uint32_t peer, uint32_t i) {
@@ -292,12 +290,13 @@ void ShmTeamFabric::rx_release(uint32_t peer, uint32_t i) {
   p.rx_dead |= uint64_t{1} << i;
   ++events_;
   // R1 pairs with C1: our reads of the slot happen before its reuse.
-  std::atomic<uint8_t>& d = ctl(seg_, peer)->done[p.pend[i]];
+  std::atomic<uint8_t>& d = p.rx_ctl->done[p.pend[i]];
   d.store(static_cast<uint8_t>(d.load(std::memory_order_relaxed) + 1),
           std::memory_order_release);
 }
 
 bool ShmTeamFabric::peer_lost() const {
+  if (ep_ != nullptr) return ep_->peer_lost();
   if (peers_ == nullptr) return false;
   for (uint32_t i = 0; i < cfg_.nranks; ++i) {
     if (i == cfg_.rank || peers_[i].base == nullptr) continue;

@@ -21,8 +21,15 @@
 // A message of nonzero kind also bumps the receiver's attention counter,
 // so a receiver can notice control messages without scanning inboxes.
 //
+// Over the wire (open() with a wire, in firmware_sim started with DPDK
+// ports): the segment is private memory of the wire's endpoint instead of
+// a memfd, peers' messages arrive in it as frames, and a message for a
+// peer is written into a local shadow of its inbox and then framed
+// (platform/wire/endpoint.h). Everything else here is the same.
+//
 // Threads: one engine thread drives a ShmTeamFabric; reserve/commit and
-// peek/release for one peer must not be interleaved by two threads.
+// peek/release for one peer must not be interleaved by two threads. Over
+// the wire, that thread is also the wire's.
 #pragma once
 
 #include <atomic>
@@ -30,6 +37,11 @@
 #include <cstdint>
 
 #include "offload/types.h"
+
+namespace ucc::plat::wire {
+class Wire;
+class Endpoint;
+}  // namespace ucc::plat::wire
 
 namespace ucc::plat::shm {
 
@@ -72,6 +84,8 @@ struct SegAddr {
 };
 static_assert(sizeof(SegAddr) == 32);
 
+struct InboxCtl;  // seg_layout.h
+
 class ShmTeamFabric {
  public:
   ShmTeamFabric() = default;
@@ -80,8 +94,10 @@ class ShmTeamFabric {
   ~ShmTeamFabric() { close(); }
 
   // Creates this rank's segment and fills `out`. kNoMemory when the segment
-  // cannot be created, kInvalidParam for a bad configuration.
-  Status open(const FabricConfig& cfg, SegAddr* out);
+  // cannot be created, kInvalidParam for a bad configuration. With a wire,
+  // peers are reached through it (their addresses must be wire ones too).
+  Status open(const FabricConfig& cfg, SegAddr* out,
+              wire::Wire* wire = nullptr);
   // Maps every peer's segment (addrs[i] is rank i's). kError when a peer's
   // segment cannot be mapped or does not match our configuration.
   Status connect(const SegAddr* addrs);
@@ -100,7 +116,8 @@ class ShmTeamFabric {
   uint32_t nranks() const { return cfg_.nranks; }
   // The process that created peer's segment (from its SegAddr, checked
   // against the segment's header at connect): the peer rank's own process
-  // when its engine runs inline, its firmware_sim otherwise.
+  // when its engine runs inline, its firmware_sim otherwise; 0 over the
+  // wire (another node).
   int32_t peer_pid(uint32_t peer) const { return peers_[peer].pid; }
 
   // Sender: the payload area of the next free slot towards `peer`, or
@@ -137,11 +154,15 @@ class ShmTeamFabric {
     char* base = nullptr;  // peer's segment (ours for peer == rank)
     int32_t pid = 0;       // its creator
     size_t bytes = 0;
+    InboxCtl* tx_ctl = nullptr;  // our inbox there (or its shadow)
+    char* tx_slots = nullptr;
+    InboxCtl* rx_ctl = nullptr;  // its inbox here
+    char* rx_slots = nullptr;
+    std::atomic<uint32_t>* tx_attention = nullptr;  // there; none: wire
     uint32_t tx_head = 0;  // messages sent into the peer's inbox for us
-    int32_t tx_slot = -1;
+    int32_t tx_slot = -1;  // slot reserved there, or -1
     uint32_t tx_last = UINT32_MAX;  // slot taken last
-    uint8_t sent[kMaxSlots] =
-        {};  // messages put through each slot     // slot reserved there, or -1
+    uint8_t sent[kMaxSlots] = {};   // messages put through each slot
     uint32_t rx_head = 0;     // messages seen arriving in our inbox from peer
     uint32_t npend = 0;       // of which not released (as of the last poll)
     uint64_t rx_dead = 0;     // bit i: pend[i] released since the last poll
@@ -149,7 +170,15 @@ class ShmTeamFabric {
     uint8_t pend[kMaxSlots];  // their slots, in arrival order
   };
 
+  Status new_peers();
+  Status open_wire(wire::Wire* wire, SegAddr* out);
+  void point_tx(uint32_t peer, char* base);      // its segment mapped at base
+  char* tx_at(const Peer& p, uint32_t s) const;  // slot s (masked)
+  char* rx_at(const Peer& p, uint32_t s) const;
+
   FabricConfig cfg_{};
+  wire::Wire* wire_ = nullptr;
+  wire::Endpoint* ep_ = nullptr;
   char* seg_ = nullptr;
   size_t seg_bytes_ = 0;
   int fd_ = -1;

@@ -134,6 +134,16 @@ struct StatsReply {
   uint64_t uptime_ms;
   uint64_t registered;     // kRegister requests granted so far
   uint64_t registrations;  // held now, all clients together
+  // The wire between nodes (0 without one): frames, data payload bytes,
+  // data frames sent again, frames refused (checksum, header), data
+  // frames that had already arrived, and faults injected (all kinds).
+  uint64_t wire_tx_frames;
+  uint64_t wire_rx_frames;
+  uint64_t wire_tx_bytes;
+  uint64_t wire_retransmits;
+  uint64_t wire_bad_frames;
+  uint64_t wire_dup_rx;
+  uint64_t wire_injected;
 };
 
 static_assert(std::is_trivially_copyable_v<Hello>);
