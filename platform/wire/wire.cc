@@ -241,8 +241,11 @@ uint64_t Wire::progress() {
   for (uint32_t p = 0; p < nports_; ++p)
     n += ports_[p]->rx(&Wire::on_frame, this, p, 64);
   for (uint32_t k = loop_head_ - loop_tail_; k != 0; --k, ++n) {
-    const uint32_t i = loop_tail_++ % kLoop;
+    // The slot stays taken while we read it: receiving may send, and a
+    // frame to ourselves must not land on the one being read.
+    const uint32_t i = loop_tail_ % kLoop;
     receive(UINT32_MAX, loop_ + size_t{i} * max_frame_, loop_len_[i]);
+    ++loop_tail_;
   }
   const uint64_t linger = uint64_t{cfg_.peer_timeout_ms} * 1000000;
   for (uint32_t i = 0; i < cfg_.max_endpoints && nopen_ != 0; ++i) {

@@ -289,3 +289,16 @@ TEST(Wire, ForgedPutsAreRefused) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Wire, ManyRanksBigSlotsUnderFaults) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    wire::WireConfig cfg = quick();
+    cfg.faults = wire::WireFaults{0.01, 0.01, 0.01, 0.001, seed};
+    Cluster c(2, cfg, 9000);
+    Team t;
+    ASSERT_TRUE(t.open(c, 8, 64 * 1024, 8));
+    ASSERT_TRUE(exchange(c, t, 30, 64 * 1024, 60)) << "seed " << seed;
+  }
+}
+}  // namespace
