@@ -190,8 +190,15 @@ bool valid(Knob k, const char* v) {
     }
     case Knob::kOffload:
       return strcasecmp(v, "inline") == 0 || strcasecmp(v, "emu") == 0;
-    case Knob::kFirmwareSocket:
-      return strlen(v) < 108;  // sun_path
+    case Knob::kFirmwareSocket: {
+      // Each entry of the list must fit a sun_path.
+      for (const char* e = v;; ++e) {
+        size_t len = strcspn(e, ",");
+        if (len >= 108) return false;
+        e += len;
+        if (*e == 0) return true;
+      }
+    }
     case Knob::kFirmwareSim:
       return true;
     case Knob::kFirmwareTimeout:

@@ -57,7 +57,10 @@ Status dpdk_init(const char* const* vdevs, uint32_t n, uint32_t max_frame,
     UCC_ERROR("wire: DPDK EAL init failed: %s", rte_strerror(rte_errno));
     return Status::kError;
   }
-  const uint32_t room = max_frame + RTE_PKTMBUF_HEADROOM;
+  // At least the usual 2 KiB: some PMDs (af_packet) want whole frames of
+  // their ring's size in one mbuf.
+  const uint32_t room =
+      (max_frame > 2048 ? max_frame : 2048) + RTE_PKTMBUF_HEADROOM;
   g_pool = rte_pktmbuf_pool_create("ucc_wire", 4095 + 2048 * n, 0, 0,
                                    static_cast<uint16_t>(room), SOCKET_ID_ANY);
   if (g_pool == nullptr) {

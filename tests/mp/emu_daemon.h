@@ -33,13 +33,18 @@ struct Daemon {
 
   // Starts the build tree's firmware_sim on /tmp/ucc-<tag>-<pid>.sock and
   // waits until it accepts connections (5 s at most).
-  bool start(const char* tag = "faults") {
+  // `extra`: more firmware_sim options (the wire's, say).
+  bool start(const char* tag = "faults",
+             const std::vector<std::string>& extra = {}) {
     sock = std::string("/tmp/ucc-") + tag + "-" + std::to_string(getpid()) +
            ".sock";
+    std::vector<const char*> argv = {"firmware_sim", "--socket", sock.c_str(),
+                                     "--sleep-ms", "1"};
+    for (const std::string& a : extra) argv.push_back(a.c_str());
+    argv.push_back(nullptr);
     pid = fork();
     if (pid == 0) {
-      execl(UCC_FIRMWARE_SIM_BUILD_PATH, "firmware_sim", "--socket",
-            sock.c_str(), "--sleep-ms", "1", static_cast<char*>(nullptr));
+      execv(UCC_FIRMWARE_SIM_BUILD_PATH, const_cast<char**>(argv.data()));
       _exit(127);
     }
     for (int i = 0; i < 2500 && pid > 0; ++i) {

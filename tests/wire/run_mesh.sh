@@ -3,7 +3,14 @@
 # by a full mesh of DPDK memif links (one emulated NIC per daemon), then
 # checks the daemons are still alive and prints their wire statistics.
 #
-#   tests/wire/run_mesh.sh BUILD NODES [firmware_sim wire options] -- CMD...
+#   tests/wire/run_mesh.sh BUILD NODES [--af-packet] [firmware_sim options] \
+#     -- CMD...
+#
+# --af-packet: instead of memif, each daemon runs in a network namespace of
+# its own (ucc-wn<N>-<pid>) with one veth port, the veths joined by a
+# bridge in one more namespace; the daemons use DPDK's net_af_packet on
+# them with 1514-byte frames. A lossy wire: the kernel drops frames when
+# a socket's ring is full. Exit 77 (skip) where namespaces cannot be made.
 #
 # Contexts spread over the daemons by OOB rank (UCC_FIRMWARE_SOCKET list).
 # Exit: the command's status; 1 when a daemon died; 77 (skip) when the
@@ -12,6 +19,8 @@ set -u
 build=$1 nodes=$2
 shift 2
 fw_args=()
+afp=0
+if [ "${1:-}" = "--af-packet" ]; then afp=1; shift; fi
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do fw_args+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 fw="$build/firmware_sim/firmware_sim"
@@ -22,15 +31,43 @@ fi
 dir=$(mktemp -d /tmp/ucc-mesh.XXXXXX)
 pids=()
 socks=()
+tag="ucc-w$$"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null
+  if [ $afp = 1 ]; then
+    for ((n = 0; n <= nodes; n++)); do ip netns del "$tag-$n" 2>/dev/null; done
+  fi
   rm -rf "$dir"
 }
 trap cleanup EXIT
+if [ $afp = 1 ]; then
+  # Namespace $tag-NODES holds the bridge; node n's veth ucc-v<n> sits in
+  # namespace $tag-n, its other end (ucc-b<n>) on the bridge.
+  br="$tag-$nodes"
+  if ! ip netns add "$br" 2>/dev/null; then
+    echo "SKIP: cannot create network namespaces here (needs root and ip)"
+    exit 77
+  fi
+  ip -n "$br" link add ucc-br type bridge && ip -n "$br" link set ucc-br up ||
+    { echo "cannot create a bridge"; exit 1; }
+  for ((n = 0; n < nodes; n++)); do
+    ip netns add "$tag-$n" &&
+      ip -n "$br" link add ucc-b$n type veth peer name ucc-v$n netns "$tag-$n" &&
+      ip -n "$br" link set ucc-b$n master ucc-br up &&
+      ip -n "$tag-$n" link set ucc-v$n up ||
+      { echo "cannot set up the veth of node $n"; exit 1; }
+  done
+fi
 for ((n = 0; n < nodes; n++)); do
-  "$fw" --socket "$dir/node$n.sock" --wire-mesh "$dir:$n:$nodes" \
-    --sleep-ms 1 "${fw_args[@]}" >"$dir/node$n.log" 2>&1 &
+  if [ $afp = 1 ]; then
+    ip netns exec "$tag-$n" "$fw" --socket "$dir/node$n.sock" \
+      --wire-port "net_af_packet0,iface=ucc-v$n" --wire-frame 1514 \
+      --sleep-ms 1 "${fw_args[@]}" >"$dir/node$n.log" 2>&1 &
+  else
+    "$fw" --socket "$dir/node$n.sock" --wire-mesh "$dir:$n:$nodes" \
+      --sleep-ms 1 "${fw_args[@]}" >"$dir/node$n.log" 2>&1 &
+  fi
   pids+=($!)
   socks+=("$dir/node$n.sock")
 done
