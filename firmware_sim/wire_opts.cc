@@ -49,7 +49,6 @@ bool add_mesh(const char* v, WireOptions* o) {
     snprintf(s, 320,
              "net_memif%u,role=%s,id=0,socket=%s/link-%u-%u.sock,bsize=9216",
              o->nvdev, node == a ? "server" : "client", dir, a, b);
-    o->owned[o->nvdev] = s;
     o->vdev[o->nvdev++] = s;
   }
   return true;

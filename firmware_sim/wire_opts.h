@@ -11,9 +11,10 @@ namespace ucc::fw {
 
 struct WireOptions {
   static constexpr uint32_t kMaxPorts = 16;
-  const char* vdev[kMaxPorts] = {};  // --wire-port, as given
+  // --wire-port as given, or made by --wire-mesh (those live as long as
+  // the process: DPDK keeps pointers to its arguments).
+  const char* vdev[kMaxPorts] = {};
   uint32_t nvdev = 0;
-  char* owned[kMaxPorts] = {};  // vdev strings made by --wire-mesh
   uint32_t max_frame = 9000;
   uint32_t mem_mb = 256;
   plat::wire::WireConfig cfg;

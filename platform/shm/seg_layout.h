@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "platform/shm/shm_fabric.h"
 
@@ -67,6 +68,25 @@ inline InboxCtl* seg_ctl(char* seg, uint32_t inbox) {
 inline char* seg_slots(char* seg, const FabricConfig& c, uint32_t inbox) {
   return seg + data_offset(c.nranks) +
          static_cast<size_t>(inbox) * c.nslots * slot_stride(c.slot_size);
+}
+
+// Writes a fresh segment's header and empty inbox controls (the slots
+// need no initialising). `owner` is the creating process.
+inline void seg_init(char* seg, const FabricConfig& c, int32_t owner) {
+  auto* h = reinterpret_cast<SegHeader*>(seg);
+  h->magic = kSegMagic;
+  h->version = kSegVersion;
+  h->nranks = c.nranks;
+  h->slot_size = c.slot_size;
+  h->nslots = c.nslots;
+  h->owner_pid = owner;
+  new (&h->attention) std::atomic<uint32_t>(0);
+  new (&h->closed) std::atomic<uint32_t>(0);
+  for (uint32_t i = 0; i < c.nranks; ++i) {
+    InboxCtl* ic = new (seg_ctl(seg, i)) InboxCtl;
+    ic->head.store(0, std::memory_order_relaxed);
+    for (auto& d : ic->done) d.store(0, std::memory_order_relaxed);
+  }
 }
 
 // One inbox seen from its sender or its owner: its control and its slots.

@@ -52,20 +52,7 @@ Status ShmTeamFabric::open(const FabricConfig& cfg, SegAddr* out,
     return Status::kNoMemory;
   }
   seg_ = static_cast<char*>(p);
-  auto* h = reinterpret_cast<SegHeader*>(seg_);
-  h->magic = kSegMagic;
-  h->version = kSegVersion;
-  h->nranks = cfg.nranks;
-  h->slot_size = cfg.slot_size;
-  h->nslots = cfg.nslots;
-  h->owner_pid = getpid();
-  new (&h->attention) std::atomic<uint32_t>(0);
-  new (&h->closed) std::atomic<uint32_t>(0);
-  for (uint32_t i = 0; i < cfg.nranks; ++i) {
-    InboxCtl* c = new (seg_ctl(seg_, i)) InboxCtl;
-    c->head.store(0, std::memory_order_relaxed);
-    for (auto& d : c->done) d.store(0, std::memory_order_relaxed);
-  }
+  seg_init(seg_, cfg, getpid());
   if (failed(new_peers())) return Status::kNoMemory;
   *out = SegAddr{kSegMagic,  getpid(),   fd_,       cfg.slot_size,
                  cfg.nslots, cfg.nranks, seg_bytes_};

@@ -28,17 +28,7 @@ Status Endpoint::init(Wire* w, uint32_t id, const shm::FabricConfig& cfg) {
   if (posix_memalign(&seg, 4096, seg_bytes_) != 0) return Status::kNoMemory;
   seg_ = static_cast<char*>(seg);
   memset(seg_, 0, seg_bytes_);
-  auto* h = reinterpret_cast<shm::SegHeader*>(seg_);
-  h->magic = shm::kSegMagic;
-  h->version = shm::kSegVersion;
-  h->nranks = cfg.nranks;
-  h->slot_size = cfg.slot_size;
-  h->nslots = cfg.nslots;
-  h->owner_pid = getpid();
-  new (&h->attention) std::atomic<uint32_t>(0);
-  new (&h->closed) std::atomic<uint32_t>(0);
-  for (uint32_t i = 0; i < cfg.nranks; ++i)
-    new (shm::seg_ctl(seg_, i)) shm::InboxCtl;
+  shm::seg_init(seg_, cfg, getpid());
   const size_t sb = shadow_bytes(cfg);
   void* sh = nullptr;
   if (posix_memalign(&sh, 64, sb * cfg.nranks) != 0) {

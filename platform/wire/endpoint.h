@@ -120,7 +120,6 @@ class Endpoint {
   char* shadows_ = nullptr;
   Link* links_ = nullptr;
   uint64_t closed_at_ = 0;
-  bool lost_ = false;  // we are closing because we failed
 };
 
 }  // namespace ucc::plat::wire

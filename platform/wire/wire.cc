@@ -106,7 +106,6 @@ void Wire::close(Endpoint* ep, bool lost) {
     }
     ep->state_ = Endpoint::State::kClosing;
     ep->closed_at_ = now_;
-    ep->lost_ = lost;
     return;  // progress() frees it once drained
   }
   const uint32_t i = ep->id_ & kIdxMask;

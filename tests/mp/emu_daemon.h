@@ -9,6 +9,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <ucc/api/ucc.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -24,6 +25,17 @@
 #endif
 
 namespace ucct {
+
+// The collective the daemon fault tests run: an int32 sum over s into d.
+inline ucc_coll_args_t allreduce_i32(std::vector<int32_t>& s,
+                                     std::vector<int32_t>& d) {
+  ucc_coll_args_t a{};
+  a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+  a.src.info = {s.data(), s.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+  a.dst.info = {d.data(), d.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+  a.op = UCC_OP_SUM;
+  return a;
+}
 
 inline bool have_firmware_sim() { return *UCC_FIRMWARE_SIM_BUILD_PATH != 0; }
 

@@ -19,16 +19,8 @@
 
 namespace {
 
+using ucct::allreduce_i32;
 using ucct::Daemon;
-
-ucc_coll_args_t allreduce(std::vector<int32_t>& s, std::vector<int32_t>& d) {
-  ucc_coll_args_t a{};
-  a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
-  a.src.info = {s.data(), s.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
-  a.dst.info = {d.data(), d.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
-  a.op = UCC_OP_SUM;
-  return a;
-}
 
 // An error, and soon: not success, and not the wait's own timeout.
 bool ended_in_error(ucc_status_t st, double took) {
@@ -46,7 +38,7 @@ TEST(EmuFaults, DaemonKilledMidCollective) {
     w.env = d.env();
     if (w.init(r) != UCC_OK) return 1;
     std::vector<int32_t> s(100000, 1), dst(100000, 0);
-    ucc_coll_args_t a = allreduce(s, dst);
+    ucc_coll_args_t a = allreduce_i32(s, dst);
     ucc_coll_req_h req = nullptr;
     ucc_status_t st = UCC_OK;
     double t0 = ucct::now_s();
@@ -100,7 +92,7 @@ TEST(EmuFaults, HostKilledMidCollective) {
         w.env = d.env();
         if (w.init(r) != UCC_OK) return 1;
         std::vector<int32_t> s(1 << 20, 1), dst(1 << 20, 0);
-        ucc_coll_args_t a = allreduce(s, dst);
+        ucc_coll_args_t a = allreduce_i32(s, dst);
         ucc_coll_req_h req = nullptr;
         if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 2;
         if (r.rank == 2) {
@@ -135,7 +127,7 @@ TEST(EmuFaults, HostKilledMidCollective) {
           ucc_context_progress(ctx);
         if (ts != UCC_OK) return 6;
         std::vector<int32_t> s1(1000, 7), d1(1000, 0);
-        ucc_coll_args_t a1 = allreduce(s1, d1);
+        ucc_coll_args_t a1 = allreduce_i32(s1, d1);
         if (ucc_collective_init(&a1, &req, team) != UCC_OK) return 7;
         ucc_collective_post(req);
         while (ucc_collective_test(req) == UCC_INPROGRESS)

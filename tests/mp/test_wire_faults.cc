@@ -22,16 +22,8 @@
 
 namespace {
 
+using ucct::allreduce_i32;
 using ucct::Daemon;
-
-ucc_coll_args_t allreduce(std::vector<int32_t>& s, std::vector<int32_t>& d) {
-  ucc_coll_args_t a{};
-  a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
-  a.src.info = {s.data(), s.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
-  a.dst.info = {d.data(), d.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
-  a.op = UCC_OP_SUM;
-  return a;
-}
 
 TEST(WireFaults, PeerNodeKilledMidCollective) {
   if (!ucct::have_firmware_sim() || !UCC_TEST_HAVE_WIRE)
@@ -52,7 +44,7 @@ TEST(WireFaults, PeerNodeKilledMidCollective) {
     if (w.init(r) != UCC_OK) return 1;
     // One collective that works, so the wire is known to be up.
     std::vector<int32_t> s(1 << 20, r.rank + 1), d(1 << 20, 0);
-    ucc_coll_args_t a = allreduce(s, d);
+    ucc_coll_args_t a = allreduce_i32(s, d);
     if (w.run(a) != UCC_OK || d[12345] != 3) return 2;
     ucc_coll_req_h req = nullptr;
     if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 3;
@@ -90,7 +82,7 @@ TEST(WireFaults, PeerNodeKilledMidCollective) {
     w.env = n0.env();
     if (w.init(r) != UCC_OK) return 1;
     std::vector<int32_t> s(4096, 2), d(4096, 0);
-    ucc_coll_args_t a = allreduce(s, d);
+    ucc_coll_args_t a = allreduce_i32(s, d);
     return w.run(a) == UCC_OK && d[4095] == 4 ? 0 : 2;
   });
   EXPECT_TRUE(again);
