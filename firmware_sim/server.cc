@@ -45,32 +45,15 @@ uint64_t now_ms() { return plat::now_ns() / 1000000; }
 
 bool pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-// The engine configuration a host asks for, within the limits the daemon
-// accepts (the host library's own knob limits).
-bool engine_config(const proto::Hello& h, dev::EngineConfig* e) {
+// The channel geometry and engine configuration a host asks for, within
+// the limits the daemon accepts (the host library's own knob limits).
+bool hello_ok(const proto::Hello& h) {
   if (h.desc_version != off::kDescVersion) return false;
   if (!pow2(h.sq_capacity) || h.sq_capacity > 65536) return false;
   if (h.ncomp == 0 || h.ncomp > (1u << 24)) return false;
-  if (h.max_teams == 0 || h.max_teams > 4096) return false;
-  if (!pow2(h.team_queue) || h.team_queue > 65536) return false;
-  if (uint64_t{h.max_teams} * h.team_queue > (1u << 24)) return false;
-  if (h.slot_size < 64 || h.slot_size % 64 != 0 || h.slot_size > (64u << 20))
-    return false;
-  if (!pow2(h.nslots) || h.nslots < 2 || h.nslots > 64) return false;
-  if (h.inflight == 0 || h.inflight > 64 || h.unexpected > 4096) return false;
   if (h.channel_bytes != off::Channel::bytes_needed(h.sq_capacity, h.ncomp))
     return false;
-  e->max_teams = h.max_teams;
-  e->team_queue = h.team_queue;
-  e->slot_size = h.slot_size;
-  e->nslots = h.nslots;
-  e->inflight = h.inflight;
-  e->unexpected = h.unexpected;
-  e->select.allreduce_ring_min_bytes = h.allreduce_ring_min;
-  constexpr int kColls = static_cast<int>(off::CollType::kCount);
-  static_assert(kColls <= static_cast<int>(sizeof(h.forced_alg)));
-  for (int i = 0; i < kColls; ++i) e->select.forced[i] = h.forced_alg[i];
-  return true;
+  return off::engine_config_ok(h.engine);
 }
 
 }  // namespace
@@ -175,15 +158,16 @@ bool Server::handle(Client& c) {
   auto fixed = [&](size_t want) { return h.len == want; };
   switch (h.type) {
     case proto::kHello: {
-      proto::HelloReply hr{static_cast<int32_t>(Status::kInvalidParam),
-                           static_cast<int32_t>(getpid())};
+      proto::HelloReply hr{};
+      hr.status = static_cast<int32_t>(Status::kInvalidParam);
+      hr.daemon_pid = static_cast<int32_t>(getpid());
       proto::Hello hello;
-      dev::EngineConfig ec;
+      dev::EngineEnv env;
       struct stat sb;
       if (!c.ready && fd >= 0 && fixed(sizeof(hello))) {
         memcpy(&hello, body, sizeof(hello));
-        ec.wire = cfg_.wire;
-        if (engine_config(hello, &ec) && fstat(fd, &sb) == 0 &&
+        env.wire = cfg_.wire;
+        if (hello_ok(hello) && fstat(fd, &sb) == 0 &&
             static_cast<uint64_t>(sb.st_size) >= hello.channel_bytes) {
           void* m = mmap(nullptr, hello.channel_bytes, PROT_READ | PROT_WRITE,
                          MAP_SHARED, fd, 0);
@@ -195,9 +179,10 @@ bool Server::handle(Client& c) {
             if (ok(st)) {
               // The host's memory by its pid from the socket (not from
               // anything it says), within its registrations only.
-              ec.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
-              st = c.engine.init(ec, &c.ch);
+              env.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
+              st = c.engine.init(hello.engine, env, &c.ch);
             }
+            if (ok(st)) hr.caps = c.engine.caps();
             hr.status = static_cast<int32_t>(st);
             c.ready = ok(st);
           }

@@ -74,7 +74,7 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
     off::Status st = off::completion_status(w);
     bool ended =
         off::completion_gen(w) == r->gen && st != off::Status::kInProgress;
-    if (!ended && ctx->engine.dead()) {
+    if (!ended && ctx->engine->dead()) {
       ended = true;  // nobody will complete it now
       st = off::Status::kError;
     }
@@ -142,7 +142,7 @@ ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
   if (st != UCC_OK) return st;
   // Emu: the daemon reaches only registered memory.
   ucc::off::Status cs =
-      ctx->engine.cover(d, d.set_size != 0 ? d.set_size : team->size);
+      ctx->engine->cover(d, d.set_size != 0 ? d.set_size : team->size);
   if (ucc::off::failed(cs)) return ucc::host::to_ucc(cs);
   Request* r = team->free_reqs;
   if (r == nullptr) {
@@ -186,7 +186,7 @@ ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
   }
   ucc_context* ctx = r->team->ctx;
   ucc::host::Guard g(ctx->lock, ctx->mt);
-  if (ctx->engine.dead()) {
+  if (ctx->engine->dead()) {
     UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
     return UCC_ERR_NO_MESSAGE;
   }
@@ -197,17 +197,17 @@ ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
     // up), then try again for a while.
     bool in = false;
     for (int i = 0; i < 10000 && !in; ++i) {
-      ctx->engine.progress();
-      ctx->engine.submitted();
+      ctx->engine->progress();
+      ctx->engine->submitted();
       in = ctx->ch.submit(r->desc);
-      if (!in && ctx->engine.emu()) sched_yield();
+      if (!in && ctx->engine->remote()) sched_yield();
     }
     if (!in) {
       UCC_ERROR("ucc_collective_post: submission ring full");
       return UCC_ERR_NO_RESOURCE;
     }
   }
-  ctx->engine.submitted();
+  ctx->engine->submitted();
   r->posted = true;
   r->pub.status = UCC_INPROGRESS;
   r->prev = nullptr;

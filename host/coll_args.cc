@@ -1,18 +1,15 @@
-// ucc_coll_args_t -> CollDesc: the first lowering stage. Everything a user
-// can get wrong is caught here with one log line and a public status; the
-// engine validates the descriptor again on its side of the boundary.
+// ucc.h's encodings of collectives, datatypes and ops, and the checks of
+// one datatype, op or buffer that every collective's lowering shares
+// (coll_lower.cc).
 #include "host/coll_args.h"
 
 #include <cfloat>
 #include <cstring>
 
-#include "device/reduce/reduce.h"
-#include "host/request.h"
+#include "offload/coll_traits.h"
 #include "platform/os/log.h"
 
-namespace ucc::host {
-
-namespace args {
+namespace ucc::host::args {
 
 using off::CollType;
 using off::DType;
@@ -232,17 +229,6 @@ ucc_status_t buffer(const char* coll, const char* which,
   return UCC_OK;
 }
 
-// Splits a total count into team-size blocks.
-ucc_status_t per_rank(const char* coll, const char* which, uint64_t total,
-                      uint32_t n, uint64_t* out) {
-  if (total % n != 0)
-    ARG_ERROR(UCC_ERR_INVALID_PARAM,
-              "%s: %s count %llu is not a multiple of the team size %u", coll,
-              which, static_cast<unsigned long long>(total), n);
-  *out = total / n;
-  return UCC_OK;
-}
-
 ucc_status_t dtype(const char* coll, const char* which, ucc_datatype_t udt,
                    off::CollDesc* d) {
   GenericInfo g{};
@@ -274,8 +260,8 @@ bool generic_reducible(const GenericInfo& g, ROp op) {
   return g.reduce && op != ROp::kAvg && op != ROp::kNone;
 }
 
-ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op,
-                          off::CollDesc* d) {
+ucc_status_t reduction_op(const off::EngineCaps& caps, const char* coll,
+                          ucc_reduction_op_t op, off::CollDesc* d) {
   ROp* out = &d->op;
   const DType t = d->dtype;
   Status st = map_op(op, out);
@@ -308,7 +294,7 @@ ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op,
               "on this machine: reductions on it are not supported (moving "
               "it is)",
               coll, off::dtype_name(t));
-  if (!reducible(t, *out))
+  if (!reducible(caps, t, *out))
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %s is not defined for %s", coll,
               off::rop_name(*out), off::dtype_name(t));
   return UCC_OK;
@@ -316,214 +302,27 @@ ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op,
 
 bool long_double_is_binary128() { return LDBL_MANT_DIG == 113; }
 
-bool reducible(DType t, ROp op) {
+bool reducible(const off::EngineCaps& caps, DType t, ROp op) {
   if ((t == DType::kFloat128 || t == DType::kFloat128Complex) &&
       !long_double_is_binary128())
     return false;
-  return dev::reduce_supported(t, op);
+  return off::caps_reduces(caps, t, op);
 }
 
-bool is_extra(CollType c) {
-  return c >= CollType::kGather && c < CollType::kCount;
-}
-
-}  // namespace args
-
-using namespace args;
-
-namespace {
-
-// Reductions combine whole elements, one message at a time: an element
-// (a generic type's) larger than a message slot cannot be reduced.
-ucc_status_t whole_elements(const char* coll, const off::CollDesc& d,
-                            const ucc_team& team) {
-  if (d.dtype == DType::kGeneric && off::coll_reduces(d.coll) &&
-      team.ctx->engine.emu())
+ucc_status_t whole_elements(const off::EngineCaps& caps, const char* coll,
+                            const off::CollDesc& d) {
+  if (!off::coll_traits(d.coll)->reduces) return UCC_OK;
+  if (d.dtype == DType::kGeneric && caps.user_reduce == 0)
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
               "%s: a generic datatype's reduction callback lives in this "
               "process; the engine of UCC_OFFLOAD=emu cannot call it",
               coll);
-  const uint32_t slot = team.ctx->settings.engine.slot_size;
-  if (off::coll_reduces(d.coll) && off::elem_size(d) > slot)
+  if (off::elem_size(d) > caps.max_reduce_elem)
     ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
               "%s: elements of %u bytes exceed the %u-byte message slot "
               "(UCC_SHM_SEG_SIZE)",
-              coll, off::elem_size(d), slot);
+              coll, off::elem_size(d), caps.max_reduce_elem);
   return UCC_OK;
 }
 
-}  // namespace
-
-ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
-                        off::CollDesc* d) {
-  memset(d, 0, sizeof(*d));
-  d->magic = off::kDescMagic;
-  d->version = off::kDescVersion;
-  d->team = team.eng_idx;
-  d->op = ROp::kNone;
-
-  const char* coll = "collective";
-  if (!map_coll(a.coll_type, &d->coll, &coll)) {
-    if (known_coll(a.coll_type))
-      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "collective type %#x not supported yet",
-                static_cast<unsigned>(a.coll_type));
-    ARG_ERROR(UCC_ERR_INVALID_PARAM, "unknown collective type %#x",
-              static_cast<unsigned>(a.coll_type));
-  }
-  // MEM_MAPPED_BUFFERS and the memory handles are checked against the
-  // buffers once they are known (memh_resolve, mem_map.cc).
-  uint64_t flags = (a.mask & UCC_COLL_ARGS_FIELD_FLAGS) ? a.flags : 0;
-  uint32_t n = team.size, me = team.rank;
-  ucc_status_t ms = matching(coll, a, flags, team, d, &n, &me);
-  if (ms != UCC_OK) return ms;
-  bool in_place = (flags & UCC_COLL_ARGS_FLAG_IN_PLACE) != 0;
-  bool rooted = off::coll_rooted(d->coll);
-  if (rooted) {
-    ms = root_position(coll, a.root, *d, team.size, &d->root);
-    if (ms != UCC_OK) return ms;
-  }
-  bool is_root = rooted && d->root == me;
-  if (is_extra(d->coll)) {
-    Lowering lo{coll,
-                n,
-                me,
-                in_place,
-                is_root,
-                (flags & UCC_COLL_ARGS_FLAG_COUNT_64BIT) != 0,
-                (flags & UCC_COLL_ARGS_FLAG_DISPLACEMENTS_64BIT) != 0};
-    ucc_status_t s = lower_extra(a, lo, d);
-    return s == UCC_OK ? whole_elements(coll, *d, team) : s;
-  }
-
-  // Datatype (and op for reductions) come from the buffer that is read.
-  const ucc_coll_buffer_info_t& sinfo = a.src.info;
-  const ucc_coll_buffer_info_t& dinfo = a.dst.info;
-  bool reduction = off::coll_reduces(d->coll);
-  bool dst_main = in_place || d->coll == CollType::kAllreduce ||
-                  d->coll == CollType::kAlltoall ||
-                  d->coll == CollType::kAllgather;
-  if (d->coll == CollType::kReduce) dst_main = in_place && is_root;
-  if (d->coll == CollType::kBcast) dst_main = false;
-  if (d->coll != CollType::kBarrier) {
-    ucc_status_t st = dtype(coll, dst_main ? "dst" : "src",
-                            dst_main ? dinfo.datatype : sinfo.datatype, d);
-    if (st != UCC_OK) return st;
-  }
-  if (reduction) {
-    ucc_status_t st = reduction_op(coll, a.op, d);
-    if (st != UCC_OK) return st;
-  }
-
-  ucc_status_t s = UCC_OK;
-  uint64_t c = 0;
-  const off::CollDesc& t = *d;
-  switch (d->coll) {
-    case CollType::kBarrier:
-      break;
-    case CollType::kBcast:
-      c = sinfo.count;
-      s = buffer(coll, "src", sinfo, t, c, &d->src);
-      d->dst = d->src;
-      in_place = false;
-      break;
-    case CollType::kReduce:
-      if (in_place && is_root) {
-        c = dinfo.count;
-        s = buffer(coll, "dst", dinfo, t, c, &d->dst);
-        d->src = d->dst;
-      } else {
-        in_place = false;
-        c = sinfo.count;
-        s = buffer(coll, "src", sinfo, t, c, &d->src);
-        if (s == UCC_OK && is_root) {
-          if (dinfo.count != c)
-            ARG_ERROR(UCC_ERR_INVALID_PARAM,
-                      "%s: dst count %llu != src "
-                      "count %llu",
-                      coll, static_cast<unsigned long long>(dinfo.count),
-                      static_cast<unsigned long long>(c));
-          s = buffer(coll, "dst", dinfo, t, c, &d->dst);
-        }
-      }
-      break;
-    case CollType::kAllreduce:
-      c = dinfo.count;
-      s = buffer(coll, "dst", dinfo, t, c, &d->dst);
-      if (s != UCC_OK) break;
-      if (in_place) {
-        d->src = d->dst;
-      } else {
-        if (sinfo.count != c)
-          ARG_ERROR(UCC_ERR_INVALID_PARAM,
-                    "%s: src count %llu != dst count "
-                    "%llu",
-                    coll, static_cast<unsigned long long>(sinfo.count),
-                    static_cast<unsigned long long>(c));
-        s = buffer(coll, "src", sinfo, t, c, &d->src);
-      }
-      break;
-    case CollType::kAllgather:
-      s = per_rank(coll, "dst", dinfo.count, n, &c);
-      if (s == UCC_OK) s = buffer(coll, "dst", dinfo, t, dinfo.count, &d->dst);
-      if (s != UCC_OK) break;
-      if (in_place) {  // our block is read from its place in dst
-        d->src = d->dst;
-        break;
-      }
-      if (sinfo.count != c)
-        ARG_ERROR(UCC_ERR_INVALID_PARAM,
-                  "%s: src count %llu != dst count / "
-                  "team size (%llu)",
-                  coll, static_cast<unsigned long long>(sinfo.count),
-                  static_cast<unsigned long long>(c));
-      s = buffer(coll, "src", sinfo, t, c, &d->src);
-      break;
-    case CollType::kAlltoall:
-      s = per_rank(coll, "dst", dinfo.count, n, &c);
-      if (s == UCC_OK) s = buffer(coll, "dst", dinfo, t, dinfo.count, &d->dst);
-      if (s != UCC_OK) break;
-      if (in_place) {
-        d->src = d->dst;
-        break;
-      }
-      if (sinfo.count != dinfo.count)
-        ARG_ERROR(UCC_ERR_INVALID_PARAM,
-                  "%s: src count %llu != dst count "
-                  "%llu",
-                  coll, static_cast<unsigned long long>(sinfo.count),
-                  static_cast<unsigned long long>(dinfo.count));
-      s = buffer(coll, "src", sinfo, t, sinfo.count, &d->src);
-      break;
-    case CollType::kReduceScatter:
-      if (in_place) {
-        s = per_rank(coll, "dst", dinfo.count, n, &c);
-        if (s == UCC_OK)
-          s = buffer(coll, "dst", dinfo, t, dinfo.count, &d->dst);
-        d->src = d->dst;
-        break;
-      }
-      c = dinfo.count;
-      if (__builtin_mul_overflow(c, uint64_t{n}, &c) || sinfo.count != c)
-        ARG_ERROR(UCC_ERR_INVALID_PARAM,
-                  "%s: src count %llu != dst count "
-                  "%llu * team size %u",
-                  coll, static_cast<unsigned long long>(sinfo.count),
-                  static_cast<unsigned long long>(dinfo.count), n);
-      c = dinfo.count;
-      s = buffer(coll, "dst", dinfo, t, c, &d->dst);
-      if (s == UCC_OK) s = buffer(coll, "src", sinfo, t, sinfo.count, &d->src);
-      break;
-    default:  // the others went through lower_extra
-      return UCC_ERR_INVALID_PARAM;
-  }
-  if (s != UCC_OK) return s;
-  uint64_t total;
-  if (__builtin_mul_overflow(c, uint64_t{n} * off::elem_size(t), &total))
-    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: count %llu overflows", coll,
-              static_cast<unsigned long long>(c));
-  d->count = c;
-  if (in_place) d->flags |= off::kDescInPlace;
-  return whole_elements(coll, *d, team);
-}
-
-}  // namespace ucc::host
+}  // namespace ucc::host::args

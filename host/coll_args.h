@@ -1,11 +1,13 @@
-// Internal to the argument lowering (coll_args.cc, coll_args_v.cc): the
-// checks every collective shares. Each logs one line naming the collective
-// and returns the public status on bad input.
+// Internal to the argument lowering (coll_lower.cc, coll_args.cc,
+// coll_args_match.cc): ucc.h's encodings and the checks every collective
+// shares. Each logs one line naming the collective and returns the public
+// status on bad input.
 #pragma once
 
 #include <ucc/api/ucc.h>
 
 #include "host/datatype.h"
+#include "offload/caps.h"
 #include "offload/descriptor.h"
 #include "platform/os/log.h"
 
@@ -43,26 +45,23 @@ ucc_status_t dtype(const char* coll, const char* which, ucc_datatype_t udt,
 // binary128 (AArch64, for one; not x86-64's 80-bit x87 format). Elsewhere
 // the types move but do not reduce.
 bool long_double_is_binary128();
-// Whether the library reduces `t` with `op` (the engine's table plus the
+// Whether the engine reduces `t` with `op` (its capability record plus the
 // rule above). Predefined types only.
-bool reducible(DType t, ROp op);
+bool reducible(const off::EngineCaps& caps, DType t, ROp op);
 // Whether a generic type reduces with `op`: it has a reduction callback
 // (FLAG_REDUCE), which defines every op but AVG.
 bool generic_reducible(const GenericInfo& g, ROp op);
 
-// The reduction op into d->op, defined for d's datatype (set by dtype()).
-ucc_status_t reduction_op(const char* coll, ucc_reduction_op_t op,
-                          off::CollDesc* d);
+// The reduction op into d->op, defined for d's datatype (set by dtype())
+// and reduced by the engine.
+ucc_status_t reduction_op(const off::EngineCaps& caps, const char* coll,
+                          ucc_reduction_op_t op, off::CollDesc* d);
 // Checks a buffer description (the datatype of `d`, memory type, NULL with
 // a nonzero count, overflow) and fills `ref` for `count` elements of
 // off::elem_size(d) bytes (d->op must be set for MAXLOC/MINLOC pairs).
 ucc_status_t buffer(const char* coll, const char* which,
                     const ucc_coll_buffer_info_t& info, const off::CollDesc& d,
                     uint64_t count, off::BufRef* ref);
-// Splits a total count into team-size blocks.
-ucc_status_t per_rank(const char* coll, const char* which, uint64_t total,
-                      uint32_t n, uint64_t* out);
-
 // How the collective's messages are matched (tag, active set), its
 // timeout and error type; *n and *me become the size of the set of ranks
 // taking part and this rank's place in it (coll_args_match.cc).
@@ -75,23 +74,10 @@ ucc_status_t root_position(const char* coll, uint64_t root,
                            const off::CollDesc& d, uint32_t team_size,
                            uint32_t* out);
 
-// Collectives lowered by lower_extra (coll_args_v.cc).
-bool is_extra(CollType c);
-
-// What the per-collective lowering needs to know besides the arguments.
-struct Lowering {
-  const char* coll;  // name for log lines
-  uint32_t n;        // team size
-  uint32_t rank;
-  bool in_place;
-  bool is_root;  // rooted collectives: this rank is the root
-  bool count64;  // COUNT_64BIT
-  bool displ64;  // DISPLACEMENTS_64BIT
-};
-
-// gather(v), scatter(v), allgatherv, alltoallv, reduce_scatterv, fanin,
-// fanout: datatype, op, buffers, arrays, count and flags of `d`.
-ucc_status_t lower_extra(const ucc_coll_args_t& a, const Lowering& lo,
-                         off::CollDesc* d);
+// Reductions combine whole elements, one message at a time, in the
+// engine: the datatype's elements must fit its messages, and a generic
+// type's callback must be reachable from it.
+ucc_status_t whole_elements(const off::EngineCaps& caps, const char* coll,
+                            const off::CollDesc& d);
 
 }  // namespace ucc::host::args

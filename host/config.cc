@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "device/select/select.h"
+#include "offload/coll_traits.h"
 
 namespace ucc::host {
 namespace {
@@ -180,6 +180,19 @@ bool parse_time_ms(const char* s, uint64_t* ms) {
 
 bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+// An *_ALG value: "auto" (or empty) is id 0, else a name from the
+// collective's catalogue (coll_traits.h). false when unknown.
+bool parse_alg(CollType c, const char* name, uint8_t* id) {
+  if (strcasecmp(name, "auto") == 0 || name[0] == '\0') {
+    *id = 0;
+    return true;
+  }
+  const off::AlgName* a = off::find_alg_name(c, name);
+  if (a == nullptr) return false;
+  *id = a->id;
+  return true;
+}
+
 // Checks one value for one knob.
 bool valid(Knob k, const char* v) {
   uint64_t u = 0;
@@ -229,7 +242,7 @@ bool valid(Knob k, const char* v) {
     default: {
       uint8_t id;
       CollType c = alg_knob_coll(k);
-      return c != CollType::kCount && dev::parse_alg(c, v, &id);
+      return c != CollType::kCount && parse_alg(c, v, &id);
     }
   }
 }
@@ -398,8 +411,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
     parse_size(c.value[static_cast<int>(k)], &u);
     return u;
   };
-  dev::EngineConfig& e = out->engine;
   LinkConfig& l = out->link;
+  off::EngineConfig& e = l.engine;
   l.emu = strcasecmp(c.value[static_cast<int>(Knob::kOffload)], "emu") == 0;
   snprintf(out->socket_path, sizeof(out->socket_path), "%s",
            c.value[static_cast<int>(Knob::kFirmwareSocket)]);
@@ -416,18 +429,18 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.nslots = static_cast<uint32_t>(num(Knob::kShmNsegs));
   e.inflight = static_cast<uint32_t>(num(Knob::kTeamInflight));
   e.unexpected = static_cast<uint32_t>(num(Knob::kUnexpectedSlots));
-  e.select.allreduce_ring_min_bytes = num(Knob::kAllreduceRingMin);
+  e.allreduce_ring_min = num(Knob::kAllreduceRingMin);
   // Whether the kernel lets peers attach is known at context creation
   // (context.cc); 0 turns single copy off.
   const bool cma = strcasecmp(c.value[static_cast<int>(Knob::kCma)], "no") != 0;
-  e.select.cma_min_bytes = cma ? std::max<uint64_t>(1, num(Knob::kCmaMin)) : 0;
+  e.cma_min = cma ? std::max<uint64_t>(1, num(Knob::kCmaMin)) : 0;
   out->mem_map_handles = static_cast<uint32_t>(num(Knob::kMemMapHandles));
   for (int i = 0; i < kNumKnobs; ++i) {
     CollType coll = alg_knob_coll(static_cast<Knob>(i));
     if (coll == CollType::kCount) continue;
     uint8_t id = 0;
-    if (!dev::parse_alg(coll, c.value[i], &id)) return Status::kInvalidParam;
-    e.select.forced[static_cast<int>(coll)] = id;
+    if (!parse_alg(coll, c.value[i], &id)) return Status::kInvalidParam;
+    e.forced[static_cast<int>(coll)] = id;
   }
   uint64_t ms = 0;
   if (!parse_time_ms(c.value[static_cast<int>(Knob::kTeamCreateTimeout)], &ms))

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "device/engine/engine.h"
 #include "host/link.h"
+#include "offload/engine_config.h"
 #include "offload/types.h"
 #include "platform/os/log.h"
 
@@ -91,8 +91,7 @@ inline constexpr uint32_t kPollSpinAuto = UINT32_MAX;
 
 // What a context runs with, parsed from its values.
 struct ContextSettings {
-  dev::EngineConfig engine;
-  LinkConfig link;  // link.engine is filled in by context creation
+  LinkConfig link;  // what the engine runs with, and where it runs
   char socket_path[256];
   char daemon_path[256];
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)

@@ -125,7 +125,7 @@ void context_fit_spin(ucc_context* ctx, uint32_t team_size) {
     if (team_size > ctx->max_team_seen) ctx->max_team_seen = team_size;
     spin = ctx->max_team_seen > ncpu ? 2 : 128;
     // Emu: nothing to do here while waiting; the daemon needs the CPU.
-    if (ctx->engine.emu()) spin = 2;
+    if (ctx->settings.link.emu) spin = 2;
   }
   ctx->backoff.set_spin_limit(spin);
 }
@@ -202,13 +202,12 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   if (ucc::off::failed(ucc::host::context_settings(*values, &settings)))
     return UCC_ERR_INVALID_PARAM;
   // The inline engine reduces generic datatypes through their callbacks.
-  settings.engine.user_reduce = {&ucc::host::generic_reduce, nullptr};
+  settings.link.user_reduce = {&ucc::host::generic_reduce, nullptr};
   // Single copy: the inline engine reads peers' buffers with cross-memory
   // attach, where the kernel allows it.
-  uint64_t& cma_min = settings.engine.select.cma_min_bytes;
+  uint64_t& cma_min = settings.link.engine.cma_min;
   if (cma_min != 0 && (settings.link.emu || !ucc::plat::cma_enable_peers()))
     cma_min = 0;
-  settings.link.engine = settings.engine;
 
   // Without the TYPE field a context is shared, as it always was here.
   const int64_t type = (params->mask & UCC_CONTEXT_PARAM_FIELD_TYPE)
@@ -249,20 +248,24 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   ctx->addr[1] = gethostid();
   ucc::host::context_fit_spin(ctx, 1);
 
-  uint32_t ncomp = settings.engine.max_teams * settings.engine.team_queue;
+  const ucc::off::EngineConfig& ec = settings.link.engine;
+  uint32_t ncomp = ec.max_teams * ec.team_queue;
   ucc::host::LinkConfig& link = ctx->settings.link;
   pick_socket(ctx->settings.socket_path, sizeof(ctx->settings.socket_path),
               has_oob ? static_cast<uint32_t>(params->oob.oob_ep) : 0);
   link.socket_path = ctx->settings.socket_path;
   link.daemon_path = ctx->settings.daemon_path;
-  Status st = ctx->engine.init(link, kSubmitRing, ncomp, &ctx->ch);
+  Status st = link.emu ? ucc::host::open_daemon_link(link, kSubmitRing, ncomp,
+                                                     &ctx->ch, &ctx->engine)
+                       : ucc::host::open_inline_link(link, kSubmitRing, ncomp,
+                                                     &ctx->ch, &ctx->engine);
   ucc_status_t ust = ucc::host::to_ucc(st);
   if (ust == UCC_OK && has_oob && ctx->oob.n_oob_eps > 1)
     ust = context_wireup(ctx);
   if (ust == UCC_OK)
     ust = ucc::host::memmaps_init(ctx, settings.mem_map_handles);
   if (ust != UCC_OK) {
-    ctx->engine.fini();
+    delete ctx->engine;
     ctx->~ucc_context();
     free(ctx);
     return ust;
@@ -282,7 +285,7 @@ ucc_status_t ucc_context_progress(ucc_context_h ctx) {
   uint64_t events = 0;
   {
     ucc::host::Guard g(ctx->lock, ctx->mt);
-    events = ctx->engine.progress();
+    events = ctx->engine->progress();
     events += ucc::host::reap(ctx, &due);
   }
   // Yield outside the lock so other threads of a shared context go on.
@@ -307,7 +310,7 @@ ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
   ctx->magic = ucc::host::kDeadMagic;
   ucc::host::dead_teams_free(ctx);
   ucc::host::memmaps_fini(ctx);  // handles still mapped: unmapped now
-  ctx->engine.fini();
+  delete ctx->engine;
   --ctx->lib->ncontexts;
   ctx->~ucc_context();
   free(ctx);

@@ -42,7 +42,7 @@ off::Status generic_find(ucc_datatype_t dt, GenericInfo* out);
 // The same by table index.
 off::Status generic_at(uint32_t index, GenericInfo* out);
 
-// dev::UserReduce::fn: runs type `index`'s reduce.cb on count elements,
+// off::UserReduce::fn: runs type `index`'s reduce.cb on count elements,
 // dst = a op b, with n_vectors = 1 and stride 0. kOk; kInvalidParam when
 // the type no longer exists or has no callback; kError when the callback
 // fails (one log line each). ctx is unused (the table is process-wide).

@@ -28,7 +28,7 @@ Registry g_reg{};
 
 // Unpins a handle's segments and puts it back in the free FIFO.
 void release(ucc_context* ctx, MemHandle* m) {
-  for (uint32_t i = 0; i < m->pub.nsegs; ++i) ctx->engine.unpin(m->keys[i]);
+  for (uint32_t i = 0; i < m->pub.nsegs; ++i) ctx->engine->unpin(m->keys[i]);
   ctx->maps.give(m);
 }
 
@@ -268,7 +268,7 @@ ucc_status_t memh_resolve(ucc_context* ctx, const ucc_coll_args_t& a,
   // Inline, nothing to check and no keys to give: the common case costs
   // two tests.
   if (!required && hs == nullptr && hd == nullptr &&
-      (!ctx->engine.emu() || ctx->maps.nlive() == 0))
+      (!ctx->engine->remote() || ctx->maps.nlive() == 0))
     return UCC_OK;
   const bool alias = d->src.addr == d->dst.addr && d->src.bytes == d->dst.bytes;
   ucc_status_t st = resolve_ref(ctx, coll, "src", &d->src, hs,
@@ -327,7 +327,7 @@ ucc_status_t ucc_mem_map(ucc_context_h ctx, ucc_mem_map_mode_t mode,
   for (uint32_t i = 0; i < params->n_segments; ++i) {
     const uint64_t a = reinterpret_cast<uintptr_t>(params->segments[i].address);
     const uint64_t len = params->segments[i].len;
-    ucc::off::Status ps = ctx->engine.pin(a, len, &h->keys[i]);
+    ucc::off::Status ps = ctx->engine->pin(a, len, &h->keys[i]);
     if (ucc::off::failed(ps)) {
       UCC_ERROR(
           "ucc_mem_map: the engine's daemon refused segment %u [%#llx, "

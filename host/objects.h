@@ -13,11 +13,11 @@
 #include <cstring>
 #include <type_traits>
 
-#include "device/engine/engine.h"
 #include "host/config.h"
 #include "host/link.h"
 #include "host/mem_map.h"
 #include "offload/channel.h"
+#include "offload/engine_link.h"
 #include "platform/os/backoff.h"
 #include "platform/shm/mailbox.h"
 #include "platform/shm/shm_fabric.h"
@@ -129,7 +129,7 @@ struct ucc_context {
   ucc_team* boot_queue_tail;
   uint64_t addr[2];  // what ucc_context_get_attr reports
   ucc::off::Channel ch;
-  ucc::host::EngineLink engine;  // inline engine or the daemon's (link.h)
+  ucc::off::EngineLink* engine;  // inline engine or the daemon's (link.h)
   ucc::plat::Backoff backoff;
   ucc::host::Request* posted;  // head of the posted list
   int nteams;

@@ -1,11 +1,12 @@
 // ucc_coll_query: the capability query of ucc_ext.h. It answers from the
-// same tables that lowering and selection use, so what it says cannot
-// drift from what ucc_collective_init accepts.
+// collective's traits and the engine's own capability record, the same
+// ones lowering checks against, so what it says cannot drift from what
+// ucc_collective_init accepts, inline or in the daemon.
 #include <cstring>
 
-#include "device/select/select.h"
 #include "host/coll_args.h"
 #include "host/objects.h"
+#include "offload/coll_traits.h"
 
 using namespace ucc::host::args;
 
@@ -31,8 +32,10 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
               static_cast<int>(mem_type));
     return UCC_ERR_INVALID_PARAM;
   }
-  bool reduces = ucc::off::coll_reduces(c);
-  bool data = ucc::off::coll_moves_data(c);
+  const ucc::off::CollTraits& t = *ucc::off::coll_traits(c);
+  const ucc::off::EngineCaps& ec = ctx->engine->caps();
+  bool reduces = t.reduces;
+  bool data = t.moves_data();
   DType dt = DType::kUint8;
   ucc::host::GenericInfo g{};
   if (data) {
@@ -56,21 +59,25 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
     if (st != Status::kOk) return UCC_OK;
     if (dt == DType::kGeneric) {
       // Reductions move whole elements per message slot (coll_args.cc).
-      if (!generic_reducible(g, rop) || g.size > ctx->settings.engine.slot_size)
+      if (!generic_reducible(g, rop) || ec.user_reduce == 0 ||
+          g.size > ec.max_reduce_elem)
         return UCC_OK;
     } else {
-      if (!reducible(dt, rop)) return UCC_OK;
+      if (!reducible(ec, dt, rop)) return UCC_OK;
       if (ucc::off::rop_is_loc(rop)) esize *= 2;
     }
   }
   if (mem_type != UCC_MEMORY_TYPE_HOST && mem_type != UCC_MEMORY_TYPE_UNKNOWN)
     return UCC_OK;
-  ucc::dev::AlgTable t = ucc::dev::algorithms_of(c);
-  for (uint32_t i = 0; i < t.n && i < UCC_COLL_CAPS_MAX_ALGS; ++i)
-    caps->alg_names[caps->n_algs++] = t.algs[i]->name;
+  const ucc::off::CollCaps& cc = ec.coll[static_cast<int>(c)];
+  for (uint8_t i = 0; i < t.nalgs && caps->n_algs < UCC_COLL_CAPS_MAX_ALGS;
+       ++i) {
+    if (ucc::off::caps_has_alg(cc, t.algs[i].id))
+      caps->alg_names[caps->n_algs++] = t.algs[i].name;
+  }
   caps->supported = caps->n_algs > 0;
   // The limits ucc_collective_init and team creation enforce.
-  caps->max_count = data ? (uint64_t{1} << 62) / esize : 0;
-  caps->max_team_size = 1u << 20;
+  caps->max_count = data ? ec.max_bytes / esize : 0;
+  caps->max_team_size = ec.max_team_size;
   return UCC_OK;
 }

@@ -54,7 +54,7 @@ ucc_team* team_alloc(ucc_context* ctx) {
 
 void team_free(ucc_context* ctx, ucc_team* t) {
   mbox_end(t);
-  if (t->eng_idx != UINT32_MAX) ctx->engine.team_close(t->eng_idx);
+  if (t->eng_idx != UINT32_MAX) ctx->engine->team_close(t->eng_idx);
   ucc::host::request_pool_fini(t);
   free(t->eps);
   free(t->addrs);
@@ -85,13 +85,13 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
   t->oks = static_cast<int32_t*>(calloc(size, sizeof(int32_t)));
   // Completion slots come in team_queue-sized ranges per engine slot; the
   // pool may be smaller when the user bounds outstanding collectives.
-  uint32_t stride = ctx->settings.engine.team_queue;
+  uint32_t stride = ctx->settings.link.engine.team_queue;
   uint32_t nreqs = t->nreqs != 0 && t->nreqs < stride ? t->nreqs : stride;
   if (t->eps == nullptr || t->addrs == nullptr || t->oks == nullptr ||
       !request_pool_init(t, nreqs))
     return UCC_ERR_NO_MEMORY;
   Guard g(ctx->lock, ctx->mt);
-  Status s = ctx->engine.team_open(size, rank, &t->eng_idx, &t->my_addr);
+  Status s = ctx->engine->team_open(size, rank, &t->eng_idx, &t->my_addr);
   if (off::failed(s)) {
     t->eng_idx = UINT32_MAX;
     return to_ucc(s);
@@ -276,7 +276,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       if (st == UCC_INPROGRESS) return st;
       if (st != UCC_OK) return fail(t, st);
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
-      t->my_ok = t->excluded || ucc::off::ok(t->ctx->engine.team_connect(
+      t->my_ok = t->excluded || ucc::off::ok(t->ctx->engine->team_connect(
                                     t->eng_idx, t->size, t->addrs));
       t->state = ucc_team::State::kConfirm;
     }
@@ -296,7 +296,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
       ucc::host::mbox_end(t);
       if (!t->excluded) {
-        t->ctx->engine.team_seal(t->eng_idx);
+        t->ctx->engine->team_seal(t->eng_idx);
         ucc::host::context_fit_spin(t->ctx, t->size);
       }
       t->state = ucc_team::State::kReady;

@@ -140,7 +140,7 @@ bool valid_msg(const ucc_team* t, const BootMsg& m, uint32_t l, uint32_t phase,
     memcpy(&a, m.body, sizeof(a));
     // Inline, the sender's engine owns the segment; emu, the node's daemon.
     const int owner =
-        t->ctx->engine.emu() ? t->ctx->engine.daemon_pid() : m.pid;
+        t->ctx->engine->remote() ? t->ctx->engine->owner_pid() : m.pid;
     if (len != sizeof(a) || a.pid != owner) return false;
   }
   return true;

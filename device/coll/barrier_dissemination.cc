@@ -41,7 +41,6 @@ struct Dissemination {
 
 }  // namespace
 
-const AlgInfo kBarrierDissemination = make_alg<Dissemination>(
-    1, "dissemination", "log2(n) rounds of empty messages to rank + 2^k");
+const AlgInfo kBarrierDissemination = make_alg<Dissemination>(1);
 
 }  // namespace ucc::dev

@@ -66,10 +66,8 @@ struct Binomial {
 
 }  // namespace
 
-const AlgInfo kBcastBinomial = make_alg<Binomial>(
-    1, "binomial", "binomial tree, pipelined in slot-sized segments");
+const AlgInfo kBcastBinomial = make_alg<Binomial>(1);
 // Fanout descriptors carry count 0: one empty message down each tree edge.
-const AlgInfo kFanoutBinomial = make_alg<Binomial>(
-    1, "binomial", "empty messages down a binomial tree from the root");
+const AlgInfo kFanoutBinomial = make_alg<Binomial>(1);
 
 }  // namespace ucc::dev

@@ -74,13 +74,9 @@ struct Linear {
 
 }  // namespace
 
-const AlgInfo kGatherLinear =
-    make_alg<Linear<true>>(1, "linear", "every rank streams to the root");
-const AlgInfo kGathervLinear =
-    make_alg<Linear<true>>(1, "linear", "every rank streams to the root");
-const AlgInfo kScatterLinear =
-    make_alg<Linear<false>>(1, "linear", "the root streams to every rank");
-const AlgInfo kScattervLinear =
-    make_alg<Linear<false>>(1, "linear", "the root streams to every rank");
+const AlgInfo kGatherLinear = make_alg<Linear<true>>(1);
+const AlgInfo kGathervLinear = make_alg<Linear<true>>(1);
+const AlgInfo kScatterLinear = make_alg<Linear<false>>(1);
+const AlgInfo kScattervLinear = make_alg<Linear<false>>(1);
 
 }  // namespace ucc::dev

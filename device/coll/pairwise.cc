@@ -60,11 +60,8 @@ struct Pairwise {
 
 }  // namespace
 
-const AlgInfo kAlltoallPairwise =
-    make_alg<Pairwise>(1, "pairwise", "n steps of symmetric pairwise exchange");
-const AlgInfo kAlltoallvPairwise =
-    make_alg<Pairwise>(1, "pairwise", "n steps of symmetric pairwise exchange");
-const AlgInfo kAllgathervPairwise = make_alg<Pairwise>(
-    1, "pairwise", "n steps of symmetric pairwise exchange of our block");
+const AlgInfo kAlltoallPairwise = make_alg<Pairwise>(1);
+const AlgInfo kAlltoallvPairwise = make_alg<Pairwise>(1);
+const AlgInfo kAllgathervPairwise = make_alg<Pairwise>(1);
 
 }  // namespace ucc::dev

@@ -102,13 +102,10 @@ struct RecursiveDoubling {
 
 }  // namespace
 
-const AlgInfo kAllreduceRecursiveDoubling = make_alg<RecursiveDoubling>(
-    1, "rd", "recursive doubling with a fold for non-powers of two");
+const AlgInfo kAllreduceRecursiveDoubling = make_alg<RecursiveDoubling>(1);
 // Barrier descriptors carry count 0, so every exchange is one empty message.
 // Unlike dissemination, each round only needs the two ranks of a pair to
 // run, which suits ranks oversubscribed on few cores.
-const AlgInfo kBarrierRecursiveDoubling = make_alg<RecursiveDoubling>(
-    2, "rd",
-    "recursive doubling of empty messages, fold for non-powers of two");
+const AlgInfo kBarrierRecursiveDoubling = make_alg<RecursiveDoubling>(2);
 
 }  // namespace ucc::dev

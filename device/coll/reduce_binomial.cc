@@ -100,10 +100,8 @@ struct Binomial {
 
 }  // namespace
 
-const AlgInfo kReduceBinomial = make_alg<Binomial>(
-    1, "binomial", "binomial tree, pipelined in slot-sized segments");
+const AlgInfo kReduceBinomial = make_alg<Binomial>(1);
 // Fanin descriptors carry count 0: one empty message up each tree edge.
-const AlgInfo kFaninBinomial = make_alg<Binomial>(
-    1, "binomial", "empty messages up a binomial tree to the root");
+const AlgInfo kFaninBinomial = make_alg<Binomial>(1);
 
 }  // namespace ucc::dev

@@ -189,14 +189,10 @@ struct Ring {
 
 }  // namespace
 
-const AlgInfo kAllreduceRing = make_alg<Ring<RingMode::kAllreduce>>(
-    2, "ring", "pipelined ring: reduce-scatter then allgather");
-const AlgInfo kAllgatherRing =
-    make_alg<Ring<RingMode::kAllgather>>(1, "ring", "pipelined ring");
-const AlgInfo kReduceScatterRing =
-    make_alg<Ring<RingMode::kReduceScatter>>(1, "ring", "pipelined ring");
+const AlgInfo kAllreduceRing = make_alg<Ring<RingMode::kAllreduce>>(2);
+const AlgInfo kAllgatherRing = make_alg<Ring<RingMode::kAllgather>>(1);
+const AlgInfo kReduceScatterRing = make_alg<Ring<RingMode::kReduceScatter>>(1);
 // The same ring over the blocks the user's counts give.
-const AlgInfo kReduceScattervRing = make_alg<Ring<RingMode::kReduceScatter>>(
-    1, "ring", "pipelined ring over blocks of any size");
+const AlgInfo kReduceScattervRing = make_alg<Ring<RingMode::kReduceScatter>>(1);
 
 }  // namespace ucc::dev

@@ -149,15 +149,10 @@ struct SingleCopy {
 
 }  // namespace
 
-const AlgInfo kBcastSingleCopy = make_alg<SingleCopy<Pattern::kBcast>>(
-    2, "cma", "every rank reads the root's vector (cross-memory attach)", true);
-const AlgInfo kAllgatherSingleCopy = make_alg<SingleCopy<Pattern::kAllgather>>(
-    2, "cma", "every rank reads every other rank's block (cross-memory attach)",
-    true);
-const AlgInfo kAlltoallSingleCopy = make_alg<SingleCopy<Pattern::kAlltoall>>(
-    2, "cma",
-    "every rank reads its block of every other rank's src "
-    "(cross-memory attach)",
-    true);
+const AlgInfo kBcastSingleCopy = make_alg<SingleCopy<Pattern::kBcast>>(2, true);
+const AlgInfo kAllgatherSingleCopy =
+    make_alg<SingleCopy<Pattern::kAllgather>>(2, true);
+const AlgInfo kAlltoallSingleCopy =
+    make_alg<SingleCopy<Pattern::kAlltoall>>(2, true);
 
 }  // namespace ucc::dev

@@ -17,14 +17,17 @@ namespace ucc::dev {
 
 inline constexpr size_t kMaxAlgState = 512;
 
+// The implementation of one entry of a collective's algorithm catalogue
+// (off::CollTraits::algs: the id the descriptor's `alg` field names, and
+// the name and description UCC_<COLL>_ALG and the capability answers
+// show).
 struct AlgInfo {
-  uint8_t id;        // stable id within its collective, 1-based
-  const char* name;  // what UCC_<COLL>_ALG accepts
-  const char* desc;
+  uint8_t id;  // the catalogue id, 1-based
   Status (*start)(void* state, CollRun& run);
   Status (*progress)(void* state, CollRun& run);
-  // Reads peers' memory with cross-memory attach: runs only where
-  // SelectConfig::cma_min_bytes is nonzero.
+  // Reads peers' memory with cross-memory attach: runs only where single
+  // copy can (EngineConfig::cma_min nonzero, an engine in the rank's own
+  // process).
   bool single_copy;
 };
 
@@ -42,9 +45,8 @@ Status alg_progress(void* state, CollRun& run) {
 }
 
 template <typename T>
-constexpr AlgInfo make_alg(uint8_t id, const char* name, const char* desc,
-                           bool single_copy = false) {
-  return AlgInfo{id, name, desc, &alg_start<T>, &alg_progress<T>, single_copy};
+constexpr AlgInfo make_alg(uint8_t id, bool single_copy = false) {
+  return AlgInfo{id, &alg_start<T>, &alg_progress<T>, single_copy};
 }
 
 }  // namespace ucc::dev

@@ -29,6 +29,7 @@
 #include "device/engine/port.h"
 #include "device/reduce/reduce.h"
 #include "offload/descriptor.h"
+#include "offload/engine_config.h"
 #include "platform/mem/mem_access.h"
 
 namespace ucc::dev {
@@ -50,7 +51,7 @@ struct CollRun {
   uint32_t esize = 0;              // element size (off::elem_size)
   off::ROp rop = off::ROp::kNone;  // combining op (avg combines as sum)
   bool avg = false;
-  UserReduce user{};  // reductions of DType::kGeneric (EngineConfig)
+  off::UserReduce user{};  // reductions of DType::kGeneric (EngineEnv)
   // Block tables (blocks.h), in elements, indexed by rank: where rank i's
   // part lies in this rank's src and dst.
   const uint64_t* src_cnt = nullptr;

@@ -5,6 +5,8 @@
 
 #include "device/engine/blocks.h"
 #include "device/engine/team.h"
+#include "device/reduce/reduce.h"
+#include "device/select/select.h"
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
 
@@ -12,16 +14,16 @@ namespace ucc::dev {
 
 using off::CollDesc;
 
-Status Engine::init(const EngineConfig& cfg, off::Channel* ch) {
-  if (cfg.max_teams == 0 || cfg.team_queue == 0 ||
-      (cfg.team_queue & (cfg.team_queue - 1)) != 0 || cfg.inflight == 0 ||
-      cfg.inflight > Port::kMaxLive)
+Status Engine::init(const off::EngineConfig& cfg, const EngineEnv& env,
+                    off::Channel* ch) {
+  if (!off::engine_config_ok(cfg) || cfg.inflight > Port::kMaxLive)
     return Status::kInvalidParam;
   cfg_ = cfg;
+  env_ = env;
   // Single copy reads peers' memory from this process: only when the
   // engine runs inside a rank's own process.
-  if (cfg_.mem.mode() != plat::MemAccess::Mode::kDirect)
-    cfg_.select.cma_min_bytes = 0;
+  if (env_.mem.mode() != plat::MemAccess::Mode::kDirect) cfg_.cma_min = 0;
+  fill_caps();
   ch_ = ch;
   void* mem = nullptr;
   if (posix_memalign(&mem, 64, sizeof(Team) * cfg.max_teams) != 0)
@@ -31,6 +33,25 @@ Status Engine::init(const EngineConfig& cfg, off::Channel* ch) {
   Status st = store_.init(cfg.unexpected, cfg.slot_size);
   if (failed(st)) fini();
   return st;
+}
+
+void Engine::fill_caps() {
+  caps_ = off::EngineCaps{};
+  caps_.version = off::kCapsVersion;
+  caps_.bytes = sizeof(off::EngineCaps);
+  caps_.max_team_size = 1u << 20;
+  // Reductions combine whole elements per message slot.
+  caps_.max_reduce_elem = cfg_.slot_size;
+  caps_.max_bytes = uint64_t{1} << 62;
+  caps_.user_reduce = env_.user_reduce.fn != nullptr ? 1 : 0;
+  for (size_t t = 0; t < off::kNumDTypes; ++t) {
+    for (unsigned op = 0; op < static_cast<unsigned>(off::ROp::kNone); ++op) {
+      if (reduce_supported(static_cast<off::DType>(t),
+                           static_cast<off::ROp>(op)))
+        caps_.reduce_ops[t] |= static_cast<uint16_t>(1u << op);
+    }
+  }
+  fill_select_caps(cfg_, &caps_);
 }
 
 void Engine::fini(bool lost) {
@@ -84,7 +105,7 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   qd = static_cast<uint64_t*>(calloc(cfg_.team_queue, 8));
   if (posix_memalign(&inst, 64, sizeof(Inst) * k) != 0) inst = nullptr;
   blocks = static_cast<uint64_t*>(calloc(4 * size_t{size} * k, 8));
-  const bool need_bounce = cfg_.mem.needs_bounce();
+  const bool need_bounce = env_.mem.needs_bounce();
   if (need_bounce &&
       posix_memalign(&bounce, 64, size_t{cfg_.slot_size} * k) != 0)
     bounce = nullptr;
@@ -95,7 +116,7 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   }
   Status st = t.port.init(i, size, k, &store_);
   plat::shm::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots};
-  if (ok(st)) st = t.port.fab().open(fc, addr, cfg_.wire);
+  if (ok(st)) st = t.port.fab().open(fc, addr, env_.wire);
   if (failed(st)) {
     t.port.fini();
     free_team_memory(q, qd, inst, blocks, bounce);

@@ -16,25 +16,21 @@
 #include <cstdint>
 
 #include "device/engine/alg.h"
-#include "device/select/select.h"
+#include "offload/caps.h"
 #include "offload/channel.h"
+#include "offload/coll_traits.h"
+#include "offload/engine_config.h"
 #include "platform/mem/mem_access.h"
 #include "platform/shm/shm_fabric.h"
 
 namespace ucc::dev {
 
-struct EngineConfig {
-  uint32_t max_teams = 64;
-  uint32_t team_queue = 256;  // collectives queued per team; power of 2
-  uint32_t slot_size = 64 * 1024;
-  uint32_t nslots = 8;
-  uint32_t inflight = 8;     // collectives running at once per team (<= 64)
-  uint32_t unexpected = 16;  // engine-wide store of unexpected messages
-  SelectConfig select;
+// Where an engine runs, beside what the host asked of it (off::EngineConfig).
+struct EngineEnv {
   // Optional: reduces DType::kGeneric (the host's user callbacks, inline
   // mode). Without it, reductions on generic types are refused with
   // kNotSupported; moving them needs no hook.
-  UserReduce user_reduce;
+  off::UserReduce user_reduce;
   // How the engine reaches user buffers: direct (inline: in this process),
   // or, for an engine serving another process, cross-process into that
   // process with its registrations (plat::MemAccess::cross_process(pid,
@@ -54,8 +50,10 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
   ~Engine() { fini(); }
 
+  // kInvalidParam for a configuration outside off::engine_config_ok,
   // kNoMemory when the team table cannot be allocated.
-  Status init(const EngineConfig& cfg, off::Channel* ch);
+  Status init(const off::EngineConfig& cfg, const EngineEnv& env,
+              off::Channel* ch);
   // lost: the host is gone without closing its teams (firmware_sim's
   // client died); their peers are told.
   void fini(bool lost = false);
@@ -86,6 +84,10 @@ class Engine {
   // Validation of one descriptor against the engine's state (validate.cc).
   Status validate(const off::CollDesc& d) const;
 
+  // What this engine can do with its configuration (offload/caps.h);
+  // filled by init().
+  const off::EngineCaps& caps() const { return caps_; }
+
  private:
   struct Team;
   struct Inst;
@@ -108,7 +110,13 @@ class Engine {
   void check_aborts(Team& t);
   uint32_t set_rank(const Team& t, const off::CollDesc& d) const;
 
-  EngineConfig cfg_{};
+  Status validate_header(const off::CollDesc& d) const;
+  Status validate_op(const off::CollDesc& d, const off::CollTraits& t) const;
+  void fill_caps();
+
+  off::EngineConfig cfg_{};
+  EngineEnv env_{};
+  off::EngineCaps caps_{};
   off::Channel* ch_ = nullptr;
   Team* teams_ = nullptr;
   Store store_;

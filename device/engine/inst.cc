@@ -6,6 +6,7 @@
 #include "device/engine/blocks.h"
 #include "device/engine/engine.h"
 #include "device/engine/team.h"
+#include "device/select/select.h"
 #include "platform/os/log.h"
 
 namespace ucc::dev {
@@ -14,18 +15,11 @@ using off::CollDesc;
 
 namespace {
 
-// Collectives whose algorithms read the block tables.
-bool uses_blocks(off::CollType c) {
-  switch (c) {
-    case off::CollType::kBarrier:
-    case off::CollType::kBcast:
-    case off::CollType::kReduce:
-    case off::CollType::kFanin:
-    case off::CollType::kFanout:
-      return false;
-    default:
-      return true;
-  }
+// The catalogue name of the instance's algorithm, for log lines.
+const char* alg_name(off::CollType coll, const AlgInfo* alg) {
+  const off::AlgName* a =
+      alg != nullptr ? off::find_alg_id(coll, alg->id) : nullptr;
+  return a != nullptr ? a->name : "none";
 }
 
 bool tagged(const CollDesc& d) { return (d.flags & off::kDescTagged) != 0; }
@@ -129,9 +123,10 @@ void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
   // Reductions combine whole elements, so each message carries a whole
   // number of them (validate: esize <= slot size).
   const uint32_t slot = t.port.slot_size();
-  r.slot = off::coll_reduces(d.coll) ? slot - slot % r.esize : slot;
-  r.user = cfg_.user_reduce;
-  r.mem = &cfg_.mem;
+  const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
+  r.slot = traits.reduces ? slot - slot % r.esize : slot;
+  r.user = env_.user_reduce;
+  r.mem = &env_.mem;
   r.bounce = in.bounce;
   r.avg = d.op == off::ROp::kAvg;
   r.rop = r.avg ? off::ROp::kSum : d.op;
@@ -141,10 +136,14 @@ void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
     check_aborts(t);
     if (in.phase != Inst::Phase::kRun) return;
   }
-  in.alg = select_alg(cfg_.select, in.d, r.size);
+  in.alg = select_alg(caps_, in.d);
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
-  if (ok(st) && uses_blocks(d.coll))
-    st = fill_blocks(in.d, r.size, r.rank, in.blocks, &r);
+  if (ok(st) && traits.uses_blocks()) {
+    const off::Role role{d.count, r.size, r.rank,
+                         traits.rooted && d.root == r.rank,
+                         (d.flags & off::kDescInPlace) != 0};
+    st = fill_blocks(traits, in.d, role, in.blocks, &r);
+  }
   if (ok(st)) st = in.alg->start(in.alg_state, r);
   if (st != Status::kInProgress) alg_ended(t, in, st, true);
 }
@@ -186,9 +185,8 @@ void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
   t.port.drop_reservations(in.run.id);
   if (failed(st) && st != Status::kTimedOut)
     UCC_ERROR("%s (%s) failed on rank %u: status %d",
-              off::coll_type_name(in.d.coll),
-              in.alg != nullptr ? in.alg->name : "none", in.run.rank,
-              static_cast<int>(st));
+              off::coll_type_name(in.d.coll), alg_name(in.d.coll, in.alg),
+              in.run.rank, static_cast<int>(st));
   if (failed(st) && tell) {
     // Local failure: the others may be waiting for us. A local error type
     // reports now; the aborts follow.

@@ -45,7 +45,7 @@ namespace ucc::dev {
 //   avg:          the 5 real floating types and the 3 complex ones;
 //   maxloc minloc: pairs of int8..int64, uint8..uint64, float32, float64;
 //   kNone, kGeneric (and out-of-range values): never (generic types are
-//   reduced by the user's callback, see UserReduce).
+//   reduced by the user's callback, see off::UserReduce).
 // float128 and float128_complex are unsupported for every op where the
 // compiler has no binary128 type (__SIZEOF_FLOAT128__ undefined), and
 // int128/uint128 where it has no __int128.
@@ -65,21 +65,5 @@ void reduce(off::ROp op, off::DType dt, void* dst, const void* a, const void* b,
 // 16-bit floats; each component's type for complex, both parts divided)
 // and rounded once.
 void scale_div(off::DType dt, void* dst, size_t count, uint32_t divisor);
-
-// A reduction the engine cannot do itself: DType::kGeneric, whose op is
-// the user's callback, which only the host can reach (inline mode). The
-// host installs one through EngineConfig; without one the engine refuses
-// to reduce generic types.
-//
-// fn(ctx, user_dt, dst, a, b, count): dst[i] = a[i] op b[i] for count
-// elements of the generic type numbered user_dt (the descriptor's field).
-// dst may be a or b exactly. Returns kOk, or an error (an unknown or
-// destroyed type, a failing callback) that ends the collective. Called
-// from the engine's progress, on the thread that runs it.
-struct UserReduce {
-  off::Status (*fn)(void* ctx, uint32_t user_dt, void* dst, const void* a,
-                    const void* b, uint64_t count) = nullptr;
-  void* ctx = nullptr;
-};
 
 }  // namespace ucc::dev

@@ -1,13 +1,14 @@
 #include "device/select/select.h"
 
-#include <strings.h>
-
 #include "device/coll/algorithms.h"
+#include "offload/coll_traits.h"
 
 namespace ucc::dev {
 namespace {
 
 using off::CollType;
+
+// --- what this engine implements, per collective ---------------------------
 
 const AlgInfo* const kBarrier[] = {&kBarrierDissemination,
                                    &kBarrierRecursiveDoubling};
@@ -28,103 +29,101 @@ const AlgInfo* const kReduceScatterv[] = {&kReduceScattervRing};
 const AlgInfo* const kFanin[] = {&kFaninBinomial};
 const AlgInfo* const kFanout[] = {&kFanoutBinomial};
 
+struct Impls {
+  const AlgInfo* const* algs;
+  uint32_t n;
+};
+
 template <size_t N>
-constexpr AlgTable table(const AlgInfo* const (&a)[N]) {
-  return AlgTable{a, static_cast<uint32_t>(N)};
+constexpr Impls impls(const AlgInfo* const (&a)[N]) {
+  return Impls{a, static_cast<uint32_t>(N)};
 }
 
-const AlgInfo* by_id(AlgTable t, uint8_t id) {
-  for (uint32_t i = 0; i < t.n; ++i)
-    if (t.algs[i]->id == id) return t.algs[i];
-  return nullptr;
+// Indexed by CollType.
+constexpr Impls kImpls[] = {
+    impls(kBarrier),       impls(kBcast),          impls(kReduce),
+    impls(kAllreduce),     impls(kAllgather),      impls(kAlltoall),
+    impls(kReduceScatter), impls(kGather),         impls(kGatherv),
+    impls(kScatter),       impls(kScatterv),       impls(kAllgatherv),
+    impls(kAlltoallv),     impls(kReduceScatterv), impls(kFanin),
+    impls(kFanout),
+};
+static_assert(sizeof(kImpls) / sizeof(kImpls[0]) ==
+              static_cast<size_t>(CollType::kCount));
+
+// --- the rules ---------------------------------------------------------------
+// Per collective, in order (first match wins); a collective without a
+// matching rule runs its first implementation (id 1). A rule starts at a
+// size the configuration gives.
+
+enum class From : uint8_t { kAllreduceRingMin, kCmaMin };
+
+struct Rule {
+  CollType coll;
+  From from;
+  off::When when;
+  uint8_t alg;
+};
+
+constexpr Rule kRules[] = {
+    {CollType::kBcast, From::kCmaMin, off::When::kSingleCopy, 2},
+    {CollType::kAllgather, From::kCmaMin, off::When::kSingleCopy, 2},
+    {CollType::kAlltoall, From::kCmaMin, off::When::kSingleCopy, 2},
+    {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kAlways, 2},
+};
+
+uint64_t threshold(const off::EngineConfig& cfg, From f) {
+  return f == From::kCmaMin ? cfg.cma_min : cfg.allreduce_ring_min;
 }
 
-}  // namespace
-
-AlgTable algorithms_of(CollType coll) {
-  // Indexed by CollType.
-  static const AlgTable kTables[] = {
-      table(kBarrier),       table(kBcast),          table(kReduce),
-      table(kAllreduce),     table(kAllgather),      table(kAlltoall),
-      table(kReduceScatter), table(kGather),         table(kGatherv),
-      table(kScatter),       table(kScatterv),       table(kAllgatherv),
-      table(kAlltoallv),     table(kReduceScatterv), table(kFanin),
-      table(kFanout),
-  };
-  static_assert(sizeof(kTables) / sizeof(kTables[0]) ==
-                static_cast<size_t>(CollType::kCount));
-  auto i = static_cast<size_t>(coll);
-  return i < static_cast<size_t>(CollType::kCount) ? kTables[i]
-                                                   : AlgTable{nullptr, 0};
-}
-
-const AlgInfo* find_alg(CollType coll, const char* name) {
-  AlgTable t = algorithms_of(coll);
-  for (uint32_t i = 0; i < t.n; ++i)
-    if (strcasecmp(t.algs[i]->name, name) == 0) return t.algs[i];
-  return nullptr;
-}
-
-bool parse_alg(CollType coll, const char* name, uint8_t* id) {
-  if (strcasecmp(name, "auto") == 0 || name[0] == '\0') {
-    *id = 0;
-    return true;
-  }
-  const AlgInfo* a = find_alg(coll, name);
-  if (a == nullptr) return false;
-  *id = a->id;
-  return true;
-}
-
-namespace {
-
-// Whether a single-copy algorithm can run d: single copy is on, both
-// buffers are host memory, and (alltoall) not in place, where the block a
-// peer reads from us is where we receive its block.
-bool single_copy_ok(const SelectConfig& cfg, const off::CollDesc& d) {
-  return cfg.cma_min_bytes != 0 && d.src.mem_type == 0 && d.dst.mem_type == 0 &&
+// Whether single copy can run d: the engine allows it, both buffers are
+// host memory, and (alltoall) not in place, where the block a peer
+// reads from us is where we receive its block.
+bool single_copy_ok(const off::EngineCaps& caps, const off::CollDesc& d) {
+  return caps.single_copy != 0 && d.src.mem_type == 0 && d.dst.mem_type == 0 &&
          !(d.coll == CollType::kAlltoall && (d.flags & off::kDescInPlace));
 }
 
-// The single-copy algorithm for d when its blocks are large enough, else
-// nullptr.
-const AlgInfo* single_copy_rule(const SelectConfig& cfg,
-                                const off::CollDesc& d) {
-  if (!single_copy_ok(cfg, d) ||
-      d.count * off::elem_size(d) < cfg.cma_min_bytes)
-    return nullptr;
-  switch (d.coll) {
-    case CollType::kBcast:
-      return &kBcastSingleCopy;
-    case CollType::kAllgather:
-      return &kAllgatherSingleCopy;
-    case CollType::kAlltoall:
-      return &kAlltoallSingleCopy;
-    default:
-      return nullptr;
+}  // namespace
+
+const AlgInfo* find_impl(CollType coll, uint8_t id) {
+  const auto c = static_cast<size_t>(coll);
+  if (c >= static_cast<size_t>(CollType::kCount)) return nullptr;
+  for (uint32_t i = 0; i < kImpls[c].n; ++i)
+    if (kImpls[c].algs[i]->id == id) return kImpls[c].algs[i];
+  return nullptr;
+}
+
+void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
+  caps->single_copy = cfg.cma_min != 0 ? 1 : 0;
+  for (size_t c = 0; c < off::kNumColls; ++c) {
+    off::CollCaps& cc = caps->coll[c];
+    cc = off::CollCaps{};
+    for (uint32_t i = 0; i < kImpls[c].n; ++i) {
+      const AlgInfo* a = kImpls[c].algs[i];
+      cc.algs |= static_cast<uint8_t>(1u << (a->id - 1));
+      if (a->single_copy)
+        cc.single_copy |= static_cast<uint8_t>(1u << (a->id - 1));
+    }
+    cc.def_alg = kImpls[c].n != 0 ? kImpls[c].algs[0]->id : 0;
+    cc.forced = cfg.forced[c];
+    for (const Rule& r : kRules) {
+      if (static_cast<size_t>(r.coll) != c || cc.nrules == off::kMaxRules)
+        continue;
+      // A single-copy rule where single copy never runs is left out.
+      if (r.when == off::When::kSingleCopy && caps->single_copy == 0) continue;
+      cc.rules[cc.nrules++] =
+          off::SelectRule{threshold(cfg, r.from), r.alg, r.when, {}};
+    }
   }
 }
 
-}  // namespace
-
-const AlgInfo* select_alg(const SelectConfig& cfg, const off::CollDesc& d,
-                          uint32_t size) {
-  (void)size;
-  AlgTable t = algorithms_of(d.coll);
-  if (t.n == 0) return nullptr;
-  uint8_t id = d.alg != 0 ? d.alg : cfg.forced[static_cast<int>(d.coll)];
-  if (id != 0) {
-    // A forced single-copy algorithm runs only where single copy can.
-    const AlgInfo* a = by_id(t, id);
-    if (a == nullptr || !a->single_copy || single_copy_ok(cfg, d)) return a;
-  }
-  if (const AlgInfo* a = single_copy_rule(cfg, d)) return a;
-  if (d.coll == CollType::kAllreduce) {
-    uint64_t bytes = d.count * off::elem_size(d);
-    return bytes >= cfg.allreduce_ring_min_bytes ? &kAllreduceRing
-                                                 : &kAllreduceRecursiveDoubling;
-  }
-  return t.algs[0];
+const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d) {
+  const auto c = static_cast<size_t>(d.coll);
+  if (c >= off::kNumColls) return nullptr;
+  const off::SelectInput in{d.alg, off::select_bytes(d),
+                            single_copy_ok(caps, d)};
+  return find_impl(d.coll, off::select_alg_id(caps.coll[c], in));
 }
 
 }  // namespace ucc::dev

@@ -1,40 +1,31 @@
-// Algorithm selection: which algorithm of a collective runs a descriptor.
-// Selection is data: each collective has a table of algorithms and a size
-// rule; a configured name overrides the rule.
+// Algorithm selection, as data: per collective, the implementations this
+// engine has (by catalogue id, coll_traits.h) and rules of the form "from
+// this many bytes, when this holds, this algorithm" (select.cc), which
+// the engine's configuration resolves into the selection table of its
+// capability record (off::CollCaps). Selecting is then one pure function
+// over that record (off::select_alg_id), the same one the host runs to
+// tell users which algorithm runs.
 #pragma once
 
 #include <cstdint>
 
 #include "device/engine/alg.h"
+#include "offload/caps.h"
 #include "offload/descriptor.h"
+#include "offload/engine_config.h"
 
 namespace ucc::dev {
 
-struct SelectConfig {
-  // Allreduce vectors of at least this many bytes use the ring.
-  uint64_t allreduce_ring_min_bytes = 64 * 1024;
-  // Bcast vectors and allgather / alltoall blocks of at least this many
-  // bytes move by single copy (device/coll/single_copy.cc); 0: never (the
-  // engine's memory access is not direct, or the kernel does not allow
-  // cross-memory attach between ranks).
-  uint64_t cma_min_bytes = 0;
-  // Per collective: forced algorithm id, 0 = by rule.
-  uint8_t forced[static_cast<int>(off::CollType::kCount)] = {};
-};
+// The implementation of catalogue entry `id` of `coll`, or nullptr where
+// this engine has none.
+const AlgInfo* find_impl(off::CollType coll, uint8_t id);
 
-struct AlgTable {
-  const AlgInfo* const* algs;
-  uint32_t n;
-};
+// Fills the record's selection table and algorithm masks from the
+// engine's configuration (cfg.cma_min 0: no single copy).
+void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps);
 
-AlgTable algorithms_of(off::CollType coll);
-// The algorithm of `coll` called `name`, or nullptr.
-const AlgInfo* find_alg(off::CollType coll, const char* name);
-// Parses an override ("auto" or an algorithm name) into an id (0 = auto).
-// false when the name is unknown.
-bool parse_alg(off::CollType coll, const char* name, uint8_t* id);
-// The algorithm to run `d` on a team of `size` ranks.
-const AlgInfo* select_alg(const SelectConfig& cfg, const off::CollDesc& d,
-                          uint32_t size);
+// The algorithm to run `d`, by the record's table; nullptr when the
+// chosen id has no implementation here.
+const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d);
 
 }  // namespace ucc::dev

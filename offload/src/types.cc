@@ -5,15 +5,6 @@
 namespace ucc::off {
 namespace {
 
-constexpr const char* kCollTypeNames[] = {
-    "barrier",   "bcast",           "reduce",         "allreduce",
-    "allgather", "alltoall",        "reduce_scatter", "gather",
-    "gatherv",   "scatter",         "scatterv",       "allgatherv",
-    "alltoallv", "reduce_scatterv", "fanin",          "fanout",
-};
-static_assert(sizeof(kCollTypeNames) / sizeof(kCollTypeNames[0]) ==
-              static_cast<size_t>(CollType::kCount));
-
 // One row per family, in DType order.
 // clang-format off
 constexpr const char* kDTypeNames[] = {
@@ -40,12 +31,6 @@ static_assert(sizeof(kROpNames) / sizeof(kROpNames[0]) ==
 constexpr const char* kUnknown = "unknown";
 
 }  // namespace
-
-const char* coll_type_name(CollType t) {
-  const auto i = static_cast<size_t>(t);
-  return i < static_cast<size_t>(CollType::kCount) ? kCollTypeNames[i]
-                                                   : kUnknown;
-}
 
 const char* dtype_name(DType t) {
   const auto i = static_cast<size_t>(t);

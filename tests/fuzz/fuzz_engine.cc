@@ -131,16 +131,17 @@ World* make_world() {
     size_t bytes = off::Channel::bytes_needed(4, 8);
     if (posix_memalign(&w->chmem[e], 64, bytes) != 0) die("no memory");
     w->ch[e].init(w->chmem[e], 4, 8);
-    dev::EngineConfig cfg;
+    off::EngineConfig cfg;
     cfg.max_teams = 1;
     cfg.team_queue = 4;
     cfg.slot_size = 1024;
     cfg.nslots = 2;
     cfg.inflight = 1;
     cfg.unexpected = 2;
-    cfg.mem = w->mem;
+    dev::EngineEnv env;
+    env.mem = w->mem;
     uint32_t idx = 0;
-    if (w->eng[e].init(cfg, &w->ch[e]) != Status::kOk ||
+    if (w->eng[e].init(cfg, env, &w->ch[e]) != Status::kOk ||
         w->eng[e].team_open(e < 3 ? kTeamRanks : 1, e < 3 ? e : 0, &idx,
                             e < 3 ? &addrs[e] : &self) != Status::kOk)
       die("engine setup");

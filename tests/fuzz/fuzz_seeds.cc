@@ -180,7 +180,12 @@ std::vector<Seed> seeds() {
     d.dst = buf(kDst, 60);
     d.dst_counts = kCounts64;
     d.dst_displs = kDispls64;
-    add("allgatherv_64", d);
+    // count is this rank's entry of the counts: 5 for rank 0 of one, 7
+    // for rank 1 of three.
+    add("allgatherv_64_1", d, true, false);
+    d.count = 7;
+    d.src = buf(kSrc, 28);
+    add("allgatherv_64_3", d, false, true);
   }
   {
     CollDesc d = desc(CollType::kAlltoallv, 0);

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "host/link.h"
@@ -92,20 +93,23 @@ class Forger {
     cfg.engine.nslots = 2;
     cfg.engine.inflight = 1;
     cfg.engine.unexpected = 0;
-    if (failed(link_.init(cfg, 16, kQueue, &ch_))) return false;
-    ucc::plat::shm::SegAddr addr{};
-    if (failed(link_.team_open(1, 0, &team_, &addr)) ||
-        failed(link_.team_connect(team_, 1, &addr)))
+    off::EngineLink* l = nullptr;
+    if (off::failed(ucc::host::open_daemon_link(cfg, 16, kQueue, &ch_, &l)))
       return false;
-    link_.team_seal(team_);
+    link_.reset(l);
+    ucc::plat::shm::SegAddr addr{};
+    if (off::failed(link_->team_open(1, 0, &team_, &addr)) ||
+        off::failed(link_->team_connect(team_, 1, &addr)))
+      return false;
+    link_->team_seal(team_);
     return true;
   }
 
   // A registration request, as the host library would send it.
   off::Status reg(uint64_t addr, uint64_t len, uint32_t* key) {
-    return link_.pin(addr, len, key);
+    return link_->pin(addr, len, key);
   }
-  void dereg(uint32_t key) { link_.unpin(key); }
+  void dereg(uint32_t key) { link_->unpin(key); }
 
   // An int32 allreduce of `bytes` from src to dst; the final status, or
   // kTimedOut when none comes within 10 s.
@@ -125,7 +129,7 @@ class Forger {
     d.dst = dst;
     ch_.arm(d.comp_slot, d.gen);
     if (!ch_.submit(d)) return off::Status::kNoResource;
-    link_.submitted();
+    link_->submitted();
     const double deadline = ucct::now_s() + 10;
     for (;;) {
       const uint64_t w = ch_.read(d.comp_slot);
@@ -139,7 +143,7 @@ class Forger {
 
  private:
   static constexpr uint32_t kQueue = 4;
-  ucc::host::EngineLink link_;
+  std::unique_ptr<off::EngineLink> link_;
   off::Channel ch_;
   uint32_t team_ = 0;
   uint32_t gen_ = 0;

@@ -27,8 +27,8 @@ TEST(Config, DefaultsParse) {
   EXPECT_EQ(value(c, Knob::kAllreduceAlg), "auto");
   ucc::host::ContextSettings s;
   ASSERT_EQ(ucc::host::context_settings(c, &s), Status::kOk);
-  EXPECT_EQ(s.engine.slot_size, 64u * 1024);
-  EXPECT_EQ(s.engine.team_queue & (s.engine.team_queue - 1), 0u);
+  EXPECT_EQ(s.link.engine.slot_size, 64u * 1024);
+  EXPECT_EQ(s.link.engine.team_queue & (s.link.engine.team_queue - 1), 0u);
 }
 
 TEST(Config, EnvironmentAndPrefix) {
@@ -41,9 +41,9 @@ TEST(Config, EnvironmentAndPrefix) {
   EXPECT_EQ(value(c, Knob::kShmNsegs), "16");
   ucc::host::ContextSettings s;
   ASSERT_EQ(ucc::host::context_settings(c, &s), Status::kOk);
-  EXPECT_EQ(s.engine.nslots, 16u);
+  EXPECT_EQ(s.link.engine.nslots, 16u);
   EXPECT_NE(
-      s.engine.select.forced[static_cast<int>(ucc::off::CollType::kAllreduce)],
+      s.link.engine.forced[static_cast<int>(ucc::off::CollType::kAllreduce)],
       0);
   unsetenv("UCC_ALLREDUCE_ALG");
   unsetenv("XYZ_UCC_SHM_NSEGS");
@@ -92,7 +92,7 @@ TEST(Config, ModifyAndFile) {
             Status::kInvalidParam);
   ucc::host::ContextSettings s;
   ASSERT_EQ(ucc::host::context_settings(c, &s), Status::kOk);
-  EXPECT_EQ(s.engine.select.allreduce_ring_min_bytes, 1u << 20);
+  EXPECT_EQ(s.link.engine.allreduce_ring_min, 1u << 20);
   EXPECT_EQ(s.poll_spin, 10u);
 
   char path[] = "/tmp/ucc_cfg_XXXXXX";

@@ -23,12 +23,13 @@
 namespace {
 
 using ucc::dev::Engine;
-using ucc::dev::EngineConfig;
+using ucc::dev::EngineEnv;
 using ucc::off::BufRef;
 using ucc::off::Channel;
 using ucc::off::CollDesc;
 using ucc::off::CollType;
 using ucc::off::DType;
+using ucc::off::EngineConfig;
 using ucc::off::ROp;
 using ucc::off::Status;
 using ucc::plat::MemAccess;
@@ -72,8 +73,9 @@ class EngineMem : public ::testing::TestWithParam<bool> {
       cfg.slot_size = kSlot;
       cfg.nslots = 4;
       cfg.inflight = 2;
-      if (cross()) cfg.mem = MemAccess::cross_process(getpid(), &k.regs);
-      ASSERT_EQ(k.eng.init(cfg, &k.ch), Status::kOk);
+      EngineEnv env;
+      if (cross()) env.mem = MemAccess::cross_process(getpid(), &k.regs);
+      ASSERT_EQ(k.eng.init(cfg, env, &k.ch), Status::kOk);
       ASSERT_EQ(k.eng.team_open(kRanks, r, &k.idx, &addrs[r]), Status::kOk);
     }
     for (uint32_t r = 0; r < kRanks; ++r)

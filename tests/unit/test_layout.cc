@@ -154,7 +154,7 @@ TEST(ShmFabric, RejectsMismatchedPeers) {
 
 // Forged descriptors are rejected by the engine before any buffer is used.
 TEST(EngineValidate, RejectsForgedDescriptors) {
-  ucc::dev::EngineConfig cfg;
+  ucc::off::EngineConfig cfg;
   cfg.max_teams = 2;
   cfg.team_queue = 4;
   cfg.slot_size = 256;
@@ -164,7 +164,7 @@ TEST(EngineValidate, RejectsForgedDescriptors) {
   Channel ch;
   ch.init(mem.p, 8, 8);
   ucc::dev::Engine eng;
-  ASSERT_EQ(eng.init(cfg, &ch), Status::kOk);
+  ASSERT_EQ(eng.init(cfg, ucc::dev::EngineEnv{}, &ch), Status::kOk);
   uint32_t idx = 0;
   ucc::plat::shm::SegAddr addr;
   ASSERT_EQ(eng.team_open(1, 0, &idx, &addr), Status::kOk);
@@ -249,10 +249,11 @@ TEST(EngineValidate, RejectsForgedDescriptors) {
 
   // With the hook: generic reductions pass, but not AVG, not an op out of
   // range, and not elements larger than a message slot.
-  cfg.user_reduce.fn = [](void*, uint32_t, void*, const void*, const void*,
+  ucc::dev::EngineEnv env;
+  env.user_reduce.fn = [](void*, uint32_t, void*, const void*, const void*,
                           uint64_t) { return Status::kOk; };
   ucc::dev::Engine hooked;
-  ASSERT_EQ(hooked.init(cfg, &ch), Status::kOk);
+  ASSERT_EQ(hooked.init(cfg, env, &ch), Status::kOk);
   ASSERT_EQ(hooked.team_open(1, 0, &idx, &addr), Status::kOk);
   ASSERT_EQ(hooked.team_connect(idx, &addr), Status::kOk);
   auto hbad = [&](auto mutate) {

@@ -21,12 +21,14 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "offload/caps.h"
+#include "offload/engine_config.h"
 #include "platform/shm/shm_fabric.h"
 
 namespace ucc::off::proto {
 
 inline constexpr uint32_t kMagic = 0x55434350u;  // "UCCP"
-inline constexpr uint16_t kVersion = 1;
+inline constexpr uint16_t kVersion = 2;
 // Largest body accepted: a kTeamConnect for 65536 ranks.
 inline constexpr uint32_t kMaxBody = 16 + 65536u * 32u;
 
@@ -37,7 +39,8 @@ inline void default_socket_path(char* buf, size_t n) {
 }
 
 enum Type : uint16_t {
-  kHello = 1,    // Hello (+ the channel memfd as SCM_RIGHTS) -> HelloReply
+  kHello = 1,    // Hello (+ the channel memfd as SCM_RIGHTS) -> HelloReply,
+                 // which carries the engine's capability record
   kTeamOpen,     // TeamOpen -> TeamOpenReply
   kTeamConnect,  // TeamConnect + SegAddr[size] -> Reply
   kTeamSeal,     // TeamIdx -> Reply
@@ -60,22 +63,16 @@ struct MsgHeader {
 };
 static_assert(sizeof(MsgHeader) == 16);
 
-// kHello: what the daemon's engine for this host context needs.
+// kHello: the channel's geometry and what the host asks of the engine
+// (checked with engine_config_ok before use).
 struct Hello {
   uint16_t desc_version;  // kDescVersion of the host
   uint16_t pad;
   uint32_t sq_capacity;  // channel geometry (Channel::init arguments)
   uint32_t ncomp;
-  uint32_t max_teams;
-  uint32_t team_queue;
-  uint32_t slot_size;
-  uint32_t nslots;
-  uint32_t inflight;
-  uint32_t unexpected;
   uint32_t pad2;
-  uint64_t allreduce_ring_min;
   uint64_t channel_bytes;  // size of the memfd
-  uint8_t forced_alg[32];  // SelectConfig::forced, per CollType
+  EngineConfig engine;
 };
 
 struct Reply {
@@ -86,6 +83,7 @@ struct Reply {
 struct HelloReply {
   int32_t status;
   int32_t daemon_pid;
+  EngineCaps caps;  // the engine's, when status is kOk
 };
 
 struct TeamOpen {

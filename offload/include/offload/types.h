@@ -41,7 +41,7 @@ inline bool failed(Status s) { return static_cast<int>(s) < 0; }
 // kGeneric is a user-defined contiguous type (ucc_dt_create_generic): its
 // element size is the descriptor's user_esize, the engine moves it as
 // bytes and reduces it only through the host's callback (see
-// dev::UserReduce); kDTypeSize has 0 for it.
+// off::UserReduce); kDTypeSize has 0 for it.
 enum class DType : uint8_t {
   kInt8 = 0,
   kInt16,
@@ -138,24 +138,7 @@ enum class CollType : uint8_t {
   kCount
 };
 
-// What kind of collective a type is: the host and the engine both need it
-// (argument checks, descriptor validation, capability answers).
-constexpr bool coll_reduces(CollType c) {
-  return c == CollType::kReduce || c == CollType::kAllreduce ||
-         c == CollType::kReduceScatter || c == CollType::kReduceScatterv;
-}
-constexpr bool coll_rooted(CollType c) {
-  return c == CollType::kBcast || c == CollType::kReduce ||
-         c == CollType::kGather || c == CollType::kGatherv ||
-         c == CollType::kScatter || c == CollType::kScatterv ||
-         c == CollType::kFanin || c == CollType::kFanout;
-}
-// Whether it carries data (barrier, fanin and fanout do not).
-constexpr bool coll_moves_data(CollType c) {
-  return c != CollType::kBarrier && c != CollType::kFanin &&
-         c != CollType::kFanout;
-}
-
+// The collective's name; its other traits: coll_traits.h.
 const char* coll_type_name(CollType t);
 const char* dtype_name(DType t);
 const char* rop_name(ROp op);

@@ -1,5 +1,8 @@
-#include "host/link.h"
-
+// The emu link: the context's engine runs in this node's firmware_sim
+// daemon (the emulated DPU). This process lays out the channel in a memfd
+// the daemon maps, posts descriptors and reads completion words; team
+// control, registrations and the capability record travel as requests
+// over the daemon's unix socket (offload/proto.h).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -9,7 +12,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
+#include "host/link.h"
 #include "offload/proto.h"
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
@@ -27,7 +32,6 @@ namespace ucc::host {
 namespace proto = off::proto;
 
 namespace {
-
 // Starts a daemon detached from this process (double fork: it is nobody's
 // child here, so it outlives us and leaves no zombie). It exits by itself
 // some seconds after its last client.
@@ -63,70 +67,70 @@ const char* pick_daemon(const char* configured) {
   return nullptr;
 }
 
+class DaemonLink final : public off::EngineLink {
+ public:
+  ~DaemonLink() override;
+  Status open(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
+              off::Channel* ch);
+
+  bool remote() const override { return true; }
+  int owner_pid() const override { return daemon_pid_; }
+  uint64_t progress() override {
+    if ((++polls_ & 255) == 0) check_daemon();
+    return 0;
+  }
+  bool dead() const override { return dead_; }
+  void submitted() override;
+  Status cover(const off::CollDesc& d, uint32_t n) override;
+  Status pin(uint64_t addr, uint64_t len, uint32_t* key) override;
+  void unpin(uint32_t key) override;
+  Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
+                   plat::shm::SegAddr* addr) override;
+  Status team_connect(uint32_t idx, uint32_t size,
+                      const plat::shm::SegAddr* addrs) override;
+  void team_seal(uint32_t idx) override;
+  void team_close(uint32_t idx) override;
+
+ private:
+  Status connect_daemon(const LinkConfig& cfg);
+  Status hello(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
+               int memfd);
+  void check_daemon();
+  Status cover_range(uint64_t addr, uint64_t len);
+  // One registration request to the daemon and its key (never 0), or the
+  // daemon's refusal; and its end.
+  Status register_range(uint64_t addr, uint64_t len, uint32_t* key);
+  void deregister(uint32_t key);
+  // One request and its reply (body copied into `out`, out_len bytes).
+  Status call(uint16_t type, const void* body, uint32_t len, void* out,
+              uint32_t out_len, int pass_fd = -1);
+
+  off::Channel* ch_ = nullptr;
+  void* mem_ = nullptr;
+  size_t bytes_ = 0;
+  int sock_ = -1;
+  uint32_t seq_ = 0;
+  uint32_t timeout_ms_ = 10000;
+  uint32_t polls_ = 0;
+  int daemon_pid_ = -1;
+  bool dead_ = false;
+
+  // Registrations the daemon holds for us: a cache of page-rounded
+  // ranges; the least recently used goes when it is full.
+  struct Reg {
+    uint64_t base, end;
+    uint32_t key;
+    uint64_t used;  // tick of the last use
+  };
+  static constexpr uint32_t kRegs = 256;
+  Reg regs_[kRegs] = {};
+  uint32_t nregs_ = 0;
+  uint64_t tick_ = 0;
+};
+
 }  // namespace
 
-Status EngineLink::init(const LinkConfig& cfg, uint32_t sq_capacity,
-                        uint32_t ncomp, off::Channel* ch) {
-  ch_ = ch;
-  bytes_ = off::Channel::bytes_needed(sq_capacity, ncomp);
-  timeout_ms_ = cfg.timeout_ms;
-  if (!cfg.emu) {
-    if (posix_memalign(&mem_, 64, bytes_) != 0) {
-      mem_ = nullptr;
-      return Status::kNoMemory;
-    }
-    ch->init(mem_, sq_capacity, ncomp);
-    Status st = engine_.init(cfg.engine, ch);
-    if (failed(st)) fini();
-    return st;
-  }
-  // Emu: the channel lives in a memfd the daemon maps too.
-  memfd_ = memfd_create("ucc-channel", MFD_CLOEXEC);
-  if (memfd_ < 0 || ftruncate(memfd_, static_cast<off_t>(bytes_)) != 0) {
-    UCC_ERROR("emu: cannot create the channel segment: %s", strerror(errno));
-    fini();
-    return Status::kNoMemory;
-  }
-  void* m =
-      mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, 0);
-  if (m == MAP_FAILED) {
-    fini();
-    return Status::kNoMemory;
-  }
-  mem_ = m;
-  mapped_ = true;
-  ch->init(mem_, sq_capacity, ncomp);
-  Status st = connect_daemon(cfg);
-  if (ok(st)) {
-    proto::Hello h{};
-    const dev::EngineConfig& e = cfg.engine;
-    h.desc_version = off::kDescVersion;
-    h.sq_capacity = sq_capacity;
-    h.ncomp = ncomp;
-    h.max_teams = e.max_teams;
-    h.team_queue = e.team_queue;
-    h.slot_size = e.slot_size;
-    h.nslots = e.nslots;
-    h.inflight = e.inflight;
-    h.unexpected = e.unexpected;
-    h.allreduce_ring_min = e.select.allreduce_ring_min_bytes;
-    h.channel_bytes = bytes_;
-    for (int i = 0; i < static_cast<int>(off::CollType::kCount); ++i)
-      h.forced_alg[i] = e.select.forced[i];
-    proto::HelloReply r{};
-    st = call(proto::kHello, &h, sizeof(h), &r, sizeof(r), memfd_);
-    if (ok(st)) st = static_cast<Status>(r.status);
-    if (failed(st)) UCC_ERROR("emu: the daemon refused this context");
-    daemon_pid_ = r.daemon_pid;
-  }
-  // The daemon has its own mapping now (or we failed): the fd can go.
-  close(memfd_);
-  memfd_ = -1;
-  if (failed(st)) fini();
-  return st;
-}
-
-Status EngineLink::connect_daemon(const LinkConfig& cfg) {
+Status DaemonLink::connect_daemon(const LinkConfig& cfg) {
   char path[256];
   if (cfg.socket_path != nullptr && *cfg.socket_path != 0)
     snprintf(path, sizeof(path), "%s", cfg.socket_path);
@@ -158,7 +162,7 @@ Status EngineLink::connect_daemon(const LinkConfig& cfg) {
   return Status::kOk;
 }
 
-void EngineLink::check_daemon() {
+void DaemonLink::check_daemon() {
   if (dead_) return;
   pollfd pf{sock_, POLLIN, 0};
   // Between requests the daemon never writes: anything readable, or a
@@ -171,7 +175,7 @@ void EngineLink::check_daemon() {
   }
 }
 
-Status EngineLink::call(uint16_t type, const void* body, uint32_t len,
+Status DaemonLink::call(uint16_t type, const void* body, uint32_t len,
                         void* out, uint32_t out_len, int pass_fd) {
   if (dead_) return Status::kError;
   proto::MsgHeader h{proto::kMagic, proto::kVersion, type, len, ++seq_};
@@ -190,32 +194,72 @@ Status EngineLink::call(uint16_t type, const void* body, uint32_t len,
   return Status::kOk;
 }
 
-void EngineLink::fini() {
-  if (sock_ >= 0) {
-    close(sock_);  // the daemon frees this context's engine
-    sock_ = -1;
-  }
-  engine_.fini();  // nothing to do unless it was started (inline)
-  if (memfd_ >= 0) close(memfd_);
-  memfd_ = -1;
-  if (mem_ != nullptr) {
-    if (mapped_)
-      munmap(mem_, bytes_);
-    else
-      free(mem_);
-  }
-  mem_ = nullptr;
-  mapped_ = false;
+DaemonLink::~DaemonLink() {
+  if (sock_ >= 0) close(sock_);  // the daemon frees this context's engine
+  if (mem_ != nullptr) munmap(mem_, bytes_);
 }
 
-void EngineLink::submitted() {
-  if (sock_ < 0 || !ch_->take_doorbell()) return;
+Status DaemonLink::open(const LinkConfig& cfg, uint32_t sq_capacity,
+                        uint32_t ncomp, off::Channel* ch) {
+  ch_ = ch;
+  bytes_ = off::Channel::bytes_needed(sq_capacity, ncomp);
+  timeout_ms_ = cfg.timeout_ms;
+  // The channel lives in a memfd the daemon maps too.
+  int memfd = memfd_create("ucc-channel", MFD_CLOEXEC);
+  if (memfd < 0 || ftruncate(memfd, static_cast<off_t>(bytes_)) != 0) {
+    UCC_ERROR("emu: cannot create the channel segment: %s", strerror(errno));
+    if (memfd >= 0) close(memfd);
+    return Status::kNoMemory;
+  }
+  void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  if (m == MAP_FAILED) {
+    close(memfd);
+    return Status::kNoMemory;
+  }
+  mem_ = m;
+  ch->init(mem_, sq_capacity, ncomp);
+  Status st = connect_daemon(cfg);
+  if (ok(st)) st = hello(cfg, sq_capacity, ncomp, memfd);
+  // The daemon has its own mapping now (or we failed): the fd can go.
+  close(memfd);
+  return st;
+}
+
+Status DaemonLink::hello(const LinkConfig& cfg, uint32_t sq_capacity,
+                         uint32_t ncomp, int memfd) {
+  proto::Hello h{};
+  h.desc_version = off::kDescVersion;
+  h.sq_capacity = sq_capacity;
+  h.ncomp = ncomp;
+  h.channel_bytes = bytes_;
+  h.engine = cfg.engine;
+  proto::HelloReply r{};
+  Status st = call(proto::kHello, &h, sizeof(h), &r, sizeof(r), memfd);
+  if (ok(st)) st = static_cast<Status>(r.status);
+  if (ok(st) && !off::caps_ok(r.caps)) {
+    UCC_ERROR(
+        "emu: the daemon's capability record is not one this library "
+        "reads (version %u)",
+        r.caps.version);
+    st = Status::kError;
+  }
+  if (failed(st)) {
+    UCC_ERROR("emu: the daemon refused this context");
+    return st;
+  }
+  daemon_pid_ = r.daemon_pid;
+  caps_ = r.caps;
+  return Status::kOk;
+}
+
+void DaemonLink::submitted() {
+  if (!ch_->take_doorbell()) return;
   proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kDoorbell, 0,
                      ++seq_};
   plat::sock::send_all(sock_, &h, sizeof(h), nullptr, 0);
 }
 
-Status EngineLink::cover_range(uint64_t addr, uint64_t len) {
+Status DaemonLink::cover_range(uint64_t addr, uint64_t len) {
   if (len == 0) return Status::kOk;
   uint64_t end;
   if (__builtin_add_overflow(addr, len, &end)) return Status::kInvalidParam;
@@ -247,8 +291,7 @@ Status EngineLink::cover_range(uint64_t addr, uint64_t len) {
   return Status::kOk;
 }
 
-Status EngineLink::cover(const off::CollDesc& d, uint32_t n) {
-  if (sock_ < 0) return Status::kOk;
+Status DaemonLink::cover(const off::CollDesc& d, uint32_t n) {
   Status st = Status::kOk;
   if (d.src.key == 0) st = cover_range(d.src.addr, d.src.bytes);
   if (ok(st) && d.dst.key == 0) st = cover_range(d.dst.addr, d.dst.bytes);
@@ -261,21 +304,20 @@ Status EngineLink::cover(const off::CollDesc& d, uint32_t n) {
   return st;
 }
 
-Status EngineLink::pin(uint64_t addr, uint64_t len, uint32_t* key) {
+Status DaemonLink::pin(uint64_t addr, uint64_t len, uint32_t* key) {
   *key = 0;
   uint64_t end;
   if (len == 0 || __builtin_add_overflow(addr, len, &end))
     return Status::kInvalidParam;
-  if (sock_ < 0) return Status::kOk;
   return register_range(addr, len, key);
 }
 
-void EngineLink::unpin(uint32_t key) {
-  if (sock_ < 0 || key == 0) return;
+void DaemonLink::unpin(uint32_t key) {
+  if (key == 0) return;
   deregister(key);
 }
 
-Status EngineLink::register_range(uint64_t addr, uint64_t len, uint32_t* key) {
+Status DaemonLink::register_range(uint64_t addr, uint64_t len, uint32_t* key) {
   proto::Register rq{addr, len};
   proto::RegisterReply r{};
   Status st = call(proto::kRegister, &rq, sizeof(rq), &r, sizeof(r));
@@ -285,15 +327,14 @@ Status EngineLink::register_range(uint64_t addr, uint64_t len, uint32_t* key) {
   return st;
 }
 
-void EngineLink::deregister(uint32_t key) {
+void DaemonLink::deregister(uint32_t key) {
   proto::Deregister dr{key, 0};
   proto::Reply r{};
   call(proto::kDeregister, &dr, sizeof(dr), &r, sizeof(r));
 }
 
-Status EngineLink::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
+Status DaemonLink::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
                              plat::shm::SegAddr* addr) {
-  if (sock_ < 0) return engine_.team_open(size, rank, idx, addr);
   proto::TeamOpen b{size, rank};
   proto::TeamOpenReply r{};
   Status st = call(proto::kTeamOpen, &b, sizeof(b), &r, sizeof(r));
@@ -303,9 +344,8 @@ Status EngineLink::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   return static_cast<Status>(r.status);
 }
 
-Status EngineLink::team_connect(uint32_t idx, uint32_t size,
+Status DaemonLink::team_connect(uint32_t idx, uint32_t size,
                                 const plat::shm::SegAddr* addrs) {
-  if (sock_ < 0) return engine_.team_connect(idx, addrs);
   size_t len = sizeof(proto::TeamConnect) + size_t{size} * sizeof(*addrs);
   if (len > proto::kMaxBody) return Status::kInvalidParam;
   auto* body = static_cast<unsigned char*>(malloc(len));
@@ -320,18 +360,30 @@ Status EngineLink::team_connect(uint32_t idx, uint32_t size,
   return failed(st) ? st : static_cast<Status>(r.status);
 }
 
-void EngineLink::team_seal(uint32_t idx) {
-  if (sock_ < 0) return engine_.team_seal(idx);
+void DaemonLink::team_seal(uint32_t idx) {
   proto::TeamIdx b{idx, 0};
   proto::Reply r{};
   call(proto::kTeamSeal, &b, sizeof(b), &r, sizeof(r));
 }
 
-void EngineLink::team_close(uint32_t idx) {
-  if (sock_ < 0) return engine_.team_close(idx);
+void DaemonLink::team_close(uint32_t idx) {
   proto::TeamIdx b{idx, 0};
   proto::Reply r{};
   call(proto::kTeamClose, &b, sizeof(b), &r, sizeof(r));
+}
+
+Status open_daemon_link(const LinkConfig& cfg, uint32_t sq_capacity,
+                        uint32_t ncomp, off::Channel* ch,
+                        off::EngineLink** out) {
+  auto* l = new (std::nothrow) DaemonLink;
+  if (l == nullptr) return Status::kNoMemory;
+  Status st = l->open(cfg, sq_capacity, ncomp, ch);
+  if (failed(st)) {
+    delete l;
+    return st;
+  }
+  *out = l;
+  return Status::kOk;
 }
 
 }  // namespace ucc::host

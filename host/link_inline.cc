@@ -1,0 +1,85 @@
+// The inline engine: the context's collectives run in this process,
+// advanced by ucc_context_progress. The one file of host/ that includes
+// the engine (the seam between host and device).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <new>
+
+#include "device/engine/engine.h"
+#include "host/link.h"
+
+namespace ucc::host {
+namespace {
+
+class InlineLink final : public off::EngineLink {
+ public:
+  ~InlineLink() override {
+    engine_.fini();
+    free(mem_);
+  }
+
+  Status open(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
+              off::Channel* ch) {
+    const size_t bytes = off::Channel::bytes_needed(sq_capacity, ncomp);
+    if (posix_memalign(&mem_, 64, bytes) != 0) {
+      mem_ = nullptr;
+      return Status::kNoMemory;
+    }
+    ch->init(mem_, sq_capacity, ncomp);
+    dev::EngineEnv env;
+    env.user_reduce = cfg.user_reduce;
+    Status st = engine_.init(cfg.engine, env, ch);
+    if (ok(st)) caps_ = engine_.caps();
+    return st;
+  }
+
+  bool remote() const override { return false; }
+  int owner_pid() const override { return pid_; }
+  uint64_t progress() override { return engine_.progress(); }
+  bool dead() const override { return false; }
+  void submitted() override {}
+  Status cover(const off::CollDesc&, uint32_t) override { return Status::kOk; }
+  Status pin(uint64_t addr, uint64_t len, uint32_t* key) override {
+    *key = 0;
+    uint64_t end;
+    return len == 0 || __builtin_add_overflow(addr, len, &end)
+               ? Status::kInvalidParam
+               : Status::kOk;
+  }
+  void unpin(uint32_t) override {}
+  Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
+                   plat::shm::SegAddr* addr) override {
+    return engine_.team_open(size, rank, idx, addr);
+  }
+  Status team_connect(uint32_t idx, uint32_t size,
+                      const plat::shm::SegAddr* addrs) override {
+    if (engine_.team_size(idx) != size) return Status::kInvalidParam;
+    return engine_.team_connect(idx, addrs);
+  }
+  void team_seal(uint32_t idx) override { engine_.team_seal(idx); }
+  void team_close(uint32_t idx) override { engine_.team_close(idx); }
+
+ private:
+  dev::Engine engine_;
+  void* mem_ = nullptr;
+  int pid_ = getpid();
+};
+
+}  // namespace
+
+Status open_inline_link(const LinkConfig& cfg, uint32_t sq_capacity,
+                        uint32_t ncomp, off::Channel* ch,
+                        off::EngineLink** out) {
+  auto* l = new (std::nothrow) InlineLink;
+  if (l == nullptr) return Status::kNoMemory;
+  Status st = l->open(cfg, sq_capacity, ncomp, ch);
+  if (failed(st)) {
+    delete l;
+    return st;
+  }
+  *out = l;
+  return Status::kOk;
+}
+
+}  // namespace ucc::host

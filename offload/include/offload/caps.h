@@ -1,0 +1,116 @@
+// What an engine can do, as it says itself: the capability record. An
+// engine fills one when it starts (dev::Engine::caps); the inline link
+// reads it from the engine in this process, the emu link receives it in
+// the daemon's answer to kHello (proto.h). The host answers
+// ucc_coll_query and checks collective arguments against it, so what the
+// library accepts is what the engine that runs the collective can do.
+//
+// It also carries the engine's selection table, as data: per collective,
+// which algorithms it implements (ids of the catalogue in
+// coll_traits.h), the configured override, and rules of the form "from
+// this many bytes, when this holds, this algorithm", first match wins.
+// The engine selects with select_alg_id() on its own record; the host
+// evaluates the same function on the copy it got to tell a user which
+// algorithm runs (ucc_team_coll_algs in ucc_ext.h).
+//
+// Fixed layout and versioned: a reader checks `version` and `bytes`
+// (caps_ok) before it trusts a field, and treats ids and masks as
+// untrusted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "offload/types.h"
+
+namespace ucc::off {
+
+inline constexpr uint16_t kCapsVersion = 1;
+inline constexpr uint32_t kMaxRules = 4;  // per collective
+
+// What a rule needs besides the size.
+enum class When : uint8_t {
+  kAlways = 0,
+  kSingleCopy = 1,  // single copy can run this collective (SelectInput)
+};
+
+struct SelectRule {
+  uint64_t min_bytes;
+  uint8_t alg;  // catalogue id
+  When when;
+  uint8_t pad[6];
+};
+static_assert(sizeof(SelectRule) == 16);
+
+struct CollCaps {
+  uint8_t algs;         // bit id - 1: implemented
+  uint8_t single_copy;  // bit id - 1: a single-copy algorithm
+  uint8_t def_alg;      // when no rule matches
+  uint8_t forced;       // 0, or the configured override
+  uint8_t nrules;
+  uint8_t pad[3];
+  SelectRule rules[kMaxRules];
+};
+static_assert(sizeof(CollCaps) == 8 + 16 * kMaxRules);
+
+inline constexpr size_t kNumDTypes = static_cast<size_t>(DType::kCount);
+inline constexpr size_t kNumColls = static_cast<size_t>(CollType::kCount);
+
+struct EngineCaps {
+  uint16_t version;  // kCapsVersion
+  uint16_t pad0;
+  uint32_t bytes;  // sizeof(EngineCaps) of the writer
+  uint32_t max_team_size;
+  uint32_t max_reduce_elem;  // bytes of the largest element it reduces
+  uint64_t max_bytes;        // largest buffer it takes
+  uint8_t user_reduce;       // 1: it reduces generic datatypes (host callback)
+  uint8_t single_copy;       // 1: single-copy algorithms may run
+  uint8_t pad1[6];
+  uint16_t reduce_ops[kNumDTypes];  // per DType: bit ROp, ops it reduces
+  uint8_t pad2[10];
+  CollCaps coll[kNumColls];
+};
+static_assert(std::is_trivially_copyable_v<EngineCaps>);
+static_assert(offsetof(EngineCaps, reduce_ops) == 32);
+static_assert(offsetof(EngineCaps, coll) == 80);
+
+// Whether a record received from an engine can be read as ours.
+inline bool caps_ok(const EngineCaps& c) {
+  return c.version == kCapsVersion && c.bytes == sizeof(EngineCaps);
+}
+
+inline bool caps_reduces(const EngineCaps& c, DType t, ROp op) {
+  const auto i = static_cast<size_t>(t);
+  const auto b = static_cast<unsigned>(op);
+  return i < kNumDTypes && b < 16 && ((c.reduce_ops[i] >> b) & 1) != 0;
+}
+
+inline bool caps_has_alg(const CollCaps& c, uint8_t id) {
+  return id >= 1 && id <= 8 && ((c.algs >> (id - 1)) & 1) != 0;
+}
+
+// What selection looks at in one collective.
+struct SelectInput {
+  uint8_t alg;       // the descriptor's explicit id, 0 = auto
+  uint64_t bytes;    // select_bytes(d)
+  bool single_copy;  // single copy can run it (the engine's verdict)
+};
+
+// The algorithm id for `in`: an explicit or forced id (a single-copy one
+// only where single copy can run), else the first rule that matches,
+// else the default. 0 only for a record without a default.
+uint8_t select_alg_id(const CollCaps& c, const SelectInput& in);
+
+// The sizes at which selection changes, for a rank that can (or cannot)
+// use single copy: out[i] = {from bytes, id} with out[0].from = 0, in
+// increasing order, neighbours distinct. Returns how many (<= max; at
+// most kMaxRules + 1 exist).
+struct SelectRange {
+  uint64_t from;
+  uint8_t alg;
+};
+uint32_t select_ranges(const CollCaps& c, bool single_copy, SelectRange* out,
+                       uint32_t max);
+
+}  // namespace ucc::off

@@ -1,0 +1,56 @@
+// What a host asks of its engine (the part of its configuration an engine
+// runs with), and the one hook an inline engine may call back into the
+// host. EngineConfig is a plain, fixed-layout struct: the inline link
+// hands it to the engine in this process, the emu link sends it to
+// firmware_sim inside kHello (proto.h) as it is. The daemon checks it with
+// engine_config_ok() before using any field: it comes from a host.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "offload/types.h"
+
+namespace ucc::off {
+
+struct EngineConfig {
+  uint32_t max_teams = 64;
+  uint32_t team_queue = 256;       // collectives queued per team; power of 2
+  uint32_t slot_size = 64 * 1024;  // message slot bytes; multiple of 64
+  uint32_t nslots = 8;             // slots per peer inbox; power of 2, 2..64
+  uint32_t inflight = 8;     // collectives running at once per team, 1..64
+  uint32_t unexpected = 16;  // engine-wide store of unexpected messages
+  // Selection: allreduce vectors of at least this many bytes use the
+  // ring; bcast vectors and allgather / alltoall blocks of at least
+  // cma_min bytes move by single copy (0: never).
+  uint64_t allreduce_ring_min = 64 * 1024;
+  uint64_t cma_min = 0;
+  // Per collective: forced algorithm id, 0 = by the rules.
+  uint8_t forced[static_cast<int>(CollType::kCount)] = {};
+};
+static_assert(std::is_trivially_copyable_v<EngineConfig>);
+static_assert(sizeof(EngineConfig) == 56);
+static_assert(offsetof(EngineConfig, allreduce_ring_min) == 24);
+
+// Whether every field is within the limits the host's knobs allow (and
+// a daemon accepts).
+bool engine_config_ok(const EngineConfig& c);
+
+// A reduction the engine cannot do itself: DType::kGeneric, whose op is
+// the user's callback, which only the host can reach (inline mode). The
+// host hands one to an inline engine; without one the engine refuses to
+// reduce generic types.
+//
+// fn(ctx, user_dt, dst, a, b, count): dst[i] = a[i] op b[i] for count
+// elements of the generic type numbered user_dt (the descriptor's field).
+// dst may be a or b exactly. Returns kOk, or an error (an unknown or
+// destroyed type, a failing callback) that ends the collective. Called
+// from the engine's progress, on the thread that runs it.
+struct UserReduce {
+  Status (*fn)(void* ctx, uint32_t user_dt, void* dst, const void* a,
+               const void* b, uint64_t count) = nullptr;
+  void* ctx = nullptr;
+};
+
+}  // namespace ucc::off

@@ -1,0 +1,79 @@
+// The host's end of its engine: how a context reaches the engine that runs
+// its collectives. Two implementations, both in host/:
+//   inline  the engine in this process, progressed by progress()
+//           (host/link_inline.cc: the one host file that includes device/);
+//   daemon  the engine in this node's firmware_sim, the emulated DPU, over
+//           a unix socket and the control protocol of proto.h
+//           (host/link_daemon.cc).
+// Either way descriptors go through the same channel (channel.h), whose
+// memory the link owns, and the link answers the engine's capability
+// record (caps.h) from the engine itself.
+//
+// Threads: the context serialises every call (its lock in
+// UCC_THREAD_MULTIPLE).
+#pragma once
+
+#include <cstdint>
+
+#include "offload/caps.h"
+#include "offload/descriptor.h"
+#include "platform/shm/shm_fabric.h"
+
+namespace ucc::off {
+
+class EngineLink {
+ public:
+  EngineLink() = default;
+  EngineLink(const EngineLink&) = delete;
+  EngineLink& operator=(const EngineLink&) = delete;
+  virtual ~EngineLink() = default;
+
+  // What the engine can do (valid once the link is open).
+  const EngineCaps& caps() const { return caps_; }
+
+  // Whether the engine runs outside this process (emu).
+  virtual bool remote() const = 0;
+  // The process that owns this engine's fabric segments: ours inline,
+  // the daemon's otherwise.
+  virtual int owner_pid() const = 0;
+
+  // Inline: the engine's progress, returning how much happened (0: idle).
+  // Remote: 0 (the daemon progresses); now and then it also looks
+  // whether the daemon is still there.
+  virtual uint64_t progress() = 0;
+  // The engine has gone (its daemon closed the socket): collectives in
+  // flight end with an error, and nothing more can be posted.
+  virtual bool dead() const = 0;
+  // After submitting descriptors: wakes a sleeping remote engine.
+  virtual void submitted() = 0;
+
+  // Remote: makes sure the engine may reach every host range `d` names
+  // (its buffers and v-arrays; n = ranks taking part), registering what
+  // is not yet. A buffer whose BufRef has a key is inside a pinned
+  // registration already. Inline: nothing to do. kOk; else the engine's
+  // refusal (kInvalidParam: memory this process has not mapped;
+  // kNoResource: its table is full) or kError.
+  virtual Status cover(const CollDesc& d, uint32_t n) = 0;
+  // Remote: registers exactly [addr, addr + len) until unpin(*key)
+  // (ucc_mem_map); descriptors name it by *key. Inline: *key = 0. kOk,
+  // kInvalidParam (len 0, wrap-around, or memory this process has not
+  // mapped), kNoResource (the engine's table is full), kError (gone).
+  virtual Status pin(uint64_t addr, uint64_t len, uint32_t* key) = 0;
+  // Ends a pin() registration (key 0 or a gone engine: nothing to do).
+  virtual void unpin(uint32_t key) = 0;
+
+  // Team control, as the engine's (device/engine/engine.h): a slot and
+  // this rank's fabric address; all members' addresses; creation
+  // resources released; the slot freed.
+  virtual Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
+                           plat::shm::SegAddr* addr) = 0;
+  virtual Status team_connect(uint32_t idx, uint32_t size,
+                              const plat::shm::SegAddr* addrs) = 0;
+  virtual void team_seal(uint32_t idx) = 0;
+  virtual void team_close(uint32_t idx) = 0;
+
+ protected:
+  EngineCaps caps_{};
+};
+
+}  // namespace ucc::off

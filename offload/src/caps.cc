@@ -1,0 +1,60 @@
+#include "offload/caps.h"
+
+#include "offload/engine_config.h"
+
+namespace ucc::off {
+namespace {
+
+bool pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+bool single_copy_id(const CollCaps& c, uint8_t id) {
+  return id >= 1 && id <= 8 && ((c.single_copy >> (id - 1)) & 1) != 0;
+}
+
+}  // namespace
+
+bool engine_config_ok(const EngineConfig& c) {
+  if (c.max_teams == 0 || c.max_teams > 4096) return false;
+  if (!pow2(c.team_queue) || c.team_queue > 65536) return false;
+  if (uint64_t{c.max_teams} * c.team_queue > (1u << 24)) return false;
+  if (c.slot_size < 64 || c.slot_size % 64 != 0 || c.slot_size > (64u << 20))
+    return false;
+  if (!pow2(c.nslots) || c.nslots < 2 || c.nslots > 64) return false;
+  return c.inflight != 0 && c.inflight <= 64 && c.unexpected <= 4096;
+}
+
+uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
+  const uint8_t id = in.alg != 0 ? in.alg : c.forced;
+  if (id != 0 && (!single_copy_id(c, id) || in.single_copy)) return id;
+  const uint32_t n = c.nrules < kMaxRules ? c.nrules : kMaxRules;
+  for (uint32_t i = 0; i < n; ++i) {
+    const SelectRule& r = c.rules[i];
+    if (in.bytes >= r.min_bytes && (r.when == When::kAlways || in.single_copy))
+      return r.alg;
+  }
+  return c.def_alg;
+}
+
+uint32_t select_ranges(const CollCaps& c, bool single_copy, SelectRange* out,
+                       uint32_t max) {
+  // Selection only changes where a rule starts: evaluate there.
+  uint64_t at[kMaxRules + 1] = {0};
+  uint32_t npts = 1;
+  const uint32_t n = c.nrules < kMaxRules ? c.nrules : kMaxRules;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t v = c.rules[i].min_bytes;
+    uint32_t j = npts++;
+    for (; j > 0 && at[j - 1] > v; --j) at[j] = at[j - 1];
+    at[j] = v;
+  }
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < npts; ++i) {
+    const uint8_t id = select_alg_id(c, SelectInput{0, at[i], single_copy});
+    if (k != 0 && out[k - 1].alg == id) continue;
+    if (k == max) break;
+    out[k++] = SelectRange{at[i], id};
+  }
+  return k;
+}
+
+}  // namespace ucc::off
