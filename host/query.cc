@@ -81,3 +81,36 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
   caps->max_team_size = ec.max_team_size;
   return UCC_OK;
 }
+
+extern "C" ucc_status_t ucc_team_coll_algs(ucc_team_h team,
+                                           ucc_coll_type_t coll,
+                                           ucc_coll_alg_range_t* ranges,
+                                           uint32_t* n) {
+  if (team == nullptr || team->magic != ucc::host::kTeamMagic ||
+      team->state != ucc_team::State::kReady || n == nullptr ||
+      (ranges == nullptr && *n != 0)) {
+    UCC_ERROR(
+        "ucc_team_coll_algs: invalid team (or not created yet), or "
+        "NULL output");
+    return UCC_ERR_INVALID_PARAM;
+  }
+  CollType c;
+  const char* name = nullptr;
+  if (!map_coll(coll, &c, &name)) {
+    UCC_ERROR("ucc_team_coll_algs: unknown collective type %#x",
+              static_cast<unsigned>(coll));
+    return UCC_ERR_INVALID_PARAM;
+  }
+  const ucc::off::EngineCaps& ec = team->ctx->engine->caps();
+  ucc::off::SelectRange r[ucc::off::kMaxRules + 1];
+  const uint32_t k =
+      ucc::off::select_ranges(ec.coll[static_cast<int>(c)], ec.single_copy != 0,
+                              r, ucc::off::kMaxRules + 1);
+  for (uint32_t i = 0; i < k && i < *n; ++i) {
+    const ucc::off::AlgName* a = ucc::off::find_alg_id(c, r[i].alg);
+    ranges[i] =
+        ucc_coll_alg_range_t{r[i].from, a != nullptr ? a->name : "none"};
+  }
+  *n = k;
+  return UCC_OK;
+}

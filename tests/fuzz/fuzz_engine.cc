@@ -27,8 +27,10 @@
 //   - validate() never crashes or reads out of bounds (ASan build), on a
 //     3-rank team (rank 1) and on a 1-rank team;
 //   - a descriptor accepted on the 1-rank team is run there to its end:
-//     it must end (no hang) and must not change a byte outside the
-//     registrations (the sentinel bytes);
+//     it must end (no hang), must not change a byte outside the
+//     registrations (the sentinel bytes), and inside them must change
+//     none outside the destination extent its collective's traits give
+//     (offload/coll_traits.h: what validation checked);
 //   - RegTable answers as a linear model does, for arbitrary sequences of
 //     insert / remove / contains, and MemAccess::check answers for
 //     arbitrary BufRefs as a model of the arena's registrations does.
@@ -44,8 +46,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "device/engine/blocks.h"
 #include "device/engine/engine.h"
 #include "offload/channel.h"
+#include "offload/coll_traits.h"
 #include "platform/mem/mem_access.h"
 #include "platform/mem/reg_table.h"
 
@@ -189,9 +193,33 @@ void translate(const World& w, CollDesc* d) {
     *a = addr_in(w, *a);
 }
 
+// The bytes [*lo, *hi) a descriptor the 1-rank team accepted may write:
+// its dst side's extent by the traits.
+void dst_window(const World& w, const CollDesc& d, uint64_t* lo, uint64_t* hi) {
+  const off::CollTraits& t = *off::coll_traits(d.coll);
+  const off::Role r{d.count, 1, 0, t.rooted && d.root == 0,
+                    (d.flags & off::kDescInPlace) != 0};
+  off::VecFacts f[2];
+  uint64_t elems = 0;
+  if (!dev::side_facts(w.mem, t, d, r, f) ||
+      !off::side_extent(t, off::Side::kDst, r, f, &elems))
+    die("an accepted descriptor has no extent");
+  *lo = d.dst.addr;
+  *hi = d.dst.addr + elems * off::elem_size(d);
+}
+
+// Whether arena bytes [from, to) still hold their pristine values.
+bool pristine(const World& w, uint64_t from, uint64_t to) {
+  return from >= to ||
+         memcmp(w.arena + from, w.pristine + from, to - from) == 0;
+}
+
 // Runs a descriptor the 1-rank team accepted, then checks the sentinels
-// and puts the arena back as it was.
+// and the registered bytes outside its destination, and puts the arena
+// back as it was.
 void run_team1(World& w, CollDesc d) {
+  uint64_t lo = 0, hi = 0;
+  dst_window(w, d, &lo, &hi);
   off::Channel& ch = w.ch[3];
   d.gen = ++w.gen;
   ch.arm(d.comp_slot, d.gen);
@@ -208,6 +236,14 @@ void run_team1(World& w, CollDesc d) {
     for (uint64_t i = 0; i < r.len; ++i)
       if (w.arena[r.off + i] != kSentinel)
         die("a collective wrote outside the registrations");
+  // The window in arena offsets (clipped: it may lie elsewhere).
+  const auto base = reinterpret_cast<uintptr_t>(w.arena);
+  auto clip = [&](uint64_t a) {
+    return a < base ? 0 : a - base > kArena ? kArena : a - base;
+  };
+  const uint64_t wlo = clip(lo), whi = clip(hi) > wlo ? clip(hi) : wlo;
+  if (!pristine(w, 0, wlo) || !pristine(w, whi, kArena))
+    die("a collective wrote outside its destination extent");
   memcpy(w.arena, w.pristine, kArena);
 }
 

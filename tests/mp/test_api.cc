@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/common/harness.h"
 
@@ -211,3 +212,98 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
 }
 
 }  // namespace
+
+namespace {
+
+// What ucc_team_coll_algs says for one collective, as "name@from,...".
+std::string selection(ucc_team_h team, ucc_coll_type_t coll) {
+  ucc_coll_alg_range_t r[8];
+  uint32_t n = 8;
+  if (ucc_team_coll_algs(team, coll, r, &n) != UCC_OK) return "error";
+  std::string s;
+  for (uint32_t i = 0; i < n && i < 8; ++i)
+    s += (i ? "," : "") + std::string(r[i].alg_name) + "@" +
+         std::to_string(r[i].min_bytes);
+  return s;
+}
+
+bool emu_mode() {
+  const char* m = std::getenv("UCC_OFFLOAD");
+  return m != nullptr && std::strcmp(m, "emu") == 0;
+}
+
+}  // namespace
+
+// The selection table and the capability answers come from the engine
+// that runs the collectives: the configuration moves the thresholds and
+// forces algorithms, and in emu mode the daemon's engine (which cannot
+// call a generic type's reduction back, nor read peers' memory) answers.
+TEST(Api, SelectionAndCapabilitiesComeFromTheEngine) {
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_ALLREDUCE_RING_MIN", "1K"},
+             {"UCC_BARRIER_ALG", "rd"},
+             {"UCC_CMA", "auto"},
+             {"UCC_CMA_MIN", "4K"}};
+    if (w.init(r) != UCC_OK) return 1;
+    int bad = 0;
+    auto check = [&](bool ok, const std::string& what) {
+      if (!ok) {
+        std::fprintf(stderr, "rank %d: %s\n", r.rank, what.c_str());
+        ++bad;
+      }
+    };
+    std::string s = selection(w.team, UCC_COLL_TYPE_ALLREDUCE);
+    check(s == "rd@0,ring@1024", "allreduce selection: " + s);
+    s = selection(w.team, UCC_COLL_TYPE_BARRIER);
+    check(s == "rd@0", "forced barrier: " + s);
+    s = selection(w.team, UCC_COLL_TYPE_GATHERV);
+    check(s == "linear@0", "gatherv: " + s);
+    // Single copy: only an engine in the rank's own process, and only
+    // where the kernel lets ranks attach.
+    s = selection(w.team, UCC_COLL_TYPE_BCAST);
+    check(s == "binomial@0" || (!emu_mode() && s == "binomial@0,cma@4096"),
+          "bcast: " + s);
+    uint32_t n = 0;
+    check(ucc_team_coll_algs(w.team, UCC_COLL_TYPE_ALLREDUCE, nullptr, &n) ==
+                  UCC_OK &&
+              n == 2,
+          "count only");
+    check(ucc_team_coll_algs(nullptr, UCC_COLL_TYPE_ALLREDUCE, nullptr, &n) ==
+              UCC_ERR_INVALID_PARAM,
+          "NULL team");
+    check(ucc_team_coll_algs(w.team, static_cast<ucc_coll_type_t>(3), nullptr,
+                             &n) == UCC_ERR_INVALID_PARAM,
+          "bad type");
+
+    // A generic type with a reduction: the inline engine calls it back,
+    // the daemon's cannot, and init agrees with the query either way.
+    ucc_generic_dt_ops_t ops{};
+    ops.mask = UCC_GENERIC_DT_OPS_FIELD_FLAGS;
+    ops.flags = UCC_GENERIC_DT_OPS_FLAG_CONTIG | UCC_GENERIC_DT_OPS_FLAG_REDUCE;
+    ops.contig_size = 8;
+    ops.reduce.cb = [](const ucc_reduce_cb_params_t*) { return UCC_OK; };
+    ucc_datatype_t dt = 0;
+    check(ucc_dt_create_generic(&ops, nullptr, &dt) == UCC_OK, "generic type");
+    ucc_coll_caps_t caps{};
+    check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLREDUCE, dt, UCC_OP_SUM,
+                         UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
+              caps.supported == (emu_mode() ? 0 : 1),
+          "query allreduce of a reducible generic type");
+    std::vector<uint64_t> buf(4, 0);
+    ucc_coll_args_t a{};
+    a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+    a.src.info = {buf.data(), 4, dt, UCC_MEMORY_TYPE_HOST};
+    a.dst.info = {buf.data(), 4, dt, UCC_MEMORY_TYPE_HOST};
+    a.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+    a.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+    a.op = UCC_OP_SUM;
+    ucc_coll_req_h req = nullptr;
+    const ucc_status_t st = ucc_collective_init(&a, &req, w.team);
+    check(st == (emu_mode() ? UCC_ERR_NOT_SUPPORTED : UCC_OK),
+          "init agrees with the query");
+    if (st == UCC_OK) ucc_collective_finalize(req);
+    ucc_dt_destroy(dt);
+    return bad;
+  }));
+}

@@ -61,6 +61,10 @@ const char kUsage[] =
     "  -i             in place (allreduce, reduce, allgather, alltoall,\n"
     "                 reduce_scatter; ignored elsewhere)\n"
     "  -r <rank>      root of bcast / reduce (default 0)\n"
+    "  -v             verbose: print which algorithm the team's engine\n"
+    "                 selects for every collective by message size (not in\n"
+    "                 place), and add an alg column with the one each row\n"
+    "                 ran (ucc_team_coll_algs)\n"
     "  -F             full print: add busbw_max and busbw_min (busbw at the "
     "min\n"
     "                 and at the max time) and it_min / it_max (fastest and\n"
@@ -172,7 +176,7 @@ int parse_args(int argc, char** argv, Config* cfg) {
                  arg);
     return 1;
   };
-  while ((c = getopt_long(argc, argv, "c:b:e:f:d:o:n:w:r:N:m:t:iFph", kLong,
+  while ((c = getopt_long(argc, argv, "c:b:e:f:d:o:n:w:r:N:m:t:iFvph", kLong,
                           nullptr)) != -1) {
     switch (c) {
       case 'c':
@@ -249,6 +253,9 @@ int parse_args(int argc, char** argv, Config* cfg) {
         break;
       case 'F':
         cfg->full = true;
+        break;
+      case 'v':
+        cfg->verbose = true;
         break;
       case 'p':
         break;

@@ -32,6 +32,7 @@ struct Config {
   int n_warmup = -1;  // -1: 10 small / 2 large
   bool inplace = false;
   bool full = false;
+  bool verbose = false;  // -v: the team's algorithm selection, alg column
   uint64_t root = 0;
   int ranks = 4;
   int timeout_s = 600;

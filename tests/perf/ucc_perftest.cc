@@ -316,7 +316,35 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   return UCC_OK;
 }
 
-void print_header(const Config& cfg, int n) {
+// The algorithm `team` runs for `coll` at `bytes`, or "?".
+const char* alg_at(ucc_team_h team, ucc_coll_type_t coll, uint64_t bytes) {
+  ucc_coll_alg_range_t r[8];
+  uint32_t n = 8;
+  if (ucc_team_coll_algs(team, coll, r, &n) != UCC_OK || n == 0) return "?";
+  const char* name = r[0].alg_name;
+  for (uint32_t i = 0; i < n && i < 8; ++i)
+    if (bytes >= r[i].min_bytes) name = r[i].alg_name;
+  return name;
+}
+
+// -v: every collective's selection, as the team's engine reports it.
+void print_selection(ucc_team_h team) {
+  std::printf("# %-20s by message size (bytes), not in place\n", "Algorithms:");
+  size_t nc = 0;
+  const CollInfo* colls = coll_table(&nc);
+  for (size_t c = 0; c < nc; ++c) {
+    ucc_coll_alg_range_t r[8];
+    uint32_t n = 8;
+    if (ucc_team_coll_algs(team, colls[c].type, r, &n) != UCC_OK) continue;
+    std::printf("#   %-18s", colls[c].name);
+    for (uint32_t i = 0; i < n && i < 8; ++i)
+      std::printf("%s%s from %" PRIu64, i ? ", " : " ", r[i].alg_name,
+                  r[i].min_bytes);
+    std::printf("\n");
+  }
+}
+
+void print_header(const Config& cfg, int n, ucc_team_h team) {
   const CollSpec& cs = *cfg.coll;
   const bool barrier = cs.type == UCC_COLL_TYPE_BARRIER;
   Setup probe{cs.type, cfg.dt, cfg.op, 0, n, 1, cfg.root, cfg.inplace};
@@ -367,6 +395,7 @@ void print_header(const Config& cfg, int n) {
     std::printf("# %-20s %s\n", "Bandwidth bytes:",
                 cs.total_bytes ? "ranks * count * elem" : "count * elem");
   }
+  if (cfg.verbose) print_selection(team);
   std::printf("#\n# %10s %11s %11s %11s %11s %11s %11s", "count", "size(B)",
               "avg(us)", "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)");
   if (cfg.full) {
@@ -377,13 +406,14 @@ void print_header(const Config& cfg, int n) {
     std::printf(" %11s %11s %9s", "ov_total", "ov_compute", "overlap%");
   if (cfg.compare)
     std::printf(" %11s %11s %8s", "mpi(us)", "mpi_busbw", "speedup");
+  if (cfg.verbose) std::printf(" %s", "alg");
   std::printf("\n");
   std::fflush(stdout);
 }
 
 // Rank 0: one row (or a warning) from all ranks' stats.
 void print_row(const Config& cfg, int n, uint64_t count,
-               const std::vector<RankStats>& all) {
+               const std::vector<RankStats>& all, ucc_team_h team) {
   const CollSpec& cs = *cfg.coll;
   std::string wrong;
   double sum = 0, mn = all[0].avg_us, mx = all[0].avg_us;
@@ -445,6 +475,7 @@ void print_row(const Config& cfg, int n, uint64_t count,
     std::printf(" %11.2f %11.3f %8.2f", mpi, bw(mpi) * factor,
                 avg > 0 ? mpi / avg : 0.0);
   }
+  if (cfg.verbose) std::printf(" %s", alg_at(team, cs.type, size_b));
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -454,7 +485,7 @@ int rank_main(Rank& rk, const Config& cfg) {
   {
     World w;
     if (w.init(rk) != UCC_OK) return 1;
-    if (w.rank == 0) print_header(cfg, w.size);
+    if (w.rank == 0) print_header(cfg, w.size, w.team);
     std::vector<uint64_t> counts;
     if (cfg.coll->type == UCC_COLL_TYPE_BARRIER) {
       counts.push_back(0);
@@ -479,7 +510,7 @@ int rank_main(Rank& rk, const Config& cfg) {
                      status_name(st));
         return 1;
       }
-      if (w.rank == 0) print_row(cfg, w.size, count, all);
+      if (w.rank == 0) print_row(cfg, w.size, count, all, w.team);
       for (const RankStats& s : all)
         rc = (s.wrong || s.mpi_wrong) ? kRanksDone : rc;
     }

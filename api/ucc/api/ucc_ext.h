@@ -43,6 +43,28 @@ ucc_status_t ucc_coll_query(ucc_context_h context, ucc_coll_type_t coll,
                             ucc_memory_type_t mem_type,
                             ucc_coll_caps_t *caps);
 
+/* One size range of a collective's algorithm selection: from min_bytes
+ * (included) up to the next range's min_bytes (excluded; the last range
+ * has no end), the algorithm called alg_name (a UCC_<COLL>_ALG name)
+ * runs. */
+typedef struct ucc_coll_alg_range {
+    uint64_t    min_bytes;
+    const char *alg_name;
+} ucc_coll_alg_range_t;
+
+/* Which algorithm the engine that runs `team`'s collectives selects for a
+ * collective of type `coll`, by message size: bytes of one rank's block
+ * (allgather, alltoall, reduce_scatter, gather, scatter), of this rank's
+ * block (v-collectives) or of the whole vector (bcast, reduce,
+ * allreduce), not in place, on host memory, under the context's
+ * configuration (UCC_<COLL>_ALG, UCC_ALLREDUCE_RING_MIN, UCC_CMA, ...).
+ * Fills up to *n entries of `ranges`, in increasing min_bytes, the first
+ * at 0, and sets *n to how many ranges there are (at most 8). In emu mode
+ * the answer comes from the daemon's engine. UCC_ERR_INVALID_PARAM for a
+ * bad team, type or pointer. */
+ucc_status_t ucc_team_coll_algs(ucc_team_h team, ucc_coll_type_t coll,
+                                ucc_coll_alg_range_t *ranges, uint32_t *n);
+
 END_C_DECLS
 
 #endif /* UCC_EXT_H_ */

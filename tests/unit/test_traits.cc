@@ -1,0 +1,276 @@
+// The collectives' traits (offload/coll_traits.h) and the capability
+// record's selection (offload/caps.h): pure functions, checked against
+// references written out per collective here, independently of the table.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <initializer_list>
+
+#include "offload/caps.h"
+#include "offload/coll_traits.h"
+#include "offload/engine_config.h"
+
+namespace {
+
+using ucc::off::CollTraits;
+using ucc::off::CollType;
+using ucc::off::Role;
+using ucc::off::Side;
+using ucc::off::VecFacts;
+
+constexpr uint64_t kCount = 10;
+constexpr uint32_t kN = 4;
+constexpr uint64_t kVecEnd = 37;  // furthest block of a side's arrays
+constexpr uint64_t kVecMine = 6;  // this rank's entry
+constexpr uint64_t kVecTotal = 29;
+
+struct Need {
+  uint64_t src, dst;
+};
+
+// What each collective touches, in elements, written out by hand from
+// descriptor.h's conventions (the engine's validation switch before the
+// traits existed): root and in place as given, count kCount, kN ranks,
+// every v side's arrays reporting kVecEnd / kVecMine / kVecTotal.
+Need reference(CollType c, bool root, bool ip) {
+  const uint64_t one = kCount, all = kCount * kN;
+  switch (c) {
+    case CollType::kBarrier:
+    case CollType::kFanin:
+    case CollType::kFanout:
+      return {0, 0};
+    case CollType::kBcast:
+      return {one, 0};
+    case CollType::kReduce:
+      return {one, root ? one : 0};
+    case CollType::kAllreduce:
+      return {one, one};
+    case CollType::kAllgather:
+      return {ip ? 0 : one, all};
+    case CollType::kAlltoall:
+      return {all, all};
+    case CollType::kReduceScatter:
+      return {all, ip ? all : one};
+    case CollType::kGather:
+      return {ip && root ? 0 : one, root ? all : 0};
+    case CollType::kScatter:
+      return {root ? all : 0, ip && root ? 0 : one};
+    case CollType::kGatherv:
+      return {ip && root ? 0 : one, root ? kVecEnd : 0};
+    case CollType::kScatterv:
+      return {root ? kVecEnd : 0, ip && root ? 0 : one};
+    case CollType::kAllgatherv:
+      return {ip ? 0 : one, kVecEnd};
+    case CollType::kAlltoallv:
+      return {kVecEnd, kVecEnd};
+    case CollType::kReduceScatterv:
+      // count is the whole vector here
+      return {one, ip ? one : kVecMine};
+    case CollType::kCount:
+      break;
+  }
+  return {~0ull, ~0ull};
+}
+
+TEST(Traits, ExtentsMatchTheConventions) {
+  for (int c = 0; c < static_cast<int>(CollType::kCount); ++c) {
+    const auto coll = static_cast<CollType>(c);
+    const CollTraits* t = ucc::off::coll_traits(coll);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->type, coll);
+    for (bool root : {false, true}) {
+      for (bool ip : {false, true}) {
+        if (ip && t->in_place == ucc::off::InPlaceRule::kRefused) continue;
+        const bool r = root && t->rooted;
+        Role role{kCount, kN, 1, r, ip};
+        VecFacts f[2];
+        for (VecFacts& v : f) v = VecFacts{kVecEnd, kVecTotal, kVecMine};
+        uint64_t src = 0, dst = 0;
+        ASSERT_TRUE(ucc::off::side_extent(*t, Side::kSrc, role, f, &src));
+        ASSERT_TRUE(ucc::off::side_extent(*t, Side::kDst, role, f, &dst));
+        const Need want = reference(coll, r, ip);
+        EXPECT_EQ(src, want.src) << t->name << " root " << r << " ip " << ip;
+        EXPECT_EQ(dst, want.dst) << t->name << " root " << r << " ip " << ip;
+      }
+    }
+  }
+}
+
+TEST(Traits, InPlaceRulesAndDescribedSides) {
+  using ucc::off::coll_traits;
+  const CollTraits& ag = *coll_traits(CollType::kAllgather);
+  Role r{kCount, kN, 0, false, true};
+  EXPECT_TRUE(ucc::off::in_place_applies(ag, true, false));
+  // In place, the user describes only the kept side (dst).
+  EXPECT_FALSE(ucc::off::side_described(ag, Side::kSrc, r));
+  EXPECT_TRUE(ucc::off::side_described(ag, Side::kDst, r));
+  EXPECT_FALSE(ucc::off::side_touched(ag, Side::kSrc, r));
+  // Rooted: only the root takes in place.
+  const CollTraits& ga = *coll_traits(CollType::kGather);
+  EXPECT_FALSE(ucc::off::in_place_applies(ga, true, false));
+  EXPECT_TRUE(ucc::off::in_place_applies(ga, true, true));
+  // Bcast ignores it; alltoallv refuses it.
+  EXPECT_FALSE(
+      ucc::off::in_place_applies(*coll_traits(CollType::kBcast), true, true));
+  EXPECT_EQ(coll_traits(CollType::kAlltoallv)->in_place,
+            ucc::off::InPlaceRule::kRefused);
+  EXPECT_EQ(coll_traits(CollType::kCount), nullptr);
+  EXPECT_EQ(coll_traits(static_cast<CollType>(200)), nullptr);
+}
+
+TEST(Traits, KindsOfCollective) {
+  using ucc::off::coll_traits;
+  int rooted = 0, reduces = 0, vector = 0, data = 0, blocks = 0;
+  for (int c = 0; c < static_cast<int>(CollType::kCount); ++c) {
+    const CollTraits& t = *coll_traits(static_cast<CollType>(c));
+    rooted += t.rooted;
+    reduces += t.reduces;
+    vector += t.vector();
+    data += t.moves_data();
+    blocks += t.uses_blocks();
+  }
+  EXPECT_EQ(rooted, 8);   // bcast reduce gather(v) scatter(v) fanin fanout
+  EXPECT_EQ(reduces, 4);  // reduce allreduce reduce_scatter(v)
+  EXPECT_EQ(vector, 5);   // the v-collectives
+  EXPECT_EQ(data, 13);    // all but barrier, fanin, fanout
+  EXPECT_EQ(blocks, 11);  // all but barrier bcast reduce fanin fanout
+  EXPECT_STREQ(ucc::off::coll_type_name(CollType::kReduceScatterv),
+               "reduce_scatterv");
+}
+
+TEST(Traits, CountAgreement) {
+  using ucc::off::coll_traits;
+  VecFacts f[2];
+  f[1] = VecFacts{40, 29, 6};
+  // kMine: the root's dst entry must be the count; other ranks have none.
+  const CollTraits& gv = *coll_traits(CollType::kGatherv);
+  EXPECT_TRUE(ucc::off::count_agrees(gv, Role{6, kN, 0, true, false}, f));
+  EXPECT_FALSE(ucc::off::count_agrees(gv, Role{7, kN, 0, true, false}, f));
+  EXPECT_TRUE(ucc::off::count_agrees(gv, Role{7, kN, 1, false, false}, f));
+  // kTotal: the whole vector.
+  const CollTraits& rsv = *coll_traits(CollType::kReduceScatterv);
+  EXPECT_TRUE(ucc::off::count_agrees(rsv, Role{29, kN, 0, false, false}, f));
+  EXPECT_FALSE(ucc::off::count_agrees(rsv, Role{6, kN, 0, false, false}, f));
+  // kNone: nothing but 0.
+  const CollTraits& bar = *coll_traits(CollType::kBarrier);
+  EXPECT_TRUE(ucc::off::count_agrees(bar, Role{0, kN, 0, false, false}, f));
+  EXPECT_FALSE(ucc::off::count_agrees(bar, Role{1, kN, 0, false, false}, f));
+}
+
+TEST(Traits, OverflowIsReported) {
+  const CollTraits& a2a = *ucc::off::coll_traits(CollType::kAlltoall);
+  VecFacts f[2];
+  uint64_t e = 0;
+  EXPECT_FALSE(ucc::off::side_extent(
+      a2a, Side::kSrc, Role{~0ull / 2, kN, 0, false, false}, f, &e));
+}
+
+TEST(Traits, AlgorithmCatalogue) {
+  using ucc::off::find_alg_id;
+  using ucc::off::find_alg_name;
+  const ucc::off::AlgName* a = find_alg_name(CollType::kAllreduce, "RING");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->id, 2);
+  EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 1)->name, "rd");
+  EXPECT_EQ(find_alg_name(CollType::kAllreduce, "auto"), nullptr);
+  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 0), nullptr);
+  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 3), nullptr);
+  EXPECT_EQ(find_alg_id(CollType::kCount, 1), nullptr);
+}
+
+// --- selection over a capability record ------------------------------------
+
+ucc::off::CollCaps two_rules() {
+  ucc::off::CollCaps c{};
+  c.algs = 0x7;
+  c.single_copy = 0x4;  // id 3
+  c.def_alg = 1;
+  c.nrules = 2;
+  c.rules[0] = {4096, 3, ucc::off::When::kSingleCopy, {}};
+  c.rules[1] = {1024, 2, ucc::off::When::kAlways, {}};
+  return c;
+}
+
+TEST(Select, FirstMatchingRuleWins) {
+  using ucc::off::select_alg_id;
+  using ucc::off::SelectInput;
+  const ucc::off::CollCaps c = two_rules();
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 0, true}), 1);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 1023, true}), 1);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 1024, true}), 2);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 4096, true}), 3);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 4096, false}), 2);
+  // An explicit or forced id wins, a single-copy one only where it can run.
+  EXPECT_EQ(select_alg_id(c, SelectInput{1, 1 << 20, true}), 1);
+  EXPECT_EQ(select_alg_id(c, SelectInput{3, 10, false}), 1);
+  ucc::off::CollCaps f = c;
+  f.forced = 2;
+  EXPECT_EQ(select_alg_id(f, SelectInput{0, 0, false}), 2);
+  // A record claiming more rules than it has room for is read within it.
+  f.forced = 0;
+  f.nrules = 200;
+  EXPECT_NE(select_alg_id(f, SelectInput{0, 1 << 20, true}), 0);
+}
+
+TEST(Select, RangesSayWhereSelectionChanges) {
+  const ucc::off::CollCaps c = two_rules();
+  ucc::off::SelectRange r[8];
+  uint32_t n = ucc::off::select_ranges(c, true, r, 8);
+  ASSERT_EQ(n, 3u);
+  EXPECT_EQ(r[0].from, 0u);
+  EXPECT_EQ(r[0].alg, 1);
+  EXPECT_EQ(r[1].from, 1024u);
+  EXPECT_EQ(r[1].alg, 2);
+  EXPECT_EQ(r[2].from, 4096u);
+  EXPECT_EQ(r[2].alg, 3);
+  n = ucc::off::select_ranges(c, false, r, 8);
+  ASSERT_EQ(n, 2u);  // the single-copy rule never matches: no change at 4K
+  EXPECT_EQ(r[1].alg, 2);
+  EXPECT_EQ(ucc::off::select_ranges(c, true, r, 1), 1u);
+  ucc::off::CollCaps forced = c;
+  forced.forced = 2;
+  EXPECT_EQ(ucc::off::select_ranges(forced, false, r, 8), 1u);
+}
+
+TEST(EngineConfig, Limits) {
+  ucc::off::EngineConfig c;
+  EXPECT_TRUE(ucc::off::engine_config_ok(c));
+  auto bad = [](auto mutate) {
+    ucc::off::EngineConfig x;
+    mutate(x);
+    return !ucc::off::engine_config_ok(x);
+  };
+  EXPECT_TRUE(bad([](auto& x) { x.max_teams = 0; }));
+  EXPECT_TRUE(bad([](auto& x) { x.team_queue = 3; }));
+  EXPECT_TRUE(bad([](auto& x) { x.slot_size = 100; }));
+  EXPECT_TRUE(bad([](auto& x) { x.nslots = 128; }));
+  EXPECT_TRUE(bad([](auto& x) { x.inflight = 65; }));
+  EXPECT_TRUE(bad([](auto& x) { x.unexpected = 5000; }));
+  EXPECT_TRUE(bad([](auto& x) {
+    x.max_teams = 4096;
+    x.team_queue = 65536;
+  }));
+}
+
+TEST(Caps, VersionAndLookups) {
+  ucc::off::EngineCaps c{};
+  EXPECT_FALSE(ucc::off::caps_ok(c));
+  c.version = ucc::off::kCapsVersion;
+  c.bytes = sizeof(c);
+  EXPECT_TRUE(ucc::off::caps_ok(c));
+  c.reduce_ops[static_cast<int>(ucc::off::DType::kFloat32)] = 1;  // sum
+  EXPECT_TRUE(ucc::off::caps_reduces(c, ucc::off::DType::kFloat32,
+                                     ucc::off::ROp::kSum));
+  EXPECT_FALSE(ucc::off::caps_reduces(c, ucc::off::DType::kFloat32,
+                                      ucc::off::ROp::kProd));
+  EXPECT_FALSE(
+      ucc::off::caps_reduces(c, ucc::off::DType::kCount, ucc::off::ROp::kSum));
+  ucc::off::CollCaps cc{};
+  cc.algs = 0x2;
+  EXPECT_FALSE(ucc::off::caps_has_alg(cc, 1));
+  EXPECT_TRUE(ucc::off::caps_has_alg(cc, 2));
+  EXPECT_FALSE(ucc::off::caps_has_alg(cc, 0));
+  EXPECT_FALSE(ucc::off::caps_has_alg(cc, 9));
+}
+
+}  // namespace
