@@ -131,192 +131,199 @@ bool Server::reply(Client& c, uint16_t type, uint32_t seq, const void* body,
 
 // Reads and answers one request. Every field is checked before use.
 bool Server::handle(Client& c) {
-  proto::MsgHeader h;
-  int fd = -1;
-  int r = plat::sock::recv_all(c.fd, &h, sizeof(h), cfg_.io_timeout_ms, &fd);
+  Msg m;
+  int r =
+      plat::sock::recv_all(c.fd, &m.h, sizeof(m.h), cfg_.io_timeout_ms, &m.fd);
   if (r <= 0) return false;
-  if (h.magic != proto::kMagic || h.version != proto::kVersion ||
-      h.len > proto::kMaxBody) {
-    if (fd >= 0) close(fd);
+  if (m.h.magic != proto::kMagic || m.h.version != proto::kVersion ||
+      m.h.len > proto::kMaxBody) {
+    if (m.fd >= 0) close(m.fd);
     return false;  // framing broken: nothing after this can be trusted
   }
   // Small bodies on the stack; only kTeamConnect may be large.
   alignas(8) unsigned char small[256];
-  unsigned char* body = small;
-  if (h.len > sizeof(small)) {
-    body = static_cast<unsigned char*>(malloc(h.len));
-    if (body == nullptr) return false;
+  m.body = small;
+  if (m.h.len > sizeof(small)) {
+    m.body = static_cast<unsigned char*>(malloc(m.h.len));
+    if (m.body == nullptr) {
+      if (m.fd >= 0) close(m.fd);
+      return false;
+    }
   }
-  if (h.len != 0 &&
-      plat::sock::recv_all(c.fd, body, h.len, cfg_.io_timeout_ms) != 1) {
-    if (body != small) free(body);
-    if (fd >= 0) close(fd);
-    return false;
-  }
-  bool keep = true;
+  bool keep = m.h.len == 0 || plat::sock::recv_all(c.fd, m.body, m.h.len,
+                                                   cfg_.io_timeout_ms) == 1;
+  if (keep) keep = dispatch(c, m);
+  if (m.fd >= 0) close(m.fd);
+  if (m.body != small) free(m.body);
+  return keep;
+}
+
+bool Server::dispatch(Client& c, Msg& m) {
   proto::Reply rep{static_cast<int32_t>(Status::kInvalidParam), 0};
-  auto fixed = [&](size_t want) { return h.len == want; };
-  switch (h.type) {
-    case proto::kHello: {
-      proto::HelloReply hr{};
-      hr.status = static_cast<int32_t>(Status::kInvalidParam);
-      hr.daemon_pid = static_cast<int32_t>(getpid());
-      proto::Hello hello;
-      dev::EngineEnv env;
-      struct stat sb;
-      if (!c.ready && fd >= 0 && fixed(sizeof(hello))) {
-        memcpy(&hello, body, sizeof(hello));
-        env.wire = cfg_.wire;
-        if (hello_ok(hello) && fstat(fd, &sb) == 0 &&
-            static_cast<uint64_t>(sb.st_size) >= hello.channel_bytes) {
-          void* m = mmap(nullptr, hello.channel_bytes, PROT_READ | PROT_WRITE,
-                         MAP_SHARED, fd, 0);
-          if (m != MAP_FAILED) {
-            c.chmem = m;
-            c.chbytes = hello.channel_bytes;
-            Status st = c.ch.attach(m, c.chbytes);
-            if (ok(st)) st = c.regs.init();
-            if (ok(st)) {
-              // The host's memory by its pid from the socket (not from
-              // anything it says), within its registrations only.
-              env.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
-              st = c.engine.init(hello.engine, env, &c.ch);
-            }
-            if (ok(st)) hr.caps = c.engine.caps();
-            hr.status = static_cast<int32_t>(st);
-            c.ready = ok(st);
-          }
-        }
-      }
-      if (fd >= 0) close(fd);
-      fd = -1;
-      keep = reply(c, h.type, h.seq, &hr, sizeof(hr)) && c.ready;
+  switch (m.h.type) {
+    case proto::kHello:
+      return on_hello(c, m);
+    case proto::kTeamOpen:
+      return on_team_open(c, m);
+    case proto::kTeamConnect:
+      rep.status = static_cast<int32_t>(on_team_connect(c, m));
       break;
-    }
-    case proto::kTeamOpen: {
-      proto::TeamOpenReply tr{};
-      tr.status = static_cast<int32_t>(Status::kInvalidParam);
-      proto::TeamOpen to;
-      if (c.ready && fixed(sizeof(to))) {
-        memcpy(&to, body, sizeof(to));
-        if (to.size >= 1 && to.size <= 65536 && to.rank < to.size) {
-          Status st = c.engine.team_open(to.size, to.rank, &tr.idx, &tr.addr);
-          tr.status = static_cast<int32_t>(st);
-          if (ok(st)) ++c.teams;
-        }
-      }
-      keep = reply(c, h.type, h.seq, &tr, sizeof(tr));
-      break;
-    }
-    case proto::kTeamConnect: {
-      proto::TeamConnect tc;
-      if (c.ready && h.len >= sizeof(tc)) {
-        memcpy(&tc, body, sizeof(tc));
-        uint64_t need =
-            sizeof(tc) + uint64_t{tc.size} * sizeof(plat::shm::SegAddr);
-        if (need == h.len && tc.size == c.engine.team_size(tc.idx)) {
-          rep.status = static_cast<int32_t>(c.engine.team_connect(
-              tc.idx,
-              reinterpret_cast<const plat::shm::SegAddr*>(body + sizeof(tc))));
-        }
-      }
-      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
-      break;
-    }
     case proto::kTeamSeal:
-    case proto::kTeamClose: {
-      proto::TeamIdx ti;
-      if (c.ready && fixed(sizeof(ti))) {
-        memcpy(&ti, body, sizeof(ti));
-        if (c.engine.team_size(ti.idx) != 0) {
-          if (h.type == proto::kTeamSeal) {
-            c.engine.team_seal(ti.idx);
-          } else {
-            c.engine.team_close(ti.idx);
-            --c.teams;
-          }
-          rep.status = static_cast<int32_t>(Status::kOk);
-        }
-      }
-      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
+    case proto::kTeamClose:
+      rep.status = static_cast<int32_t>(on_team_seal_close(c, m));
       break;
-    }
-    case proto::kRegister: {
-      proto::RegisterReply rr{static_cast<int32_t>(Status::kInvalidParam), 0};
-      proto::Register rg;
-      if (c.ready && fixed(sizeof(rg))) {
-        memcpy(&rg, body, sizeof(rg));
-        // Only memory the host has mapped (its own: the pid is the
-        // socket's). Where /proc cannot tell, every access is still
-        // checked by the kernel.
-        if (plat::range_mapped(c.pid, rg.addr, rg.len) ==
-            plat::MapState::kUnmapped) {
-          UCC_DEBUG(
-              "firmware_sim: pid %d asked to register [%#llx, +%llu), "
-              "which it has not mapped: refused",
-              c.pid, static_cast<unsigned long long>(rg.addr),
-              static_cast<unsigned long long>(rg.len));
-        } else {
-          rr.key = c.regs.insert(rg.addr, rg.len);
-          rr.status = static_cast<int32_t>(
-              rr.key != 0 ? Status::kOk
-                          : (c.regs.size() == c.regs.capacity()
-                                 ? Status::kNoResource
-                                 : Status::kInvalidParam));
-          if (rr.key != 0) ++registered_;
-        }
-      }
-      keep = reply(c, h.type, h.seq, &rr, sizeof(rr));
-      break;
-    }
+    case proto::kRegister:
+      return on_register(c, m);
     case proto::kDeregister: {
       proto::Deregister dr;
-      if (c.ready && fixed(sizeof(dr))) {
-        memcpy(&dr, body, sizeof(dr));
+      if (c.ready && m.fixed(sizeof(dr))) {
+        memcpy(&dr, m.body, sizeof(dr));
         if (c.regs.remove(dr.key))
           rep.status = static_cast<int32_t>(Status::kOk);
       }
-      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
       break;
     }
-    case proto::kStats: {
-      Stats s = stats();
-      proto::StatsReply sr{};
-      sr.status = static_cast<int32_t>(Status::kOk);
-      sr.clients = s.clients;
-      sr.descriptors = s.descriptors;
-      sr.teams = s.teams;
-      sr.uptime_ms = s.uptime_ms;
-      sr.registered = s.registered;
-      sr.registrations = s.registrations;
-      if (cfg_.wire != nullptr) {
-        const plat::wire::WireStats& w = cfg_.wire->stats();
-        sr.wire_tx_frames = w.tx_frames;
-        sr.wire_rx_frames = w.rx_frames;
-        sr.wire_tx_bytes = w.tx_bytes;
-        sr.wire_retransmits = w.retransmits;
-        sr.wire_bad_frames = w.bad_frames;
-        sr.wire_dup_rx = w.dup_rx;
-        sr.wire_injected =
-            w.inj_drop + w.inj_dup + w.inj_reorder + w.inj_corrupt;
-      }
-      keep = reply(c, h.type, h.seq, &sr, sizeof(sr));
-      break;
-    }
+    case proto::kStats:
+      return on_stats(c, m);
     case proto::kShutdown:
       shutdown_ = true;
       rep.status = static_cast<int32_t>(Status::kOk);
-      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
       break;
     case proto::kDoorbell:
-      break;  // waking us was the point; no reply
+      return true;  // waking us was the point; no reply
     default:
-      keep = reply(c, h.type, h.seq, &rep, sizeof(rep));
       break;
   }
-  if (fd >= 0) close(fd);
-  if (body != small) free(body);
-  return keep;
+  return reply(c, m.h.type, m.h.seq, &rep, sizeof(rep));
+}
+
+// kHello: map the channel the host passed, start its engine, answer with
+// the engine's capability record.
+bool Server::on_hello(Client& c, Msg& m) {
+  proto::HelloReply hr{};
+  hr.status = static_cast<int32_t>(Status::kInvalidParam);
+  hr.daemon_pid = static_cast<int32_t>(getpid());
+  proto::Hello hello;
+  struct stat sb;
+  if (!c.ready && m.fd >= 0 && m.fixed(sizeof(hello))) {
+    memcpy(&hello, m.body, sizeof(hello));
+    if (hello_ok(hello) && fstat(m.fd, &sb) == 0 &&
+        static_cast<uint64_t>(sb.st_size) >= hello.channel_bytes) {
+      void* p = mmap(nullptr, hello.channel_bytes, PROT_READ | PROT_WRITE,
+                     MAP_SHARED, m.fd, 0);
+      if (p != MAP_FAILED) {
+        c.chmem = p;
+        c.chbytes = hello.channel_bytes;
+        Status st = c.ch.attach(p, c.chbytes);
+        if (ok(st)) st = c.regs.init();
+        if (ok(st)) {
+          // The host's memory by its pid from the socket (not from
+          // anything it says), within its registrations only.
+          dev::EngineEnv env;
+          env.wire = cfg_.wire;
+          env.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
+          st = c.engine.init(hello.engine, env, &c.ch);
+        }
+        if (ok(st)) hr.caps = c.engine.caps();
+        hr.status = static_cast<int32_t>(st);
+        c.ready = ok(st);
+      }
+    }
+  }
+  if (m.fd >= 0) close(m.fd);  // the mapping (if any) keeps the memory
+  m.fd = -1;
+  return reply(c, m.h.type, m.h.seq, &hr, sizeof(hr)) && c.ready;
+}
+
+bool Server::on_team_open(Client& c, const Msg& m) {
+  proto::TeamOpenReply tr{};
+  tr.status = static_cast<int32_t>(Status::kInvalidParam);
+  proto::TeamOpen to;
+  if (c.ready && m.fixed(sizeof(to))) {
+    memcpy(&to, m.body, sizeof(to));
+    if (to.size >= 1 && to.size <= 65536 && to.rank < to.size) {
+      Status st = c.engine.team_open(to.size, to.rank, &tr.idx, &tr.addr);
+      tr.status = static_cast<int32_t>(st);
+      if (ok(st)) ++c.teams;
+    }
+  }
+  return reply(c, m.h.type, m.h.seq, &tr, sizeof(tr));
+}
+
+Status Server::on_team_connect(Client& c, const Msg& m) {
+  proto::TeamConnect tc;
+  if (!c.ready || m.h.len < sizeof(tc)) return Status::kInvalidParam;
+  memcpy(&tc, m.body, sizeof(tc));
+  uint64_t need = sizeof(tc) + uint64_t{tc.size} * sizeof(plat::shm::SegAddr);
+  if (need != m.h.len || tc.size != c.engine.team_size(tc.idx))
+    return Status::kInvalidParam;
+  return c.engine.team_connect(
+      tc.idx, reinterpret_cast<const plat::shm::SegAddr*>(m.body + sizeof(tc)));
+}
+
+Status Server::on_team_seal_close(Client& c, const Msg& m) {
+  proto::TeamIdx ti;
+  if (!c.ready || !m.fixed(sizeof(ti))) return Status::kInvalidParam;
+  memcpy(&ti, m.body, sizeof(ti));
+  if (c.engine.team_size(ti.idx) == 0) return Status::kInvalidParam;
+  if (m.h.type == proto::kTeamSeal) {
+    c.engine.team_seal(ti.idx);
+  } else {
+    c.engine.team_close(ti.idx);
+    --c.teams;
+  }
+  return Status::kOk;
+}
+
+bool Server::on_register(Client& c, const Msg& m) {
+  proto::RegisterReply rr{static_cast<int32_t>(Status::kInvalidParam), 0};
+  proto::Register rg;
+  if (c.ready && m.fixed(sizeof(rg))) {
+    memcpy(&rg, m.body, sizeof(rg));
+    // Only memory the host has mapped (its own: the pid is the socket's).
+    // Where /proc cannot tell, every access is still checked by the
+    // kernel.
+    if (plat::range_mapped(c.pid, rg.addr, rg.len) ==
+        plat::MapState::kUnmapped) {
+      UCC_DEBUG(
+          "firmware_sim: pid %d asked to register [%#llx, +%llu), which it "
+          "has not mapped: refused",
+          c.pid, static_cast<unsigned long long>(rg.addr),
+          static_cast<unsigned long long>(rg.len));
+    } else {
+      rr.key = c.regs.insert(rg.addr, rg.len);
+      rr.status =
+          static_cast<int32_t>(rr.key != 0 ? Status::kOk
+                                           : (c.regs.size() == c.regs.capacity()
+                                                  ? Status::kNoResource
+                                                  : Status::kInvalidParam));
+      if (rr.key != 0) ++registered_;
+    }
+  }
+  return reply(c, m.h.type, m.h.seq, &rr, sizeof(rr));
+}
+
+bool Server::on_stats(Client& c, const Msg& m) {
+  Stats s = stats();
+  proto::StatsReply sr{};
+  sr.status = static_cast<int32_t>(Status::kOk);
+  sr.clients = s.clients;
+  sr.descriptors = s.descriptors;
+  sr.teams = s.teams;
+  sr.uptime_ms = s.uptime_ms;
+  sr.registered = s.registered;
+  sr.registrations = s.registrations;
+  if (cfg_.wire != nullptr) {
+    const plat::wire::WireStats& w = cfg_.wire->stats();
+    sr.wire_tx_frames = w.tx_frames;
+    sr.wire_rx_frames = w.rx_frames;
+    sr.wire_tx_bytes = w.tx_bytes;
+    sr.wire_retransmits = w.retransmits;
+    sr.wire_bad_frames = w.bad_frames;
+    sr.wire_dup_rx = w.dup_rx;
+    sr.wire_injected = w.inj_drop + w.inj_dup + w.inj_reorder + w.inj_corrupt;
+  }
+  return reply(c, m.h.type, m.h.seq, &sr, sizeof(sr));
 }
 
 uint64_t Server::progress() {

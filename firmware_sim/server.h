@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "offload/proto.h"
 #include "offload/types.h"
 
 namespace ucc::plat::wire {
@@ -65,7 +66,26 @@ class Server {
   struct Client;
 
   void accept_clients();
+  // One request as read from a client: header, a passed fd (or -1) and
+  // body (h.len bytes).
+  struct Msg {
+    off::proto::MsgHeader h{};
+    int fd = -1;
+    unsigned char* body = nullptr;
+    bool fixed(size_t want) const { return h.len == want; }
+  };
+
   bool handle(Client& c);  // false: drop the client
+  bool dispatch(Client& c, Msg& m);
+  // One handler per request type: false (or a reply that cannot be sent)
+  // drops the client; those returning a Status are answered with a
+  // plain Reply carrying it.
+  bool on_hello(Client& c, Msg& m);
+  bool on_team_open(Client& c, const Msg& m);
+  Status on_team_connect(Client& c, const Msg& m);
+  Status on_team_seal_close(Client& c, const Msg& m);
+  bool on_register(Client& c, const Msg& m);
+  bool on_stats(Client& c, const Msg& m);
   bool reply(Client& c, uint16_t type, uint32_t seq, const void* body,
              uint32_t len);
   void drop(uint32_t i);
