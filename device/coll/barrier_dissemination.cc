@@ -41,6 +41,6 @@ struct Dissemination {
 
 }  // namespace
 
-const AlgInfo kBarrierDissemination = make_alg<Dissemination>(1);
+const AlgInfo kBarrierDissemination = make_alg<Dissemination>();
 
 }  // namespace ucc::dev

@@ -66,8 +66,8 @@ struct Binomial {
 
 }  // namespace
 
-const AlgInfo kBcastBinomial = make_alg<Binomial>(1);
+const AlgInfo kBcastBinomial = make_alg<Binomial>();
 // Fanout descriptors carry count 0: one empty message down each tree edge.
-const AlgInfo kFanoutBinomial = make_alg<Binomial>(1);
+const AlgInfo kFanoutBinomial = make_alg<Binomial>();
 
 }  // namespace ucc::dev

@@ -74,9 +74,9 @@ struct Linear {
 
 }  // namespace
 
-const AlgInfo kGatherLinear = make_alg<Linear<true>>(1);
-const AlgInfo kGathervLinear = make_alg<Linear<true>>(1);
-const AlgInfo kScatterLinear = make_alg<Linear<false>>(1);
-const AlgInfo kScattervLinear = make_alg<Linear<false>>(1);
+const AlgInfo kGatherLinear = make_alg<Linear<true>>();
+const AlgInfo kGathervLinear = make_alg<Linear<true>>();
+const AlgInfo kScatterLinear = make_alg<Linear<false>>();
+const AlgInfo kScattervLinear = make_alg<Linear<false>>();
 
 }  // namespace ucc::dev

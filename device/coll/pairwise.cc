@@ -60,8 +60,8 @@ struct Pairwise {
 
 }  // namespace
 
-const AlgInfo kAlltoallPairwise = make_alg<Pairwise>(1);
-const AlgInfo kAlltoallvPairwise = make_alg<Pairwise>(1);
-const AlgInfo kAllgathervPairwise = make_alg<Pairwise>(1);
+const AlgInfo kAlltoallPairwise = make_alg<Pairwise>();
+const AlgInfo kAlltoallvPairwise = make_alg<Pairwise>();
+const AlgInfo kAllgathervPairwise = make_alg<Pairwise>();
 
 }  // namespace ucc::dev

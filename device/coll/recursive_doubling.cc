@@ -102,10 +102,10 @@ struct RecursiveDoubling {
 
 }  // namespace
 
-const AlgInfo kAllreduceRecursiveDoubling = make_alg<RecursiveDoubling>(1);
+const AlgInfo kAllreduceRecursiveDoubling = make_alg<RecursiveDoubling>();
 // Barrier descriptors carry count 0, so every exchange is one empty message.
 // Unlike dissemination, each round only needs the two ranks of a pair to
 // run, which suits ranks oversubscribed on few cores.
-const AlgInfo kBarrierRecursiveDoubling = make_alg<RecursiveDoubling>(2);
+const AlgInfo kBarrierRecursiveDoubling = make_alg<RecursiveDoubling>();
 
 }  // namespace ucc::dev

@@ -100,8 +100,8 @@ struct Binomial {
 
 }  // namespace
 
-const AlgInfo kReduceBinomial = make_alg<Binomial>(1);
+const AlgInfo kReduceBinomial = make_alg<Binomial>();
 // Fanin descriptors carry count 0: one empty message up each tree edge.
-const AlgInfo kFaninBinomial = make_alg<Binomial>(1);
+const AlgInfo kFaninBinomial = make_alg<Binomial>();
 
 }  // namespace ucc::dev

@@ -189,10 +189,10 @@ struct Ring {
 
 }  // namespace
 
-const AlgInfo kAllreduceRing = make_alg<Ring<RingMode::kAllreduce>>(2);
-const AlgInfo kAllgatherRing = make_alg<Ring<RingMode::kAllgather>>(1);
-const AlgInfo kReduceScatterRing = make_alg<Ring<RingMode::kReduceScatter>>(1);
+const AlgInfo kAllreduceRing = make_alg<Ring<RingMode::kAllreduce>>();
+const AlgInfo kAllgatherRing = make_alg<Ring<RingMode::kAllgather>>();
+const AlgInfo kReduceScatterRing = make_alg<Ring<RingMode::kReduceScatter>>();
 // The same ring over the blocks the user's counts give.
-const AlgInfo kReduceScattervRing = make_alg<Ring<RingMode::kReduceScatter>>(1);
+const AlgInfo kReduceScattervRing = make_alg<Ring<RingMode::kReduceScatter>>();
 
 }  // namespace ucc::dev

@@ -149,10 +149,10 @@ struct SingleCopy {
 
 }  // namespace
 
-const AlgInfo kBcastSingleCopy = make_alg<SingleCopy<Pattern::kBcast>>(2, true);
+const AlgInfo kBcastSingleCopy = make_alg<SingleCopy<Pattern::kBcast>>(true);
 const AlgInfo kAllgatherSingleCopy =
-    make_alg<SingleCopy<Pattern::kAllgather>>(2, true);
+    make_alg<SingleCopy<Pattern::kAllgather>>(true);
 const AlgInfo kAlltoallSingleCopy =
-    make_alg<SingleCopy<Pattern::kAlltoall>>(2, true);
+    make_alg<SingleCopy<Pattern::kAlltoall>>(true);
 
 }  // namespace ucc::dev

@@ -20,9 +20,8 @@ inline constexpr size_t kMaxAlgState = 512;
 // The implementation of one entry of a collective's algorithm catalogue
 // (off::CollTraits::algs: the id the descriptor's `alg` field names, and
 // the name and description UCC_<COLL>_ALG and the capability answers
-// show).
+// show). device/select/select.cc files each under its id.
 struct AlgInfo {
-  uint8_t id;  // the catalogue id, 1-based
   Status (*start)(void* state, CollRun& run);
   Status (*progress)(void* state, CollRun& run);
   // Reads peers' memory with cross-memory attach: runs only where single
@@ -45,8 +44,8 @@ Status alg_progress(void* state, CollRun& run) {
 }
 
 template <typename T>
-constexpr AlgInfo make_alg(uint8_t id, bool single_copy = false) {
-  return AlgInfo{id, &alg_start<T>, &alg_progress<T>, single_copy};
+constexpr AlgInfo make_alg(bool single_copy = false) {
+  return AlgInfo{&alg_start<T>, &alg_progress<T>, single_copy};
 }
 
 }  // namespace ucc::dev

@@ -63,39 +63,45 @@ bool from_arrays(const MemReader& rd, const off::CollDesc& d, uint64_t counts,
   return true;
 }
 
-// Side s's table; a kOwn side after the other side's (it may sit at this
-// rank's block there).
+// Side s's table, and the same in `twin` when it is not null; a kOwn
+// side after the other side's (it may sit at this rank's block there).
 bool fill_side(const off::CollTraits& t, Side s, const off::CollDesc& d,
-               const off::Role& r, const MemReader& rd, const Table* tabs) {
+               const off::Role& r, const MemReader& rd, const Table* tabs,
+               const Table* twin = nullptr) {
   const Table tb = tabs[static_cast<int>(s)];
   const uint32_t n = r.n;
   uint64_t counts = 0, displs = 0;
-  off::side_arrays(t, s, d, r.root, &counts, &displs);
   switch (t.of(s).layout) {
     case Layout::kNone:
+      memset(tb.cnt, 0, sizeof(uint64_t) * n);
+      memset(tb.off, 0, sizeof(uint64_t) * n);
       return true;
     case Layout::kSplit:
       for (uint32_t i = 0; i < n; ++i) {
         tb.cnt[i] = pat::block_count(r.count, n, i);
         tb.off[i] = pat::block_offset(r.count, n, i);
+        if (twin != nullptr) twin->cnt[i] = tb.cnt[i], twin->off[i] = tb.off[i];
       }
       return true;
     case Layout::kTeam:
       for (uint32_t i = 0; i < n; ++i) {
         tb.cnt[i] = r.count;
         tb.off[i] = r.count * i;
+        if (twin != nullptr) twin->cnt[i] = tb.cnt[i], twin->off[i] = tb.off[i];
       }
       return true;
     case Layout::kVec:
+      off::side_arrays(t, s, d, r.root, &counts, &displs);
       return from_arrays(rd, d, counts, displs, tb);
     case Layout::kDstVecPacked:
       return from_arrays(rd, d, d.dst_counts, 0, tb);
     case Layout::kOwn: {
       uint64_t own = r.count;
       if (t.of(s).extent == off::Extent::kVecMine &&
-          !rd(counts, wide_counts(d), r.me, 1, &own))
+          (!off::side_arrays(t, s, d, r.root, &counts, &displs) ||
+           !rd(counts, wide_counts(d), r.me, 1, &own)))
         return false;
-      const uint64_t at = off::in_place_applies(t, r.in_place, r.root)
+      const uint64_t at = off::role_plan(t, r).in_place
                               ? tabs[static_cast<int>(off::other(s))].off[r.me]
                               : 0;
       for (uint32_t i = 0; i < n; ++i) {
@@ -131,21 +137,33 @@ Status fill_blocks(const off::CollTraits& t, const off::CollDesc& d,
   const uint32_t n = r.n;
   const Table tabs[2] = {{scratch, scratch + n},
                          {scratch + 2 * size_t{n}, scratch + 3 * size_t{n}}};
-  memset(scratch, 0, sizeof(uint64_t) * 4 * n);
-  const MemReader rd{*run->mem, n};
-  bool okay = true;
-  for (bool own_pass : {false, true}) {
-    for (Side s : {Side::kSrc, Side::kDst}) {
-      if ((t.of(s).layout == Layout::kOwn) != own_pass ||
-          !off::side_present(t, s, r.root))
-        continue;
-      okay = okay && fill_side(t, s, d, r, rd, tabs);
-    }
-  }
   run->src_cnt = tabs[0].cnt;
   run->src_off = tabs[0].off;
   run->dst_cnt = tabs[1].cnt;
   run->dst_off = tabs[1].off;
+  const MemReader rd{*run->mem, n};
+  // Both sides laid out alike from the count alone (allreduce,
+  // alltoall): one pass fills both.
+  const Layout sl = t.side[0].layout;
+  if (sl == t.side[1].layout && (sl == Layout::kSplit || sl == Layout::kTeam))
+    return fill_side(t, Side::kSrc, d, r, rd, tabs, &tabs[1])
+               ? Status::kOk
+               : Status::kInvalidParam;
+  // A side this rank does not have reads as empty blocks; a kOwn side
+  // comes after the other (it may sit at this rank's block there).
+  const off::RolePlan& plan = off::role_plan(t, r);
+  bool okay = true;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < 2; ++i) {
+      if ((t.side[i].layout == Layout::kOwn) != (pass == 1)) continue;
+      if (plan.present[i]) {
+        okay = okay && fill_side(t, static_cast<Side>(i), d, r, rd, tabs);
+      } else {
+        memset(tabs[i].cnt, 0, sizeof(uint64_t) * n);
+        memset(tabs[i].off, 0, sizeof(uint64_t) * n);
+      }
+    }
+  }
   return okay ? Status::kOk : Status::kInvalidParam;
 }
 

@@ -30,6 +30,12 @@ Status Engine::init(const off::EngineConfig& cfg, const EngineEnv& env,
     return Status::kNoMemory;
   teams_ = static_cast<Team*>(mem);
   for (uint32_t i = 0; i < cfg.max_teams; ++i) new (&teams_[i]) Team;
+  busy_ = static_cast<uint32_t*>(calloc(cfg.max_teams, sizeof(uint32_t)));
+  nbusy_ = 0;
+  if (busy_ == nullptr) {
+    fini();
+    return Status::kNoMemory;
+  }
   Status st = store_.init(cfg.unexpected, cfg.slot_size);
   if (failed(st)) fini();
   return st;
@@ -62,6 +68,9 @@ void Engine::fini(bool lost) {
   }
   free(teams_);
   teams_ = nullptr;
+  free(busy_);
+  busy_ = nullptr;
+  nbusy_ = 0;
   store_.fini();
 }
 
@@ -173,7 +182,7 @@ void Engine::team_close(uint32_t idx, bool lost) {
   // them now so they end with an error instead of meeting a later team
   // that reuses the slot.
   drain();
-  if (t.busy()) --busy_;
+  if (t.busy()) set_idle(t);
   for (uint32_t j = 0; j < cfg_.inflight; ++j) {
     Inst& in = t.inst[j];
     if (in.phase != Inst::Phase::kFree && !in.reported)
@@ -234,7 +243,7 @@ void Engine::take(const CollDesc& d) {
     ch_->complete(d.comp_slot, d.gen, Status::kNoResource);
     return;
   }
-  if (!t.busy()) ++busy_;
+  if (!t.busy()) set_busy(t, d.team);
   uint32_t at = t.qtail++ & (cfg_.team_queue - 1);
   t.queue[at] = d;
   t.qdeadline[at] = 0;
@@ -274,12 +283,25 @@ uint64_t Engine::drain() {
   return events;
 }
 
+void Engine::set_busy(Team& t, uint32_t idx) {
+  t.busy_at = nbusy_;
+  busy_[nbusy_++] = idx;
+}
+
+void Engine::set_idle(Team& t) {
+  const uint32_t last = busy_[--nbusy_];
+  busy_[t.busy_at] = last;
+  teams_[last].busy_at = t.busy_at;
+  t.busy_at = UINT32_MAX;
+}
+
 uint64_t Engine::progress() {
   uint64_t events = drain();
-  if (busy_ == 0) return events;
-  for (uint32_t i = 0; i < cfg_.max_teams; ++i) {
+  // Only the teams with queued or running collectives, whatever the
+  // number of teams open.
+  for (uint32_t k = 0; k < nbusy_;) {
+    const uint32_t i = busy_[k];
     Team& t = teams_[i];
-    if (t.state != Team::State::kConnected || !t.busy()) continue;
     uint64_t before = t.port.fab().events();
     uint64_t ev = advance(t);
     ev += t.port.fab().events() - before;
@@ -295,8 +317,11 @@ uint64_t Engine::progress() {
       }
     }
     if (ev != 0) t.idle = 0;
-    if (!t.busy()) --busy_;
     events += ev;
+    if (t.busy())
+      ++k;
+    else
+      set_idle(t);  // the last busy team moves to position k
   }
   return events;
 }

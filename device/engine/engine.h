@@ -95,6 +95,8 @@ class Engine {
   uint64_t drain();  // moves submitted descriptors onto their teams
   void take(const off::CollDesc& d);
   uint64_t advance(Team& t);
+  void set_busy(Team& t, uint32_t idx);  // onto the busy list
+  void set_idle(Team& t);                // off it
   void fail_team(Team& t);    // a member is gone: everything ends in error
   bool lost_member(Team& t);  // at most every 100 ms: fabric peer_lost()
 
@@ -110,8 +112,6 @@ class Engine {
   void check_aborts(Team& t);
   uint32_t set_rank(const Team& t, const off::CollDesc& d) const;
 
-  Status validate_header(const off::CollDesc& d) const;
-  Status validate_op(const off::CollDesc& d, const off::CollTraits& t) const;
   void fill_caps();
 
   off::EngineConfig cfg_{};
@@ -120,7 +120,10 @@ class Engine {
   off::Channel* ch_ = nullptr;
   Team* teams_ = nullptr;
   Store store_;
-  uint32_t busy_ = 0;  // teams with queued or running collectives
+  // The teams with queued or running collectives (indices), in no
+  // particular order; Team::busy_at is each one's place here.
+  uint32_t* busy_ = nullptr;
+  uint32_t nbusy_ = 0;
   uint64_t taken_ = 0;
 };
 

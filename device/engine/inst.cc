@@ -16,9 +16,8 @@ using off::CollDesc;
 namespace {
 
 // The catalogue name of the instance's algorithm, for log lines.
-const char* alg_name(off::CollType coll, const AlgInfo* alg) {
-  const off::AlgName* a =
-      alg != nullptr ? off::find_alg_id(coll, alg->id) : nullptr;
+const char* alg_name(off::CollType coll, const AlgInfo* alg, uint8_t id) {
+  const off::AlgName* a = alg != nullptr ? off::find_alg_id(coll, id) : nullptr;
   return a != nullptr ? a->name : "none";
 }
 
@@ -136,7 +135,7 @@ void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
     check_aborts(t);
     if (in.phase != Inst::Phase::kRun) return;
   }
-  in.alg = select_alg(caps_, in.d);
+  in.alg = select_alg(caps_, in.d, &in.alg_id);
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
   if (ok(st) && traits.uses_blocks()) {
     const off::Role role{d.count, r.size, r.rank,
@@ -185,8 +184,9 @@ void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
   t.port.drop_reservations(in.run.id);
   if (failed(st) && st != Status::kTimedOut)
     UCC_ERROR("%s (%s) failed on rank %u: status %d",
-              off::coll_type_name(in.d.coll), alg_name(in.d.coll, in.alg),
-              in.run.rank, static_cast<int>(st));
+              off::coll_type_name(in.d.coll),
+              alg_name(in.d.coll, in.alg, in.alg_id), in.run.rank,
+              static_cast<int>(st));
   if (failed(st) && tell) {
     // Local failure: the others may be waiting for us. A local error type
     // reports now; the aborts follow.

@@ -28,6 +28,7 @@ struct Engine::Inst {
   uint32_t agree_dist = 1;   // kAgree: current dissemination distance
   bool agree_sent = false;
   const AlgInfo* alg = nullptr;
+  uint8_t alg_id = 0;          // its catalogue id
   uint64_t* blocks = nullptr;  // 4 * team size: block tables (blocks.h)
   void* bounce = nullptr;      // slot_size bytes, or none (CollRun::bounce)
   off::CollDesc d{};
@@ -48,11 +49,12 @@ struct Engine::Team {
   Inst* inst = nullptr;            // cfg.inflight instances
   uint8_t order[Port::kMaxLive];   // running instances, oldest first
   uint32_t nrun = 0;
-  uint32_t ntimed = 0;         // queued or running with a deadline
-  uint32_t future_aborts = 0;  // aborts kept for collectives not started
-  uint32_t idle = 0;           // passes without progress in a row
-  bool broken = false;         // a member is gone (Engine::fail_team)
-  uint64_t last_check = 0;     // ns: the last look for lost members
+  uint32_t ntimed = 0;            // queued or running with a deadline
+  uint32_t future_aborts = 0;     // aborts kept for collectives not started
+  uint32_t idle = 0;              // passes without progress in a row
+  bool broken = false;            // a member is gone (Engine::fail_team)
+  uint64_t last_check = 0;        // ns: the last look for lost members
+  uint32_t busy_at = UINT32_MAX;  // place on the engine's busy list
   bool busy() const { return nrun != 0 || qtail != qhead; }
 };
 

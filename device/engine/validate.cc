@@ -2,8 +2,6 @@
 // checked here before any algorithm runs, because descriptors cross the
 // host/device boundary and may be stale, corrupted or forged. What each
 // collective may read and write comes from its traits (coll_traits.h).
-#include <initializer_list>
-
 #include "device/engine/blocks.h"
 #include "device/engine/engine.h"
 #include "device/engine/team.h"
@@ -56,19 +54,13 @@ bool set_ok(const off::CollDesc& d, uint32_t team_size, uint32_t team_rank,
   return true;
 }
 
-}  // namespace
-
-// The fields every descriptor must get right whatever its collective.
-Status Engine::validate_header(const off::CollDesc& d) const {
+// The fields every descriptor must get right whatever its collective
+// and whatever the engine's state.
+Status check_header(const off::CollDesc& d, const off::CollTraits* t) {
   if (d.magic != off::kDescMagic || d.version != off::kDescVersion)
     return Status::kInvalidParam;
-  if (d.comp_slot >= ch_->ncomp()) return Status::kInvalidParam;
-  if (d.team >= cfg_.max_teams ||
-      teams_[d.team].state != Team::State::kConnected)
-    return Status::kInvalidParam;
-  if (off::coll_traits(d.coll) == nullptr ||
-      static_cast<uint32_t>(d.dtype) >=
-          static_cast<uint32_t>(off::DType::kCount))
+  if (t == nullptr || static_cast<uint32_t>(d.dtype) >=
+                          static_cast<uint32_t>(off::DType::kCount))
     return Status::kInvalidParam;
   constexpr uint16_t kKnownFlags = off::kDescInPlace | off::kDescCount64 |
                                    off::kDescDispl64 | off::kDescTagged |
@@ -77,14 +69,19 @@ Status Engine::validate_header(const off::CollDesc& d) const {
   // An active set is matched by tag: non-members never count it.
   if (d.set_size != 0 && (d.flags & off::kDescTagged) == 0)
     return Status::kInvalidParam;
+  // In place where the collective refuses it.
+  if ((d.flags & off::kDescInPlace) &&
+      t->in_place == off::InPlaceRule::kRefused)
+    return Status::kInvalidParam;
   if (d.alg != 0 && find_impl(d.coll, d.alg) == nullptr)
     return Status::kInvalidParam;
   return Status::kOk;
 }
 
-// The datatype and op: defined for each other, reducible here.
-Status Engine::validate_op(const off::CollDesc& d,
-                           const off::CollTraits& t) const {
+// The datatype and op: defined for each other, reducible here (generic
+// types only with the host's hook), whole elements in a message slot.
+Status check_op(const off::CollDesc& d, const off::CollTraits& t,
+                bool user_reduce, uint32_t slot_size) {
   const bool generic = d.dtype == off::DType::kGeneric;
   if (generic && d.user_esize == 0) return Status::kInvalidParam;
   if (!t.reduces)
@@ -94,21 +91,26 @@ Status Engine::validate_op(const off::CollDesc& d,
     // engine cannot do on an opaque type.
     if (static_cast<uint32_t>(d.op) >= static_cast<uint32_t>(off::ROp::kNone))
       return Status::kInvalidParam;
-    if (d.op == off::ROp::kAvg || env_.user_reduce.fn == nullptr)
-      return Status::kNotSupported;
+    if (d.op == off::ROp::kAvg || !user_reduce) return Status::kNotSupported;
   } else if (!reduce_supported(d.dtype, d.op)) {
     return Status::kNotSupported;
   }
   // Messages carry whole elements when reducing (inst.cc).
-  if (off::elem_size(d) > cfg_.slot_size) return Status::kNotSupported;
+  if (off::elem_size(d) > slot_size) return Status::kNotSupported;
   return Status::kOk;
 }
 
+}  // namespace
+
 Status Engine::validate(const off::CollDesc& d) const {
-  Status st = validate_header(d);
+  const off::CollTraits* tp = off::coll_traits(d.coll);
+  Status st = check_header(d, tp);
   if (failed(st)) return st;
-  const off::CollTraits& t = *off::coll_traits(d.coll);
-  st = validate_op(d, t);
+  if (d.comp_slot >= ch_->ncomp() || d.team >= cfg_.max_teams ||
+      teams_[d.team].state != Team::State::kConnected)
+    return Status::kInvalidParam;
+  const off::CollTraits& t = *tp;
+  st = check_op(d, t, env_.user_reduce.fn != nullptr, cfg_.slot_size);
   if (failed(st)) return st;
   const Team& team = teams_[d.team];
   off::Role r{d.count, 0, 0, false, (d.flags & off::kDescInPlace) != 0};
@@ -116,24 +118,21 @@ Status Engine::validate(const off::CollDesc& d) const {
     return Status::kInvalidParam;
   if (t.rooted && d.root >= r.n) return Status::kInvalidParam;
   r.root = t.rooted && d.root == r.me;
-  if (r.in_place && t.in_place == off::InPlaceRule::kRefused)
-    return Status::kInvalidParam;
-  // Every extent below is in elements of off::elem_size bytes; a vector
-  // of the whole set must not overflow either.
-  const uint64_t esize = off::elem_size(d);
-  uint64_t all;
-  if (__builtin_mul_overflow(d.count, esize * r.n, &all))
-    return Status::kInvalidParam;
+  // Every extent below is in elements of off::elem_size bytes; the
+  // v-collectives' arrays are read (and must agree with count) first.
   off::VecFacts facts[2];
-  if (!side_facts(env_.mem, t, d, r, facts) || !off::count_agrees(t, r, facts))
+  if (t.vector() ? !side_facts(env_.mem, t, d, r, facts) ||
+                       !off::count_agrees(t, r, facts)
+                 : t.count == off::CountFrom::kNone && d.count != 0)
     return Status::kInvalidParam;
-  for (Side s : {Side::kSrc, Side::kDst}) {
-    uint64_t elems = 0, need = 0;
-    if (!off::side_extent(t, s, r, facts, &elems) ||
-        __builtin_mul_overflow(elems, esize, &need) ||
-        !fits(env_.mem, s == Side::kSrc ? d.src : d.dst, need))
-      return Status::kInvalidParam;
-  }
+  const uint64_t esize = off::elem_size(d);
+  uint64_t src = 0, dst = 0;
+  if (!off::side_extent(t, Side::kSrc, r, facts, &src) ||
+      !off::side_extent(t, Side::kDst, r, facts, &dst) ||
+      __builtin_mul_overflow(src, esize, &src) ||
+      __builtin_mul_overflow(dst, esize, &dst) || !fits(env_.mem, d.src, src) ||
+      !fits(env_.mem, d.dst, dst))
+    return Status::kInvalidParam;
   return Status::kOk;
 }
 

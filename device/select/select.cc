@@ -8,47 +8,31 @@ namespace {
 
 using off::CollType;
 
-// --- what this engine implements, per collective ---------------------------
+// --- what this engine implements, per collective, by catalogue id ---------
 
-const AlgInfo* const kBarrier[] = {&kBarrierDissemination,
-                                   &kBarrierRecursiveDoubling};
-const AlgInfo* const kBcast[] = {&kBcastBinomial, &kBcastSingleCopy};
-const AlgInfo* const kReduce[] = {&kReduceBinomial};
-const AlgInfo* const kAllreduce[] = {&kAllreduceRecursiveDoubling,
-                                     &kAllreduceRing};
-const AlgInfo* const kAllgather[] = {&kAllgatherRing, &kAllgatherSingleCopy};
-const AlgInfo* const kAlltoall[] = {&kAlltoallPairwise, &kAlltoallSingleCopy};
-const AlgInfo* const kReduceScatter[] = {&kReduceScatterRing};
-const AlgInfo* const kGather[] = {&kGatherLinear};
-const AlgInfo* const kGatherv[] = {&kGathervLinear};
-const AlgInfo* const kScatter[] = {&kScatterLinear};
-const AlgInfo* const kScatterv[] = {&kScattervLinear};
-const AlgInfo* const kAllgatherv[] = {&kAllgathervPairwise};
-const AlgInfo* const kAlltoallv[] = {&kAlltoallvPairwise};
-const AlgInfo* const kReduceScatterv[] = {&kReduceScattervRing};
-const AlgInfo* const kFanin[] = {&kFaninBinomial};
-const AlgInfo* const kFanout[] = {&kFanoutBinomial};
+constexpr uint8_t kIds = 8;  // ids 1..kIds
+using ById = const AlgInfo* const[kIds + 1];
 
-struct Impls {
-  const AlgInfo* const* algs;
-  uint32_t n;
+// Indexed by CollType, then by id (entry 0 unused).
+constexpr ById kById[] = {
+    {nullptr, &kBarrierDissemination, &kBarrierRecursiveDoubling},
+    {nullptr, &kBcastBinomial, &kBcastSingleCopy},
+    {nullptr, &kReduceBinomial},
+    {nullptr, &kAllreduceRecursiveDoubling, &kAllreduceRing},
+    {nullptr, &kAllgatherRing, &kAllgatherSingleCopy},
+    {nullptr, &kAlltoallPairwise, &kAlltoallSingleCopy},
+    {nullptr, &kReduceScatterRing},
+    {nullptr, &kGatherLinear},
+    {nullptr, &kGathervLinear},
+    {nullptr, &kScatterLinear},
+    {nullptr, &kScattervLinear},
+    {nullptr, &kAllgathervPairwise},
+    {nullptr, &kAlltoallvPairwise},
+    {nullptr, &kReduceScattervRing},
+    {nullptr, &kFaninBinomial},
+    {nullptr, &kFanoutBinomial},
 };
-
-template <size_t N>
-constexpr Impls impls(const AlgInfo* const (&a)[N]) {
-  return Impls{a, static_cast<uint32_t>(N)};
-}
-
-// Indexed by CollType.
-constexpr Impls kImpls[] = {
-    impls(kBarrier),       impls(kBcast),          impls(kReduce),
-    impls(kAllreduce),     impls(kAllgather),      impls(kAlltoall),
-    impls(kReduceScatter), impls(kGather),         impls(kGatherv),
-    impls(kScatter),       impls(kScatterv),       impls(kAllgatherv),
-    impls(kAlltoallv),     impls(kReduceScatterv), impls(kFanin),
-    impls(kFanout),
-};
-static_assert(sizeof(kImpls) / sizeof(kImpls[0]) ==
+static_assert(sizeof(kById) / sizeof(kById[0]) ==
               static_cast<size_t>(CollType::kCount));
 
 // --- the rules ---------------------------------------------------------------
@@ -88,10 +72,8 @@ bool single_copy_ok(const off::EngineCaps& caps, const off::CollDesc& d) {
 
 const AlgInfo* find_impl(CollType coll, uint8_t id) {
   const auto c = static_cast<size_t>(coll);
-  if (c >= static_cast<size_t>(CollType::kCount)) return nullptr;
-  for (uint32_t i = 0; i < kImpls[c].n; ++i)
-    if (kImpls[c].algs[i]->id == id) return kImpls[c].algs[i];
-  return nullptr;
+  return c < static_cast<size_t>(CollType::kCount) && id <= kIds ? kById[c][id]
+                                                                 : nullptr;
 }
 
 void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
@@ -99,13 +81,14 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
   for (size_t c = 0; c < off::kNumColls; ++c) {
     off::CollCaps& cc = caps->coll[c];
     cc = off::CollCaps{};
-    for (uint32_t i = 0; i < kImpls[c].n; ++i) {
-      const AlgInfo* a = kImpls[c].algs[i];
-      cc.algs |= static_cast<uint8_t>(1u << (a->id - 1));
+    for (uint8_t id = 1; id <= kIds; ++id) {
+      const AlgInfo* a = kById[c][id];
+      if (a == nullptr) continue;
+      cc.algs |= static_cast<uint8_t>(1u << (id - 1));
       if (a->single_copy)
-        cc.single_copy |= static_cast<uint8_t>(1u << (a->id - 1));
+        cc.single_copy |= static_cast<uint8_t>(1u << (id - 1));
+      if (cc.def_alg == 0) cc.def_alg = id;
     }
-    cc.def_alg = kImpls[c].n != 0 ? kImpls[c].algs[0]->id : 0;
     cc.forced = cfg.forced[c];
     for (const Rule& r : kRules) {
       if (static_cast<size_t>(r.coll) != c || cc.nrules == off::kMaxRules)
@@ -118,12 +101,14 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
   }
 }
 
-const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d) {
+const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
+                          uint8_t* id) {
   const auto c = static_cast<size_t>(d.coll);
   if (c >= off::kNumColls) return nullptr;
   const off::SelectInput in{d.alg, off::select_bytes(d),
                             single_copy_ok(caps, d)};
-  return find_impl(d.coll, off::select_alg_id(caps.coll[c], in));
+  *id = off::select_alg_id(caps.coll[c], in);
+  return find_impl(d.coll, *id);
 }
 
 }  // namespace ucc::dev

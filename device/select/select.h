@@ -24,8 +24,9 @@ const AlgInfo* find_impl(off::CollType coll, uint8_t id);
 // engine's configuration (cfg.cma_min 0: no single copy).
 void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps);
 
-// The algorithm to run `d`, by the record's table; nullptr when the
-// chosen id has no implementation here.
-const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d);
+// The algorithm to run `d`, by the record's table, and its id in *id;
+// nullptr when the chosen id has no implementation here.
+const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
+                          uint8_t* id);
 
 }  // namespace ucc::dev

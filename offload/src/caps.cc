@@ -7,10 +7,6 @@ namespace {
 
 bool pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-bool single_copy_id(const CollCaps& c, uint8_t id) {
-  return id >= 1 && id <= 8 && ((c.single_copy >> (id - 1)) & 1) != 0;
-}
-
 }  // namespace
 
 bool engine_config_ok(const EngineConfig& c) {
@@ -21,18 +17,6 @@ bool engine_config_ok(const EngineConfig& c) {
     return false;
   if (!pow2(c.nslots) || c.nslots < 2 || c.nslots > 64) return false;
   return c.inflight != 0 && c.inflight <= 64 && c.unexpected <= 4096;
-}
-
-uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
-  const uint8_t id = in.alg != 0 ? in.alg : c.forced;
-  if (id != 0 && (!single_copy_id(c, id) || in.single_copy)) return id;
-  const uint32_t n = c.nrules < kMaxRules ? c.nrules : kMaxRules;
-  for (uint32_t i = 0; i < n; ++i) {
-    const SelectRule& r = c.rules[i];
-    if (in.bytes >= r.min_bytes && (r.when == When::kAlways || in.single_copy))
-      return r.alg;
-  }
-  return c.def_alg;
 }
 
 uint32_t select_ranges(const CollCaps& c, bool single_copy, SelectRange* out,

@@ -5,8 +5,6 @@
 
 #include <strings.h>
 
-#include <initializer_list>
-
 namespace ucc::off {
 namespace {
 
@@ -23,8 +21,10 @@ constexpr InPlace kSame = InPlace::kSame;
 constexpr InPlace kUnused = InPlace::kUnused;
 constexpr InPlace kOther = InPlace::kOther;
 
+}  // namespace
+
 // clang-format off
-constexpr CollTraits kTraits[] = {
+constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
   {CollType::kBarrier, "barrier", false, false, InPlaceRule::kIgnored,
    Side::kDst, CountFrom::kNone, {kNoSide, kNoSide},
    2, {{1, "dissemination", "log2(n) rounds of empty messages to rank + 2^k"},
@@ -111,25 +111,62 @@ constexpr CollTraits kTraits[] = {
                        "root"}}},
 };
 // clang-format on
-static_assert(sizeof(kTraits) / sizeof(kTraits[0]) ==
+static_assert(sizeof(kCollTraits) / sizeof(kCollTraits[0]) ==
               static_cast<size_t>(CollType::kCount));
 
+namespace {
+
 constexpr bool rows_in_order() {
-  for (size_t i = 0; i < sizeof(kTraits) / sizeof(kTraits[0]); ++i) {
-    if (static_cast<size_t>(kTraits[i].type) != i) return false;
-    for (uint8_t a = 0; a < kTraits[i].nalgs; ++a)
-      if (kTraits[i].algs[a].id != a + 1) return false;
+  for (size_t i = 0; i < sizeof(kCollTraits) / sizeof(kCollTraits[0]); ++i) {
+    if (static_cast<size_t>(kCollTraits[i].type) != i) return false;
+    for (uint8_t a = 0; a < kCollTraits[i].nalgs; ++a)
+      if (kCollTraits[i].algs[a].id != a + 1) return false;
   }
   return true;
 }
 static_assert(rows_in_order(), "rows by CollType, algorithm ids 1..nalgs");
 
+constexpr Holds holds_of(Extent e) {
+  switch (e) {
+    case Extent::kCount:
+      return Holds::kCount;
+    case Extent::kTeam:
+      return Holds::kTeam;
+    case Extent::kVec:
+      return Holds::kVec;
+    case Extent::kVecMine:
+      return Holds::kVecMine;
+  }
+  return Holds::kNothing;
+}
+
+constexpr RolePlan plan_of(const CollTraits& t, bool root, bool flag) {
+  RolePlan p{};
+  const Role r{0, 1, 0, root, flag};
+  p.in_place = in_place_applies(t, flag, root);
+  for (int i = 0; i < 2; ++i) {
+    const Side s = static_cast<Side>(i);
+    p.present[i] = side_present(t, s, root);
+    p.from[i] = static_cast<uint8_t>(
+        p.in_place && t.of(s).in_place == InPlace::kOther ? 1 - i : i);
+    p.holds[i] = side_touched(t, s, r) ? holds_of(t.side[p.from[i]].extent)
+                                       : Holds::kNothing;
+  }
+  return p;
+}
+
+constexpr RolePlans make_plans() {
+  RolePlans all{};
+  for (size_t c = 0; c < static_cast<size_t>(CollType::kCount); ++c)
+    for (int root = 0; root < 2; ++root)
+      for (int ip = 0; ip < 2; ++ip)
+        all.p[c][root][ip] = plan_of(kCollTraits[c], root != 0, ip != 0);
+  return all;
+}
+
 }  // namespace
 
-const CollTraits* coll_traits(CollType c) {
-  const auto i = static_cast<size_t>(c);
-  return i < static_cast<size_t>(CollType::kCount) ? &kTraits[i] : nullptr;
-}
+constexpr RolePlans kRolePlans = make_plans();
 
 const char* coll_type_name(CollType t) {
   const CollTraits* tr = coll_traits(t);
@@ -148,91 +185,6 @@ const AlgName* find_alg_id(CollType c, uint8_t id) {
   const CollTraits* t = coll_traits(c);
   if (t == nullptr || id == 0 || id > t->nalgs) return nullptr;
   return &t->algs[id - 1];
-}
-
-bool in_place_applies(const CollTraits& t, bool flag, bool root) {
-  if (!flag) return false;
-  switch (t.in_place) {
-    case InPlaceRule::kEveryone:
-      return true;
-    case InPlaceRule::kRoot:
-      return root;
-    case InPlaceRule::kIgnored:
-    case InPlaceRule::kRefused:
-      break;
-  }
-  return false;
-}
-
-bool side_present(const CollTraits& t, Side s, bool root) {
-  const Who w = t.of(s).who;
-  return w == Who::kEveryone || (w == Who::kRoot && root);
-}
-
-bool side_touched(const CollTraits& t, Side s, const Role& r) {
-  if (!side_present(t, s, r.root)) return false;
-  return !(in_place_applies(t, r.in_place, r.root) &&
-           t.of(s).in_place == InPlace::kUnused);
-}
-
-bool side_described(const CollTraits& t, Side s, const Role& r) {
-  if (!side_present(t, s, r.root)) return false;
-  return !in_place_applies(t, r.in_place, r.root) || s == t.keeps;
-}
-
-namespace {
-
-// A side's extent as if not in place.
-bool plain_extent(const SideTraits& st, const Role& r, const VecFacts& f,
-                  uint64_t* elems) {
-  switch (st.extent) {
-    case Extent::kCount:
-      *elems = r.count;
-      return true;
-    case Extent::kTeam:
-      return !__builtin_mul_overflow(r.count, uint64_t{r.n}, elems);
-    case Extent::kVec:
-      *elems = f.end;
-      return true;
-    case Extent::kVecMine:
-      *elems = f.mine;
-      return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-bool side_extent(const CollTraits& t, Side s, const Role& r,
-                 const VecFacts facts[2], uint64_t* elems) {
-  *elems = 0;
-  if (!side_touched(t, s, r)) return true;
-  const SideTraits& st = t.of(s);
-  if (in_place_applies(t, r.in_place, r.root) &&
-      st.in_place == InPlace::kOther) {
-    const Side o = other(s);
-    return plain_extent(t.of(o), r, facts[static_cast<int>(o)], elems);
-  }
-  return plain_extent(st, r, facts[static_cast<int>(s)], elems);
-}
-
-bool count_agrees(const CollTraits& t, const Role& r, const VecFacts facts[2]) {
-  switch (t.count) {
-    case CountFrom::kNone:
-      return r.count == 0;
-    case CountFrom::kTotal:
-      return facts[static_cast<int>(Side::kDst)].total == r.count;
-    case CountFrom::kMine:
-      for (Side s : {Side::kSrc, Side::kDst}) {
-        if (t.of(s).layout == Layout::kVec && side_present(t, s, r.root) &&
-            facts[static_cast<int>(s)].mine != r.count)
-          return false;
-      }
-      return true;
-    case CountFrom::kBuffer:
-      break;
-  }
-  return true;
 }
 
 bool side_arrays(const CollTraits& t, Side s, const CollDesc& d, bool root,

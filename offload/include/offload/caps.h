@@ -100,7 +100,18 @@ struct SelectInput {
 // The algorithm id for `in`: an explicit or forced id (a single-copy one
 // only where single copy can run), else the first rule that matches,
 // else the default. 0 only for a record without a default.
-uint8_t select_alg_id(const CollCaps& c, const SelectInput& in);
+inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
+  const uint8_t id = in.alg != 0 ? in.alg : c.forced;
+  const bool sc = id >= 1 && id <= 8 && ((c.single_copy >> (id - 1)) & 1);
+  if (id != 0 && (!sc || in.single_copy)) return id;
+  const uint32_t n = c.nrules < kMaxRules ? c.nrules : kMaxRules;
+  for (uint32_t i = 0; i < n; ++i) {
+    const SelectRule& r = c.rules[i];
+    if (in.bytes >= r.min_bytes && (r.when == When::kAlways || in.single_copy))
+      return r.alg;
+  }
+  return c.def_alg;
+}
 
 // The sizes at which selection changes, for a rank that can (or cannot)
 // use single copy: out[i] = {from bytes, id} with out[0].from = 0, in

@@ -24,6 +24,7 @@
 //             tables, device/engine/blocks.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "offload/descriptor.h"
@@ -34,7 +35,9 @@ namespace ucc::off {
 
 enum class Side : uint8_t { kSrc = 0, kDst = 1 };
 
-inline Side other(Side s) { return s == Side::kSrc ? Side::kDst : Side::kSrc; }
+constexpr Side other(Side s) {
+  return s == Side::kSrc ? Side::kDst : Side::kSrc;
+}
 
 // Which ranks use a side.
 enum class Who : uint8_t {
@@ -131,7 +134,9 @@ struct CollTraits {
   uint8_t nalgs;
   AlgName algs[kMaxAlgs];
 
-  const SideTraits& of(Side s) const { return side[static_cast<int>(s)]; }
+  constexpr const SideTraits& of(Side s) const {
+    return side[static_cast<int>(s)];
+  }
   // Whether it carries data (barrier, fanin and fanout do not).
   bool moves_data() const {
     return of(Side::kSrc).who != Who::kNobody ||
@@ -148,8 +153,14 @@ struct CollTraits {
   }
 };
 
+// The rows, indexed by CollType (coll_traits.cc).
+extern const CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)];
+
 // The row of `c`; nullptr for a value out of range (untrusted input).
-const CollTraits* coll_traits(CollType c);
+inline const CollTraits* coll_traits(CollType c) {
+  const auto i = static_cast<size_t>(c);
+  return i < static_cast<size_t>(CollType::kCount) ? &kCollTraits[i] : nullptr;
+}
 
 // The catalogue entry of `c` called `name` (case-insensitive), or
 // nullptr; by id likewise.
@@ -169,25 +180,88 @@ struct Role {
 
 // Whether in place takes effect on this rank (the rule above; kRefused
 // counts as not).
-bool in_place_applies(const CollTraits& t, bool flag, bool root);
+constexpr bool in_place_applies(const CollTraits& t, bool flag, bool root) {
+  return flag && (t.in_place == InPlaceRule::kEveryone ||
+                  (t.in_place == InPlaceRule::kRoot && root));
+}
 // Whether this rank has side s at all (its Who), whatever in place does.
-bool side_present(const CollTraits& t, Side s, bool root);
+constexpr bool side_present(const CollTraits& t, Side s, bool root) {
+  const Who w = t.of(s).who;
+  return w == Who::kEveryone || (w == Who::kRoot && root);
+}
 // Whether this rank's collective touches side s.
-bool side_touched(const CollTraits& t, Side s, const Role& r);
-// Whether the user describes side s on this rank: it is touched, or
-// aliased, and not the side in place ignores.
-bool side_described(const CollTraits& t, Side s, const Role& r);
+constexpr bool side_touched(const CollTraits& t, Side s, const Role& r) {
+  return side_present(t, s, r.root) &&
+         !(in_place_applies(t, r.in_place, r.root) &&
+           t.of(s).in_place == InPlace::kUnused);
+}
+// Whether the user describes side s on this rank: it is present, and not
+// the side in place ignores.
+constexpr bool side_described(const CollTraits& t, Side s, const Role& r) {
+  return side_present(t, s, r.root) &&
+         (!in_place_applies(t, r.in_place, r.root) || s == t.keeps);
+}
+
+// One rank's role resolved once for every collective (at compile time,
+// coll_traits.cc), so that the engine's per-descriptor checks are table
+// look-ups: whether in place takes effect, which sides are present, and
+// what each side holds once in place is applied: nothing (not touched),
+// count, a block per rank, or what the arrays of `from` (the side itself,
+// or with InPlace::kOther the other one) describe.
+enum class Holds : uint8_t { kNothing, kCount, kTeam, kVec, kVecMine };
+struct RolePlan {
+  bool in_place;
+  bool present[2];
+  Holds holds[2];
+  uint8_t from[2];
+};
+struct RolePlans {
+  RolePlan p[static_cast<size_t>(CollType::kCount)][2][2];  // [coll][root][ip]
+};
+extern const RolePlans kRolePlans;
+
+inline const RolePlan& role_plan(const CollTraits& t, const Role& r) {
+  return kRolePlans.p[static_cast<size_t>(t.type)][r.root][r.in_place];
+}
 
 // The elements side s may touch on this rank (0 when it touches none);
 // false when n * count overflows. facts[s]: what side s's arrays say
 // (vec_scan with me = r.me), for the sides that have arrays on this rank.
-bool side_extent(const CollTraits& t, Side s, const Role& r,
-                 const VecFacts facts[2], uint64_t* elems);
+inline bool side_extent(const CollTraits& t, Side s, const Role& r,
+                        const VecFacts facts[2], uint64_t* elems) {
+  const RolePlan& p = role_plan(t, r);
+  const int i = static_cast<int>(s);
+  const Holds h = p.holds[i];
+  if (h == Holds::kNothing) {
+    *elems = 0;
+  } else if (h == Holds::kCount) {
+    *elems = r.count;
+  } else if (h == Holds::kTeam) {
+    return !__builtin_mul_overflow(r.count, uint64_t{r.n}, elems);
+  } else {
+    const VecFacts& f = facts[p.from[i]];
+    *elems = h == Holds::kVec ? f.end : f.mine;
+  }
+  return true;
+}
 
-// Whether the descriptor's count agrees with the arrays: kTotal wants
-// the dst total; kMine wants this rank's entry of every v side that
+// Whether the descriptor's count agrees with the arrays: kNone wants 0;
+// kTotal the dst total; kMine this rank's entry of every v side that
 // holds this rank's block.
-bool count_agrees(const CollTraits& t, const Role& r, const VecFacts facts[2]);
+inline bool count_agrees(const CollTraits& t, const Role& r,
+                         const VecFacts facts[2]) {
+  if (t.count == CountFrom::kBuffer) return true;
+  if (t.count == CountFrom::kNone) return r.count == 0;
+  if (t.count == CountFrom::kTotal)
+    return facts[static_cast<int>(Side::kDst)].total == r.count;
+  const RolePlan& p = role_plan(t, r);  // kMine
+  for (int s = 0; s < 2; ++s) {
+    if (t.side[s].layout == Layout::kVec && p.present[s] &&
+        facts[s].mine != r.count)
+      return false;
+  }
+  return true;
+}
 
 // Whether side s has user arrays on this rank; *counts and *displs are
 // then the descriptor's addresses of them (displs 0: none, or the side
