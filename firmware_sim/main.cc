@@ -10,6 +10,7 @@
 #include "firmware_sim/server.h"
 #include "firmware_sim/wire_opts.h"
 #include "offload/proto.h"
+#include "platform/os/host_id.h"
 #include "platform/os/log.h"
 #include "platform/os/sock.h"
 
@@ -42,6 +43,13 @@ void usage(FILE* f) {
           "  --shutdown         ask the daemon on the socket to exit once it "
           "has no\n"
           "                     clients, and exit\n"
+          "  --node <name>      the node this daemon emulates: its engines "
+          "share memory\n"
+          "                     with those of daemons of the same node and "
+          "use the\n"
+          "                     wire to the others (default: with a wire, "
+          "this daemon\n"
+          "                     alone; without, the machine)\n"
           "  --has-wire         exit 0 when built with the DPDK wire, else 1\n"
           "  --help             this text\n"
           "\n%s",
@@ -127,6 +135,7 @@ int main(int argc, char** argv) {
     ucc::off::proto::default_socket_path(path, sizeof(path));
   ucc::fw::ServerConfig cfg;
   ucc::fw::WireOptions wopt;
+  const char* node = nullptr;
   int ask = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -157,6 +166,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       ucc::plat::log_set_level(l);
+    } else if (strcmp(a, "--node") == 0) {
+      node = need();
     } else if (strcmp(a, "--has-wire") == 0) {
       return UCC_HAVE_DPDK ? 0 : 1;
     } else if (strcmp(a, "--stats") == 0) {
@@ -182,6 +193,17 @@ int main(int argc, char** argv) {
     if (ucc::off::failed(ucc::fw::wire_start(&wopt, &wire))) return 1;
     cfg.wire = &wire;
   }
+  // The node this daemon emulates: with a wire of its own, a node apart
+  // from the other daemons of this machine (named by --node, else by its
+  // socket); without, the machine, whose daemons share memory.
+  char name[400];
+  if (node == nullptr && cfg.wire != nullptr) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    snprintf(name, sizeof(name), "%s:%s", host, path);
+    node = name;
+  }
+  ucc::plat::host_identity(node, cfg.node);
   int rc = serve(cfg, path);
   // The server (and the fabrics of its engines) are gone: now the wire,
   // then its ports.

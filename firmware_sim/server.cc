@@ -220,7 +220,9 @@ bool Server::on_hello(Client& c, Msg& m) {
           // The host's memory by its pid from the socket (not from
           // anything it says), within its registrations only.
           dev::EngineEnv env;
-          env.wire = cfg_.wire;
+          env.net = cfg_.wire;
+          env.where.host[0] = cfg_.node[0];
+          env.where.host[1] = cfg_.node[1];
           env.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
           st = c.engine.init(hello.engine, env, &c.ch);
         }
@@ -254,11 +256,11 @@ Status Server::on_team_connect(Client& c, const Msg& m) {
   proto::TeamConnect tc;
   if (!c.ready || m.h.len < sizeof(tc)) return Status::kInvalidParam;
   memcpy(&tc, m.body, sizeof(tc));
-  uint64_t need = sizeof(tc) + uint64_t{tc.size} * sizeof(plat::shm::SegAddr);
+  uint64_t need = sizeof(tc) + uint64_t{tc.size} * sizeof(off::TeamAddr);
   if (need != m.h.len || tc.size != c.engine.team_size(tc.idx))
     return Status::kInvalidParam;
   return c.engine.team_connect(
-      tc.idx, reinterpret_cast<const plat::shm::SegAddr*>(m.body + sizeof(tc)));
+      tc.idx, reinterpret_cast<const off::TeamAddr*>(m.body + sizeof(tc)));
 }
 
 Status Server::on_team_seal_close(Client& c, const Msg& m) {

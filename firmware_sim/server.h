@@ -36,6 +36,9 @@ struct ServerConfig {
   // shared memory). Progressed by run(); the daemon never sleeps long
   // while it holds frames in flight.
   plat::wire::Wire* wire = nullptr;
+  // The identity of the node this daemon emulates (platform/os/host_id.h):
+  // its engines share memory with the engines of daemons of the same node.
+  uint64_t node[2] = {0, 0};
 };
 
 // What `--stats` (and kStats) report.

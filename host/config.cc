@@ -58,6 +58,11 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
      "Idle ucc_context_progress calls before each further idle call "
      "yields the CPU; auto: 2 when a team has more ranks than this process "
      "has CPUs or with UCC_OFFLOAD=emu, 128 otherwise"},
+    {"HOST_ID", "", Scope::kContext,
+     "The host this process counts as on: ranks with the same host share "
+     "memory, the others use the network. Empty: the kernel's boot id and "
+     "the hostname (so network namespaces with their own hostnames are "
+     "hosts of their own)"},
     {"ALLREDUCE_RING_MIN", "64K", Scope::kContext,
      "Allreduce vectors of at least this many bytes use the ring "
      "algorithm, smaller ones recursive doubling"},
@@ -213,6 +218,7 @@ bool valid(Knob k, const char* v) {
       }
     }
     case Knob::kFirmwareSim:
+    case Knob::kHostId:
       return true;
     case Knob::kFirmwareTimeout:
       return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
@@ -418,6 +424,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
            c.value[static_cast<int>(Knob::kFirmwareSocket)]);
   snprintf(out->daemon_path, sizeof(out->daemon_path), "%s",
            c.value[static_cast<int>(Knob::kFirmwareSim)]);
+  snprintf(out->host_id, sizeof(out->host_id), "%s",
+           c.value[static_cast<int>(Knob::kHostId)]);
   uint64_t fw_ms = 10000;
   parse_time_ms(c.value[static_cast<int>(Knob::kFirmwareTimeout)], &fw_ms);
   l.timeout_ms = static_cast<uint32_t>(fw_ms);

@@ -34,6 +34,7 @@ enum class Knob : uint8_t {
   kUnexpectedSlots,
   kMemMapHandles,
   kPollSpin,
+  kHostId,
   kAllreduceRingMin,
   kCma,
   kCmaMin,
@@ -91,7 +92,8 @@ inline constexpr uint32_t kPollSpinAuto = UINT32_MAX;
 
 // What a context runs with, parsed from its values.
 struct ContextSettings {
-  LinkConfig link;  // what the engine runs with, and where it runs
+  LinkConfig link;    // what the engine runs with, and where it runs
+  char host_id[256];  // UCC_HOST_ID: empty, or this host's name for teams
   char socket_path[256];
   char daemon_path[256];
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)

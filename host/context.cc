@@ -11,6 +11,7 @@
 #include "host/objects.h"
 #include "host/request.h"
 #include "platform/mem/cma.h"
+#include "platform/os/host_id.h"
 #include "platform/os/log.h"
 
 using ucc::host::Scope;
@@ -205,6 +206,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   settings.link.user_reduce = {&ucc::host::generic_reduce, nullptr};
   // Single copy: the inline engine reads peers' buffers with cross-memory
   // attach, where the kernel allows it.
+  ucc::plat::host_identity(settings.host_id, settings.link.host);
   uint64_t& cma_min = settings.link.engine.cma_min;
   if (cma_min != 0 && (settings.link.emu || !ucc::plat::cma_enable_peers()))
     cma_min = 0;

@@ -17,6 +17,8 @@ struct LinkConfig {
   off::EngineConfig engine;
   // Inline: generic datatypes reduce through the host's callbacks.
   off::UserReduce user_reduce;
+  // Inline: this process's host (platform/os/host_id.h).
+  uint64_t host[2] = {0, 0};
   bool emu = false;
   const char* socket_path = nullptr;  // emu; "" = the default path
   const char* daemon_path = nullptr;  // emu autostart: binary, or "none"

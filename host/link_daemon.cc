@@ -85,9 +85,9 @@ class DaemonLink final : public off::EngineLink {
   Status pin(uint64_t addr, uint64_t len, uint32_t* key) override;
   void unpin(uint32_t key) override;
   Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
-                   plat::shm::SegAddr* addr) override;
+                   off::TeamAddr* addr) override;
   Status team_connect(uint32_t idx, uint32_t size,
-                      const plat::shm::SegAddr* addrs) override;
+                      const off::TeamAddr* addrs) override;
   void team_seal(uint32_t idx) override;
   void team_close(uint32_t idx) override;
 
@@ -334,7 +334,7 @@ void DaemonLink::deregister(uint32_t key) {
 }
 
 Status DaemonLink::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
-                             plat::shm::SegAddr* addr) {
+                             off::TeamAddr* addr) {
   proto::TeamOpen b{size, rank};
   proto::TeamOpenReply r{};
   Status st = call(proto::kTeamOpen, &b, sizeof(b), &r, sizeof(r));
@@ -345,7 +345,7 @@ Status DaemonLink::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
 }
 
 Status DaemonLink::team_connect(uint32_t idx, uint32_t size,
-                                const plat::shm::SegAddr* addrs) {
+                                const off::TeamAddr* addrs) {
   size_t len = sizeof(proto::TeamConnect) + size_t{size} * sizeof(*addrs);
   if (len > proto::kMaxBody) return Status::kInvalidParam;
   auto* body = static_cast<unsigned char*>(malloc(len));

@@ -29,6 +29,9 @@ class InlineLink final : public off::EngineLink {
     ch->init(mem_, sq_capacity, ncomp);
     dev::EngineEnv env;
     env.user_reduce = cfg.user_reduce;
+    env.where.host[0] = cfg.host[0];
+    env.where.host[1] = cfg.host[1];
+    env.where.owner_pid = pid_;
     Status st = engine_.init(cfg.engine, env, ch);
     if (ok(st)) caps_ = engine_.caps();
     return st;
@@ -49,11 +52,11 @@ class InlineLink final : public off::EngineLink {
   }
   void unpin(uint32_t) override {}
   Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
-                   plat::shm::SegAddr* addr) override {
+                   off::TeamAddr* addr) override {
     return engine_.team_open(size, rank, idx, addr);
   }
   Status team_connect(uint32_t idx, uint32_t size,
-                      const plat::shm::SegAddr* addrs) override {
+                      const off::TeamAddr* addrs) override {
     if (engine_.team_size(idx) != size) return Status::kInvalidParam;
     return engine_.team_connect(idx, addrs);
   }

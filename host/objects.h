@@ -20,7 +20,6 @@
 #include "offload/engine_link.h"
 #include "platform/os/backoff.h"
 #include "platform/shm/mailbox.h"
-#include "platform/shm/shm_fabric.h"
 
 namespace ucc::host {
 
@@ -158,8 +157,8 @@ struct ucc_team {
   ucc_oob_coll_t oob;
   void* oob_req;
   uint32_t eng_idx;  // engine team slot
-  ucc::plat::shm::SegAddr my_addr;
-  ucc::plat::shm::SegAddr* addrs;
+  ucc::off::TeamAddr my_addr;
+  ucc::off::TeamAddr* addrs;
   int32_t my_ok;
   int32_t* oks;
   ucc_status_t fail_st;  // what create_test reports once kFailed

@@ -80,8 +80,7 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
   t->size = size;
   t->rank = rank;
   t->eps = static_cast<uint64_t*>(calloc(size, sizeof(uint64_t)));
-  t->addrs = static_cast<plat::shm::SegAddr*>(
-      calloc(size, sizeof(plat::shm::SegAddr)));
+  t->addrs = static_cast<off::TeamAddr*>(calloc(size, sizeof(off::TeamAddr)));
   t->oks = static_cast<int32_t*>(calloc(size, sizeof(int32_t)));
   // Completion slots come in team_queue-sized ranges per engine slot; the
   // pool may be smaller when the user bounds outstanding collectives.

@@ -46,7 +46,7 @@ namespace ucc::host {
 namespace {
 
 constexpr uint32_t kBootMagic = 0x55435442u;  // "UCTB"
-constexpr uint32_t kAddrPhase = 1;            // carries a SegAddr
+constexpr uint32_t kAddrPhase = 1;            // carries a TeamAddr
 constexpr uint8_t kSent = 1;                  // per phase p: << 2 * (p - 1)
 constexpr uint8_t kGot = 2;
 
@@ -59,10 +59,9 @@ struct BootMsg {
   uint32_t team_rank;  // the sender's
   int32_t pid;         // the sender's
   uint32_t len;        // bytes of body in use
-  unsigned char body[32];
+  unsigned char body[sizeof(off::TeamAddr)];
 };
 static_assert(sizeof(BootMsg) <= plat::shm::kMboxPayload);
-static_assert(sizeof(plat::shm::SegAddr) <= sizeof(BootMsg::body));
 
 uint64_t mix(uint64_t h, uint64_t v) {  // splitmix64 over h ^ v
   uint64_t x = h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
@@ -136,12 +135,12 @@ bool valid_msg(const ucc_team* t, const BootMsg& m, uint32_t l, uint32_t phase,
       m.pid != mb.pid_of(static_cast<uint32_t>(t->eps[from_rank])))
     return false;
   if (phase == kAddrPhase) {
-    plat::shm::SegAddr a;
+    off::TeamAddr a;
     memcpy(&a, m.body, sizeof(a));
     // Inline, the sender's engine owns the segment; emu, the node's daemon.
     const int owner =
         t->ctx->engine->remote() ? t->ctx->engine->owner_pid() : m.pid;
-    if (len != sizeof(a) || a.pid != owner) return false;
+    if (len != sizeof(a) || a.owner_pid != owner) return false;
   }
   return true;
 }

@@ -20,8 +20,7 @@
 namespace ucc::host {
 namespace {
 
-constexpr size_t kBootEntry = 32;  // the largest entry: a fabric address
-static_assert(sizeof(plat::shm::SegAddr) <= kBootEntry);
+constexpr size_t kBootEntry = sizeof(off::TeamAddr);  // the largest entry
 
 // Runs one allgather of `len` bytes per parent member into the stage.
 ucc_status_t parent_allgather(ucc_team* t, const void* src, size_t len) {

@@ -112,7 +112,7 @@ Status CollRun::read_peer(uint32_t peer, uint64_t remote, Buf b, uint64_t off,
                           uint64_t len) const {
   if (len == 0) return Status::kOk;
   void* p = at(b, off, len);
-  const int32_t pid = port->fab().peer_pid(team_rank(peer));
+  const int32_t pid = port->links().peer_pid(team_rank(peer));
   if (p == nullptr || pid <= 0) return Status::kInvalidParam;
   return plat::cma_transfer(pid, false, remote, p, len) ? Status::kOk
                                                         : Status::kError;

@@ -1,5 +1,7 @@
 #include "device/engine/engine.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -20,6 +22,7 @@ Status Engine::init(const off::EngineConfig& cfg, const EngineEnv& env,
     return Status::kInvalidParam;
   cfg_ = cfg;
   env_ = env;
+  if (env_.where.owner_pid == 0) env_.where.owner_pid = getpid();
   // Single copy reads peers' memory from this process: only when the
   // engine runs inside a rank's own process.
   if (env_.mem.mode() != plat::MemAccess::Mode::kDirect) cfg_.cma_min = 0;
@@ -93,7 +96,7 @@ void free_team_memory(off::CollDesc*& q, uint64_t*& qd, void*& inst,
 }  // namespace
 
 Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
-                         plat::shm::SegAddr* addr) {
+                         off::TeamAddr* addr) {
   uint32_t i = 0;
   while (i < cfg_.max_teams && teams_[i].state != Team::State::kFree) ++i;
   if (i == cfg_.max_teams) {
@@ -124,8 +127,8 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
     return Status::kNoMemory;
   }
   Status st = t.port.init(i, size, k, &store_);
-  plat::shm::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots};
-  if (ok(st)) st = t.port.fab().open(fc, addr, env_.wire);
+  plat::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots};
+  if (ok(st)) st = t.port.links().open(fc, env_.net, env_.where, addr);
   if (failed(st)) {
     t.port.fini();
     free_team_memory(q, qd, inst, blocks, bounce);
@@ -155,10 +158,10 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   return Status::kOk;
 }
 
-Status Engine::team_connect(uint32_t idx, const plat::shm::SegAddr* addrs) {
+Status Engine::team_connect(uint32_t idx, const off::TeamAddr* addrs) {
   if (idx >= cfg_.max_teams || teams_[idx].state != Team::State::kOpen)
     return Status::kInvalidParam;
-  Status st = teams_[idx].port.fab().connect(addrs);
+  Status st = teams_[idx].port.links().connect(addrs);
   if (ok(st)) teams_[idx].state = Team::State::kConnected;
   return st;
 }
@@ -171,7 +174,7 @@ uint32_t Engine::team_size(uint32_t idx) const {
 }
 
 void Engine::team_seal(uint32_t idx) {
-  if (idx < cfg_.max_teams) teams_[idx].port.fab().seal();
+  if (idx < cfg_.max_teams) teams_[idx].port.links().seal();
 }
 
 void Engine::team_close(uint32_t idx, bool lost) {
@@ -208,7 +211,7 @@ bool Engine::lost_member(Team& t) {
   uint64_t now = plat::now_ns();
   if (now - t.last_check < 100000000ull) return false;
   t.last_check = now;
-  return t.port.fab().peer_lost();
+  return t.port.links().peer_lost();
 }
 
 void Engine::fail_team(Team& t) {
@@ -302,9 +305,9 @@ uint64_t Engine::progress() {
   for (uint32_t k = 0; k < nbusy_;) {
     const uint32_t i = busy_[k];
     Team& t = teams_[i];
-    uint64_t before = t.port.fab().events();
+    uint64_t before = t.port.links().events();
     uint64_t ev = advance(t);
-    ev += t.port.fab().events() - before;
+    ev += t.port.links().events() - before;
     if (ev == 0 && t.nrun != 0) {
       // Stuck: maybe behind messages we cannot consume yet (port.h).
       if ((++t.idle & 15) == 0) ev += t.port.sweep();

@@ -16,12 +16,14 @@
 #include <cstdint>
 
 #include "device/engine/alg.h"
+#include "device/engine/links.h"
 #include "offload/caps.h"
 #include "offload/channel.h"
 #include "offload/coll_traits.h"
 #include "offload/engine_config.h"
+#include "offload/team_addr.h"
+#include "platform/fabric/fabric.h"
 #include "platform/mem/mem_access.h"
-#include "platform/shm/shm_fabric.h"
 
 namespace ucc::dev {
 
@@ -37,10 +39,14 @@ struct EngineEnv {
   // &regs): the table must outlive the engine). Validation and every data
   // operation check buffers through it.
   plat::MemAccess mem;
-  // Optional (firmware_sim with DPDK ports): team fabrics reach their
-  // peers through this node's wire instead of shared memory. Must outlive
-  // the engine; driven by the same thread.
-  plat::wire::Wire* wire = nullptr;
+  // Optional: how team members reach ranks on other hosts (TCP for an
+  // inline engine, the wire between emulated NICs in firmware_sim). Must
+  // outlive the engine; progressed by its owner on the engine's thread.
+  // Without one, teams must sit on one host.
+  plat::Net* net = nullptr;
+  // Our identity in team addresses: the host (node) ranks on it share
+  // memory with, and the process owning our segments.
+  Where where;
 };
 
 class Engine {
@@ -59,12 +65,12 @@ class Engine {
   void fini(bool lost = false);
 
   // --- team control (the host drives these during team creation) ----------
-  // Reserves a team slot and creates this rank's fabric segment; *addr is
-  // what peers need to reach us. kNoResource when all slots are taken.
+  // Reserves a team slot and opens this rank's transports (links.h); *addr
+  // is what peers need to reach us. kNoResource when all slots are taken.
   Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
-                   plat::shm::SegAddr* addr);
-  // Maps all members' segments (addrs indexed by team rank).
-  Status team_connect(uint32_t idx, const plat::shm::SegAddr* addrs);
+                   off::TeamAddr* addr);
+  // Binds every member to its transport (addrs indexed by team rank).
+  Status team_connect(uint32_t idx, const off::TeamAddr* addrs);
   // All members are connected: creation-time resources can go.
   void team_seal(uint32_t idx);
   // Frees the slot; collectives still queued or running on it complete

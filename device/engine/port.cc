@@ -123,7 +123,7 @@ void Port::fini(bool lost) {
   stored_ = 0;
   free(owner_);
   owner_ = nullptr;
-  fab_.close(lost);
+  links_.close(lost);
 }
 
 void Port::set_live(uint32_t id, const MsgKey& k) {
@@ -155,15 +155,15 @@ Port::Class Port::classify(const MsgKey& k) const {
 
 void* Port::reserve(uint32_t peer, uint32_t id) {
   if (owner_[peer] != 0 && owner_[peer] != id + 1) return nullptr;
-  if (id != oldest_ && fab_.tx_free(peer) <= 1) return nullptr;
-  void* p = fab_.tx_reserve(peer);
+  if (id != oldest_ && links_.tx_free(peer) <= 1) return nullptr;
+  void* p = links_.tx_reserve(peer);
   if (p != nullptr) owner_[peer] = static_cast<uint8_t>(id + 1);
   return p;
 }
 
 void Port::commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind) {
   owner_[peer] = 0;
-  fab_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
+  links_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
 }
 
 void Port::drop_reservations(uint32_t id) {
@@ -175,7 +175,7 @@ void Port::drop_reservations(uint32_t id) {
 int32_t Port::scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
                    MsgKind kind, bool* clash) {
   for (uint32_t s = from; s < n; ++s) {
-    const MsgHdr* h = fab_.rx_hdr(peer, s);
+    const MsgHdr* h = links_.rx_hdr(peer, s);
     if (h == nullptr) continue;
     if (h->key == k) {
       if (h->kind == static_cast<uint8_t>(kind)) return static_cast<int32_t>(s);
@@ -187,7 +187,7 @@ int32_t Port::scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
       *clash = true;
       return static_cast<int32_t>(s);
     }
-    if (classify(h->key) == Class::kStale) fab_.rx_release(peer, s);
+    if (classify(h->key) == Class::kStale) links_.rx_release(peer, s);
   }
   return -1;
 }
@@ -195,12 +195,12 @@ int32_t Port::scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
 int32_t Port::ring_find(uint32_t peer, const MsgKey& k, MsgKind kind,
                         bool* clash) {
   // What we know of first; shared memory only when that has no match.
-  uint32_t n = fab_.rx_npend(peer);
+  uint32_t n = links_.rx_npend(peer);
   int32_t s = scan(peer, 0, n, k, kind, clash);
   if (s >= 0) return s;
-  uint32_t epoch = fab_.rx_epoch(peer);
-  uint32_t m = fab_.rx_poll(peer);
-  return scan(peer, fab_.rx_epoch(peer) == epoch ? n : 0, m, k, kind, clash);
+  uint32_t epoch = links_.rx_epoch(peer);
+  uint32_t m = links_.rx_poll(peer);
+  return scan(peer, links_.rx_epoch(peer) == epoch ? n : 0, m, k, kind, clash);
 }
 
 const void* Port::find(uint32_t peer, const MsgKey& k, MsgKind kind,
@@ -219,10 +219,11 @@ const void* Port::find(uint32_t peer, const MsgKey& k, MsgKind kind,
   if (clash) {
     *len = UINT32_MAX;
   } else {
-    *len = fab_.rx_hdr(peer, u)->len;
-    last_ = Found{peer, u, fab_.rx_epoch(peer), static_cast<uint8_t>(kind), k};
+    *len = links_.rx_hdr(peer, u)->len;
+    last_ =
+        Found{peer, u, links_.rx_epoch(peer), static_cast<uint8_t>(kind), k};
   }
-  return fab_.rx_payload(peer, u);
+  return links_.rx_payload(peer, u);
 }
 
 void Port::release(uint32_t peer, const MsgKey& k, MsgKind kind) {
@@ -235,18 +236,18 @@ void Port::release(uint32_t peer, const MsgKey& k, MsgKind kind) {
     }
   }
   // Usually the message find() just returned.
-  if (last_.peer == peer && last_.epoch == fab_.rx_epoch(peer) &&
+  if (last_.peer == peer && last_.epoch == links_.rx_epoch(peer) &&
       last_.kind == static_cast<uint8_t>(kind) && last_.key == k) {
-    const MsgHdr* h = fab_.rx_hdr(peer, last_.idx);
+    const MsgHdr* h = links_.rx_hdr(peer, last_.idx);
     if (h != nullptr && h->key == k && h->kind == static_cast<uint8_t>(kind)) {
       bool older = false;  // an older match would be the one find() meant
       for (uint32_t s = 0; s < last_.idx && !older; ++s) {
-        const MsgHdr* o = fab_.rx_hdr(peer, s);
+        const MsgHdr* o = links_.rx_hdr(peer, s);
         older = o != nullptr && o->key == k &&
                 o->kind == static_cast<uint8_t>(kind);
       }
       if (!older) {
-        fab_.rx_release(peer, last_.idx);
+        links_.rx_release(peer, last_.idx);
         last_.peer = UINT32_MAX;
         return;
       }
@@ -254,28 +255,28 @@ void Port::release(uint32_t peer, const MsgKey& k, MsgKind kind) {
   }
   bool clash = false;
   int32_t s = ring_find(peer, k, kind, &clash);
-  if (s >= 0 && !clash) fab_.rx_release(peer, static_cast<uint32_t>(s));
+  if (s >= 0 && !clash) links_.rx_release(peer, static_cast<uint32_t>(s));
 }
 
 uint64_t Port::sweep() {
   uint64_t moved = 0;
   for (uint32_t p = 0; p < nranks_; ++p) {
-    uint32_t n = fab_.rx_poll(p);
-    if (n < fab_.nslots()) continue;  // the sender has room
+    uint32_t n = links_.rx_poll(p);
+    if (n < links_.nslots()) continue;  // the sender has room
     // Move a prefix, oldest first, so that the store keeps holding only
     // messages older than the ones left in the inbox.
     for (uint32_t s = 0; s < n; ++s) {
-      const MsgHdr* h = fab_.rx_hdr(p, s);
+      const MsgHdr* h = links_.rx_hdr(p, s);
       if (h == nullptr) continue;
       MsgHdr copy = *h;
       if (classify(copy.key) != Class::kStale) {
         // An overlong message stays for its collective to reject.
-        if (copy.len > fab_.slot_size() ||
-            !store_->put(team_, p, copy, fab_.rx_payload(p, s)))
+        if (copy.len > links_.slot_size() ||
+            !store_->put(team_, p, copy, links_.rx_payload(p, s)))
           break;
         ++stored_;
       }
-      fab_.rx_release(p, s);
+      links_.rx_release(p, s);
       ++moved;
     }
   }

@@ -10,11 +10,12 @@
 //   stale    belongs to one that has already ended here (a peer's late
 //            data after a timeout or an error): dropped when met;
 //   future   belongs to one not started here yet: kept.
-// When a team makes no progress and a peer's inbox is full, sweep() moves
-// that inbox's oldest messages into the engine's unexpected store (Store),
-// so that messages of collectives we have not started, or cannot consume
-// yet, never block those we need. Store entries of a (team, peer) are always
-// older than that peer's messages still in the inbox, so searching the
+// When a team makes no progress and a peer's inbox is full, or full but
+// for the slot the sender keeps for its oldest collective (below), sweep()
+// moves that inbox's oldest messages into the engine's unexpected store
+// (Store), so that messages of collectives we have not started, or cannot
+// consume yet, never block those we need. Store entries of a (team, peer) are
+// always older than that peer's messages still in the inbox, so searching the
 // store first keeps the per-peer order.
 //
 // Reservations: a collective holds at most one reserved slot per peer, and
@@ -30,15 +31,15 @@
 
 #include <cstdint>
 
+#include "device/engine/links.h"
 #include "offload/types.h"
-#include "platform/shm/shm_fabric.h"
+#include "platform/fabric/fabric.h"
 
 namespace ucc::dev {
 
 using off::Status;
-using plat::shm::MsgHdr;
-using plat::shm::MsgKey;
-using Fabric = plat::shm::ShmTeamFabric;
+using plat::MsgHdr;
+using plat::MsgKey;
 
 enum class MsgKind : uint8_t { kData = 0, kAbort = 1, kStatus = 2 };
 
@@ -101,10 +102,12 @@ class Port {
 
   // `live` collectives at most (<= kMaxLive), ids 0..live-1.
   Status init(uint32_t team_idx, uint32_t nranks, uint32_t live, Store* store);
-  void fini(bool lost = false);  // lost: see ShmTeamFabric::close
+  void fini(bool lost = false);  // lost: see ShmFabric::close
 
-  Fabric& fab() { return fab_; }
-  uint32_t slot_size() const { return fab_.slot_size(); }
+  // The team's transports (links.h): opened and connected by the engine.
+  Links& links() { return links_; }
+  const Links& links() const { return links_; }
+  uint32_t slot_size() const { return links_.slot_size(); }
 
   // --- the running collectives' keys ---------------------------------------
   void set_live(uint32_t id, const MsgKey& k);
@@ -140,7 +143,7 @@ class Port {
   template <typename Fn>
   void scan_aborts(Fn&& fn, uint32_t* future_left);
   bool attention_changed() {
-    uint32_t a = fab_.attention();
+    uint32_t a = links_.attention();
     if (a == attention_seen_) return false;
     attention_seen_ = a;
     return true;
@@ -170,7 +173,7 @@ class Port {
   };
   Found last_;
 
-  Fabric fab_;
+  Links links_;
   Store* store_ = nullptr;
   uint32_t team_ = 0;
   uint32_t nranks_ = 0;
@@ -210,17 +213,17 @@ void Port::scan_aborts(Fn&& fn, uint32_t* future_left) {
     }
   }
   for (uint32_t p = 0; p < nranks_; ++p) {
-    uint32_t n = fab_.rx_poll(p);
+    uint32_t n = links_.rx_poll(p);
     for (uint32_t i = 0; i < n; ++i) {
-      const MsgHdr* h = fab_.rx_hdr(p, i);
+      const MsgHdr* h = links_.rx_hdr(p, i);
       if (h == nullptr || h->kind != kind) continue;
       MsgKey key = h->key;
       int32_t st = 0;
       if (h->len == sizeof(st))
-        __builtin_memcpy(&st, fab_.rx_payload(p, i), sizeof(st));
+        __builtin_memcpy(&st, links_.rx_payload(p, i), sizeof(st));
       Class c = classify(key);
       if (c == Class::kStale || (c == Class::kLive && fn(key, st)))
-        fab_.rx_release(p, i);
+        links_.rx_release(p, i);
       else if (c == Class::kFuture)
         ++future;
     }

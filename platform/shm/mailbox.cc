@@ -54,7 +54,7 @@ struct alignas(64) Cell {
   uint64_t nonce;
   unsigned char payload[kMboxPayload];
 };
-static_assert(sizeof(Cell) == 128);
+static_assert(sizeof(Cell) == 256);
 static_assert(sizeof(RequestEntry) == 64);
 static_assert(sizeof(MboxHeader) <= 64);
 

@@ -45,7 +45,7 @@ using off::Status;
 
 inline constexpr uint32_t kMboxRequests = 4;  // open requests per ep
 inline constexpr uint32_t kMboxCells = 8;     // cells per (owner, writer)
-inline constexpr uint32_t kMboxPayload = 96;  // bytes of one message
+inline constexpr uint32_t kMboxPayload = 192;  // bytes of one message
 
 // What an ep publishes (through the context OOB) so peers can map it.
 struct MailboxAddr {

@@ -10,25 +10,18 @@
 #include "platform/wire/wire.h"
 
 namespace ucc::plat::wire {
-namespace {
+namespace {}  // namespace
 
-size_t shadow_bytes(const shm::FabricConfig& c) {
-  size_t b = sizeof(shm::InboxCtl) + shm::slot_stride(c.slot_size) * c.nslots;
-  return (b + 63) & ~size_t{63};
-}
-
-}  // namespace
-
-Status Endpoint::init(Wire* w, uint32_t id, const shm::FabricConfig& cfg) {
+Status Endpoint::init(Wire* w, uint32_t id, const FabricConfig& cfg) {
   wire_ = w;
   id_ = id;
   cfg_ = cfg;
-  seg_bytes_ = shm::segment_bytes(cfg);
+  seg_bytes_ = segment_bytes(cfg);
   void* seg = nullptr;
   if (posix_memalign(&seg, 4096, seg_bytes_) != 0) return Status::kNoMemory;
   seg_ = static_cast<char*>(seg);
   memset(seg_, 0, seg_bytes_);
-  shm::seg_init(seg_, cfg, getpid());
+  seg_init(seg_, cfg, getpid());
   const size_t sb = shadow_bytes(cfg);
   void* sh = nullptr;
   if (posix_memalign(&sh, 64, sb * cfg.nranks) != 0) {
@@ -45,8 +38,8 @@ Status Endpoint::init(Wire* w, uint32_t id, const shm::FabricConfig& cfg) {
   for (uint32_t i = 0; i < cfg.nranks; ++i) {
     Link* l = new (&links_[i]) Link;
     char* base = shadows_ + sb * i;
-    l->shadow.ctl = new (base) shm::InboxCtl;
-    l->shadow.slots = base + sizeof(shm::InboxCtl);
+    l->shadow.ctl = inbox_init(base);
+    l->shadow.slots = base + sizeof(InboxCtl);
   }
   state_ = State::kOpen;
   return Status::kOk;
@@ -62,13 +55,19 @@ void Endpoint::release() {
   state_ = State::kFree;
 }
 
-Status Endpoint::connect(const shm::SegAddr* addrs) {
+Status Endpoint::connect(const FabricAddr* addrs, const bool* mine) {
   if (state_ != State::kOpen) return Status::kInvalidParam;
   const WireConfig& wc = wire_->config();
   const uint64_t now = wire_->now();
   for (uint32_t i = 0; i < cfg_.nranks; ++i) {
-    const shm::SegAddr& a = addrs[i];
-    if (a.magic != kWireAddrMagic || a.slot_size != cfg_.slot_size ||
+    Link& l = links_[i];
+    // Ourselves (direct, into our segment) and ranks reached otherwise
+    // have no link: nothing is sent to them or taken from them.
+    l.state = Peer::kLeft;
+    if (i == cfg_.rank || !mine[i]) continue;
+    WireAddr a;
+    memcpy(&a, addrs[i].bytes, sizeof(a));
+    if (addrs[i].kind != kWireAddrMagic || a.slot_size != cfg_.slot_size ||
         a.nslots != cfg_.nslots || a.nranks != cfg_.nranks) {
       UCC_ERROR(
           "rank %u: peer %u is not on the wire or its fabric differs "
@@ -77,10 +76,9 @@ Status Endpoint::connect(const shm::SegAddr* addrs) {
           a.nranks, cfg_.nranks);
       return Status::kError;
     }
-    Link& l = links_[i];
-    l.mac = a.bytes;
-    l.ep = static_cast<uint32_t>(a.pid);
-    l.state = i == cfg_.rank ? Peer::kLeft : Peer::kLive;  // self: direct
+    l.mac = a.mac;
+    l.ep = a.ep;
+    l.state = Peer::kLive;
     l.rto = uint64_t{wc.rto_min_us} * 2000;
     l.heard = now;
     l.pinged = now;
@@ -125,7 +123,7 @@ bool Endpoint::send_frame(uint32_t peer, FrameType t, uint8_t flags,
   h.flags = flags;
   h.off = off;
   h.len = len;
-  const shm::InboxCtl* in = shm::seg_ctl(seg_, peer);
+  const InboxCtl* in = seg_ctl(seg_, peer);
   for (uint32_t k = 0; k < cfg_.nslots; ++k)
     h.done[k] = in->done[k].load(std::memory_order_relaxed);
   if (!wire_->send(Mac::unpack(l.mac), &h, data, len)) return false;
@@ -140,7 +138,7 @@ bool Endpoint::send_frame(uint32_t peer, FrameType t, uint8_t flags,
 }
 
 bool Endpoint::done_changed(uint32_t peer) const {
-  const shm::InboxCtl* in = shm::seg_ctl(seg_, peer);
+  const InboxCtl* in = seg_ctl(seg_, peer);
   const Link& l = links_[peer];
   for (uint32_t k = 0; k < cfg_.nslots; ++k)
     if (in->done[k].load(std::memory_order_relaxed) != l.done_sent[k])
@@ -159,9 +157,9 @@ uint32_t Endpoint::pump(uint32_t peer) {
     if (l.msgs == l.shadow.ctl->head.load(std::memory_order_relaxed)) break;
     const uint32_t slot = l.shadow.ctl->order[l.msgs & mask] & mask;
     const char* base = l.shadow.slot(cfg_, slot);
-    uint32_t mlen = reinterpret_cast<const shm::MsgHdr*>(base)->len;
+    uint32_t mlen = reinterpret_cast<const MsgHdr*>(base)->len;
     if (mlen > cfg_.slot_size) mlen = cfg_.slot_size;
-    const uint32_t total = static_cast<uint32_t>(shm::kSlotHdr) + mlen;
+    const uint32_t total = static_cast<uint32_t>(kSlotHdr) + mlen;
     uint32_t chunk = total - l.msg_off;
     if (chunk > wire_->max_payload()) chunk = wire_->max_payload();
     const bool end = l.msg_off + chunk == total;
@@ -294,7 +292,7 @@ void Endpoint::on_acks(Link& l, const FrameHdr& h) {
   if (!l.ctl_any || static_cast<int32_t>(h.ctl - l.ctl_in) > 0) {
     l.ctl_any = true;
     l.ctl_in = h.ctl;
-    // C1 (shm_fabric.cc) reads these with acquire; one thread here, so
+    // C1 (fabric/inbox.h) reads these with acquire; one thread here, so
     // release is only for symmetry with the shm fabric.
     for (uint32_t k = 0; k < cfg_.nslots; ++k)
       l.shadow.ctl->done[k].store(h.done[k], std::memory_order_release);
@@ -312,14 +310,13 @@ void Endpoint::on_data(Link& l, uint32_t peer, const FrameHdr& h,
     return;
   }
   // The put must stay inside the slot it names.
-  const uint64_t room = shm::kSlotHdr + cfg_.slot_size;
+  const uint64_t room = kSlotHdr + cfg_.slot_size;
   if (h.slot >= cfg_.nslots || h.off > room || h.len > room - h.off) {
     ++wire_->counters().bad_frames;
     return;
   }
   if (state_ == State::kConnected) {
-    shm::InboxView in{shm::seg_ctl(seg_, peer),
-                      shm::seg_slots(seg_, cfg_, peer)};
+    InboxView in{seg_ctl(seg_, peer), seg_slots(seg_, cfg_, peer)};
     memcpy(in.slot(cfg_, h.slot) + h.off, p, h.len);
   }
   wire_->counters().rx_bytes += h.len;
@@ -338,16 +335,16 @@ void Endpoint::on_data(Link& l, uint32_t peer, const FrameHdr& h,
 }
 
 void Endpoint::publish(uint32_t peer, uint32_t slot) {
-  shm::InboxCtl* c = shm::seg_ctl(seg_, peer);
+  InboxCtl* c = seg_ctl(seg_, peer);
   Link& l = links_[peer];
   c->order[l.heads & (cfg_.nslots - 1)] = static_cast<uint8_t>(slot);
   ++l.heads;
-  // P1 (shm_fabric.cc): the slot and its order entry before the count.
+  // P1 (fabric/inbox.h): the slot and its order entry before the count.
   c->head.store(l.heads, std::memory_order_release);
-  const auto* mh = reinterpret_cast<const shm::MsgHdr*>(
-      shm::InboxView{c, shm::seg_slots(seg_, cfg_, peer)}.slot(cfg_, slot));
+  const auto* mh = reinterpret_cast<const MsgHdr*>(
+      InboxView{c, seg_slots(seg_, cfg_, peer)}.slot(cfg_, slot));
   if (mh->kind != 0) {
-    reinterpret_cast<shm::SegHeader*>(seg_)->attention.fetch_add(
+    reinterpret_cast<SegHeader*>(seg_)->attention.fetch_add(
         1, std::memory_order_release);
   }
 }

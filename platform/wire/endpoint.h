@@ -1,5 +1,5 @@
 // One team member's end of the wire: the reliable transport of its links
-// (one per peer) and the memory the team fabric (shm_fabric.h) works on.
+// (one per peer) and the memory its fabric (wire_fabric.h) works on.
 //
 // The fabric sees the same inbox layout as over shared memory. Its own
 // segment lives here and receives the peers' puts; for each peer it
@@ -31,7 +31,7 @@
 
 #include <cstdint>
 
-#include "platform/shm/seg_layout.h"
+#include "platform/fabric/inbox.h"
 #include "platform/wire/frame.h"
 
 namespace ucc::plat::wire {
@@ -43,10 +43,11 @@ class Endpoint {
  public:
   // --- for the fabric --------------------------------------------------------
   char* segment() const { return seg_; }
-  shm::InboxView shadow(uint32_t peer) const { return links_[peer].shadow; }
+  const FabricConfig& config() const { return cfg_; }
+  InboxView shadow(uint32_t peer) const { return links_[peer].shadow; }
   // Takes the peers' addresses (from Wire::open). kError when one is not a
   // wire address or its configuration differs from ours.
-  Status connect(const shm::SegAddr* addrs);
+  Status connect(const FabricAddr* addrs, const bool* mine);
   // A message was published in shadow(peer): start sending it.
   void kick(uint32_t peer);
   // Whether a peer has failed, or has been silent for too long.
@@ -70,7 +71,7 @@ class Endpoint {
     uint32_t ep = 0;
     Peer state = Peer::kLive;
     bool ack_owed = false;
-    shm::InboxView shadow;  // our inbox in its segment (our copy)
+    InboxView shadow;  // our inbox in its segment (our copy)
     // Sending.
     uint32_t una = 0;      // oldest frame not acknowledged
     uint32_t nxt = 0;      // next new frame number
@@ -91,11 +92,11 @@ class Endpoint {
     uint32_t ctl_in = 0;   // newest snapshot applied
     bool ctl_any = false;  // one applied yet
     uint8_t rslot[kMaxWindow];
-    uint8_t done_sent[shm::kMaxSlots];
+    uint8_t done_sent[kMaxSlots];
     uint64_t heard = 0, pinged = 0;
   };
 
-  Status init(Wire* w, uint32_t id, const shm::FabricConfig& cfg);
+  Status init(Wire* w, uint32_t id, const FabricConfig& cfg);
   void release();  // frees the memory
   void on_frame(const FrameHdr& h, const uint8_t* payload, uint64_t src_mac);
   void on_data(Link& l, uint32_t peer, const FrameHdr& h, const uint8_t* p);
@@ -114,7 +115,7 @@ class Endpoint {
   Wire* wire_ = nullptr;
   uint32_t id_ = 0;
   State state_ = State::kFree;
-  shm::FabricConfig cfg_{};
+  FabricConfig cfg_{};
   char* seg_ = nullptr;
   size_t seg_bytes_ = 0;
   char* shadows_ = nullptr;

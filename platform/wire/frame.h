@@ -30,7 +30,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "platform/shm/shm_fabric.h"
+#include "platform/fabric/fabric.h"
 
 namespace ucc::plat::wire {
 
@@ -41,9 +41,17 @@ inline constexpr uint16_t kEtherType = 0x88B5;   // IEEE local experimental
 inline constexpr uint16_t kFrameMagic = 0x5557;  // "WU"
 inline constexpr uint8_t kFrameVersion = 1;
 inline constexpr uint32_t kEthHdr = 14;
-// A team address (shm::SegAddr) of kind wire: pid holds the endpoint id,
-// bytes the node's MAC.
+// A member's FabricAddr on the wire (kind kWireAddrMagic): its node's MAC
+// and endpoint id, and its fabric's geometry.
 inline constexpr uint32_t kWireAddrMagic = 0x55435752u;  // "UCWR"
+struct WireAddr {
+  uint32_t ep;
+  uint32_t slot_size;
+  uint32_t nslots;
+  uint32_t nranks;
+  uint64_t mac;
+};
+static_assert(sizeof(WireAddr) <= sizeof(FabricAddr::bytes));
 inline constexpr uint32_t kMaxWindow = 64;  // frames in flight per link
 
 struct Mac {
@@ -85,14 +93,14 @@ struct FrameHdr {
   uint16_t slot;      // kData
   uint8_t flags;      // kLast (kData), kLost (kBye)
   uint8_t pad0;
-  uint32_t off;      // kData: byte offset in the slot
-  uint32_t len;      // kData: payload bytes after this header
-  uint32_t csum;     // CRC32C of this header (csum = 0) and the payload
-  uint32_t ctl_ack;  // the newest of our ctl versions the sender applied
-  uint8_t done[shm::kMaxSlots];  // the sender's inbox release counts for us
+  uint32_t off;             // kData: byte offset in the slot
+  uint32_t len;             // kData: payload bytes after this header
+  uint32_t csum;            // CRC32C of this header (csum = 0) and the payload
+  uint32_t ctl_ack;         // the newest of our ctl versions the sender applied
+  uint8_t done[kMaxSlots];  // the sender's inbox release counts for us
 };
 static_assert(sizeof(FrameHdr) == 120);
-static_assert(shm::kMaxSlots == kMaxWindow);
+static_assert(kMaxSlots == kMaxWindow);
 
 // The smallest frame we send: Ethernet header plus FrameHdr.
 inline constexpr uint32_t kFrameOverhead = kEthHdr + sizeof(FrameHdr);

@@ -7,6 +7,7 @@
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
 #include "platform/wire/endpoint.h"
+#include "platform/wire/wire_fabric.h"
 
 namespace ucc::plat::wire {
 namespace {
@@ -71,7 +72,7 @@ void Wire::fini() {
   nopen_ = 0;
 }
 
-Endpoint* Wire::open(const shm::FabricConfig& cfg, shm::SegAddr* addr) {
+Endpoint* Wire::open_endpoint(const FabricConfig& cfg, FabricAddr* addr) {
   uint32_t i = 0;
   while (i < cfg_.max_endpoints && eps_[i] != nullptr) ++i;
   if (i == cfg_.max_endpoints) {
@@ -87,17 +88,29 @@ Endpoint* Wire::open(const shm::FabricConfig& cfg, shm::SegAddr* addr) {
   }
   eps_[i] = ep;
   ++nopen_;
-  *addr = shm::SegAddr{kWireAddrMagic,
-                       static_cast<int32_t>(id),
-                       0,
-                       cfg.slot_size,
-                       cfg.nslots,
-                       cfg.nranks,
-                       mac_.pack()};
+  *addr = FabricAddr{};
+  addr->kind = kWireAddrMagic;
+  const WireAddr a{id, cfg.slot_size, cfg.nslots, cfg.nranks, mac_.pack()};
+  memcpy(addr->bytes, &a, sizeof(a));
   return ep;
 }
 
-void Wire::close(Endpoint* ep, bool lost) {
+Fabric* Wire::open(const FabricConfig& cfg, FabricAddr* addr) {
+  Endpoint* ep = open_endpoint(cfg, addr);
+  if (ep == nullptr) return nullptr;
+  auto* f = new (std::nothrow) WireFabric(ep);
+  if (f == nullptr) close_endpoint(ep, false);
+  return f;
+}
+
+void Wire::close(Fabric* f, bool lost) {
+  auto* wf = static_cast<WireFabric*>(f);
+  if (wf == nullptr) return;
+  close_endpoint(wf->endpoint(), lost);
+  delete wf;
+}
+
+void Wire::close_endpoint(Endpoint* ep, bool lost) {
   if (ep == nullptr) return;
   if (ep->state_ == Endpoint::State::kConnected) {
     for (uint32_t p = 0; p < ep->cfg_.nranks; ++p) {

@@ -21,7 +21,7 @@
 #include <cstdint>
 
 #include "offload/types.h"
-#include "platform/shm/shm_fabric.h"
+#include "platform/fabric/fabric.h"
 #include "platform/wire/frame.h"
 #include "platform/wire/port.h"
 
@@ -60,32 +60,36 @@ struct WireStats {
   uint64_t inj_drop, inj_dup, inj_reorder, inj_corrupt;  // injected
 };
 
-class Wire {
+class Wire final : public Net {
  public:
   Wire() = default;
   Wire(const Wire&) = delete;
   Wire& operator=(const Wire&) = delete;
-  ~Wire() { fini(); }
+  ~Wire() override { fini(); }
 
   // The ports stay the caller's and must outlive the wire. kInvalidParam
   // for a bad configuration, kNoMemory.
   Status init(const WireConfig& cfg, FramePort* const* ports, uint32_t nports);
   void fini();
 
-  // A new endpoint for one team member with this fabric configuration:
-  // its own segment (the shm layout) and a shadow of each peer's inbox
-  // for us. Fills `addr` with what peers need to reach it (a SegAddr of
-  // kind wire: our MAC and the endpoint id). nullptr when the endpoint
-  // table is full or memory runs out.
-  Endpoint* open(const shm::FabricConfig& cfg, shm::SegAddr* addr);
+  // --- Net (fabric.h)
+  // --------------------------------------------------------- A fabric for one
+  // team member (wire_fabric.h) over a new endpoint: its own segment
+  // (fabric/inbox.h) and a shadow of each peer's inbox for us. `addr` gets what
+  // peers need to reach it (kind kWireAddrMagic: our MAC and the endpoint id).
+  // nullptr when the endpoint table is full or memory runs out.
+  Fabric* open(const FabricConfig& cfg, FabricAddr* addr) override;
   // The member leaves (lost: it failed). Its peers are told; frames it
   // still owes them are delivered first (the endpoint lingers until they
   // are acknowledged, or the peer is lost), then its memory is freed.
-  void close(Endpoint* ep, bool lost);
-
+  void close(Fabric* f, bool lost) override;
   // Receives, delivers, retransmits, acknowledges. Returns how many frames
   // moved (0: idle pass).
-  uint64_t progress();
+  uint64_t progress() override;
+
+  // The same on bare endpoints (tests, the fabric).
+  Endpoint* open_endpoint(const FabricConfig& cfg, FabricAddr* addr);
+  void close_endpoint(Endpoint* ep, bool lost);
   // Whether frames are unacknowledged or owed anywhere: a caller should
   // not sleep for long while this is true.
   bool busy() const;

@@ -130,7 +130,7 @@ World* make_world() {
   }
   w->mem = plat::MemAccess::cross_process(getpid(), &w->regs);
 
-  plat::shm::SegAddr addrs[kTeamRanks], self;
+  off::TeamAddr addrs[kTeamRanks], self;
   for (uint32_t e = 0; e < 4; ++e) {
     size_t bytes = off::Channel::bytes_needed(4, 8);
     if (posix_memalign(&w->chmem[e], 64, bytes) != 0) die("no memory");

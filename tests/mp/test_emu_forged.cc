@@ -97,7 +97,7 @@ class Forger {
     if (off::failed(ucc::host::open_daemon_link(cfg, 16, kQueue, &ch_, &l)))
       return false;
     link_.reset(l);
-    ucc::plat::shm::SegAddr addr{};
+    ucc::off::TeamAddr addr{};
     if (off::failed(link_->team_open(1, 0, &team_, &addr)) ||
         off::failed(link_->team_connect(team_, 1, &addr)))
       return false;

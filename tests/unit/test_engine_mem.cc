@@ -62,7 +62,7 @@ struct Rank {
 class EngineMem : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    ucc::plat::shm::SegAddr addrs[kRanks];
+    ucc::off::TeamAddr addrs[kRanks];
     for (uint32_t r = 0; r < kRanks; ++r) {
       Rank& k = rank[r];
       k.ch.init(k.chmem, 16, 16);

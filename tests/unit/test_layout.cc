@@ -9,6 +9,7 @@
 #include "device/engine/engine.h"
 #include "offload/channel.h"
 #include "offload/descriptor.h"
+#include "offload/team_addr.h"
 #include "platform/shm/shm_fabric.h"
 
 namespace {
@@ -83,19 +84,20 @@ TEST(Channel, AttachRejectsGarbage) {
 // Two fabric endpoints of one team in this process: messages flow both ways,
 // in order, with back-pressure when the inbox is full.
 TEST(ShmFabric, TwoEndpointsInOneProcess) {
-  using ucc::plat::shm::FabricConfig;
-  using ucc::plat::shm::SegAddr;
-  using ucc::plat::shm::ShmTeamFabric;
-  ShmTeamFabric a, b;
-  SegAddr addrs[2];
+  using ucc::plat::FabricAddr;
+  using ucc::plat::FabricConfig;
+  using ucc::plat::shm::ShmFabric;
+  ShmFabric a, b;
+  FabricAddr addrs[2];
+  const bool both[2] = {true, true};
   ASSERT_EQ(a.open(FabricConfig{2, 0, 256, 4}, &addrs[0]), Status::kOk);
   ASSERT_EQ(b.open(FabricConfig{2, 1, 256, 4}, &addrs[1]), Status::kOk);
-  ASSERT_EQ(a.connect(addrs), Status::kOk);
-  ASSERT_EQ(b.connect(addrs), Status::kOk);
+  ASSERT_EQ(a.connect(addrs, both), Status::kOk);
+  ASSERT_EQ(b.connect(addrs, both), Status::kOk);
   a.seal();
   b.seal();
-  using ucc::plat::shm::MsgHdr;
-  using ucc::plat::shm::MsgKey;
+  using ucc::plat::MsgHdr;
+  using ucc::plat::MsgKey;
   for (uint32_t i = 0; i < 4; ++i) {
     void* s = a.tx_reserve(1);
     ASSERT_NE(s, nullptr);
@@ -140,16 +142,24 @@ TEST(ShmFabric, TwoEndpointsInOneProcess) {
 }
 
 TEST(ShmFabric, RejectsMismatchedPeers) {
-  using ucc::plat::shm::FabricConfig;
-  using ucc::plat::shm::SegAddr;
-  using ucc::plat::shm::ShmTeamFabric;
-  ShmTeamFabric a, b;
-  SegAddr addrs[2];
+  using ucc::plat::FabricAddr;
+  using ucc::plat::FabricConfig;
+  using ucc::plat::shm::ShmFabric;
+  ShmFabric a, b;
+  FabricAddr addrs[2];
+  const bool both[2] = {true, true};
   ASSERT_EQ(a.open(FabricConfig{2, 0, 256, 4}, &addrs[0]), Status::kOk);
   ASSERT_EQ(b.open(FabricConfig{2, 1, 512, 4}, &addrs[1]), Status::kOk);
-  EXPECT_EQ(a.connect(addrs), Status::kError);
-  SegAddr bad = addrs[0];
-  EXPECT_EQ(a.open(FabricConfig{0, 0, 256, 4}, &bad), Status::kInvalidParam);
+  EXPECT_EQ(a.connect(addrs, both), Status::kError);
+  FabricAddr wrong = addrs[1];
+  wrong.kind = 7;  // not a shared-memory address
+  FabricAddr mixed[2] = {addrs[0], wrong};
+  ShmFabric c;
+  ASSERT_EQ(c.open(FabricConfig{2, 0, 256, 4}, &mixed[0]), Status::kOk);
+  EXPECT_EQ(c.connect(mixed, both), Status::kError);
+  ShmFabric d;
+  FabricAddr bad;
+  EXPECT_EQ(d.open(FabricConfig{0, 0, 256, 4}, &bad), Status::kInvalidParam);
 }
 
 // Forged descriptors are rejected by the engine before any buffer is used.
@@ -166,7 +176,7 @@ TEST(EngineValidate, RejectsForgedDescriptors) {
   ucc::dev::Engine eng;
   ASSERT_EQ(eng.init(cfg, ucc::dev::EngineEnv{}, &ch), Status::kOk);
   uint32_t idx = 0;
-  ucc::plat::shm::SegAddr addr;
+  ucc::off::TeamAddr addr;
   ASSERT_EQ(eng.team_open(1, 0, &idx, &addr), Status::kOk);
   ASSERT_EQ(eng.team_connect(idx, &addr), Status::kOk);
   std::vector<float> buf(16, 1.0f);

@@ -9,9 +9,8 @@
 #include <memory>
 #include <vector>
 
+#include "platform/fabric/inbox.h"
 #include "platform/os/clock.h"
-#include "platform/shm/seg_layout.h"
-#include "platform/shm/shm_fabric.h"
 #include "platform/wire/endpoint.h"
 #include "platform/wire/mem_port.h"
 #include "platform/wire/wire.h"
@@ -19,7 +18,7 @@
 namespace {
 
 using ucc::off::Status;
-namespace shm = ucc::plat::shm;
+namespace plat = ucc::plat;
 namespace wire = ucc::plat::wire;
 
 wire::Mac node_mac(uint32_t n) {
@@ -63,20 +62,39 @@ struct Cluster {
   }
 };
 
+// A team whose every rank reaches every other over the wire (rank r on
+// node r mod n; ranks of one node through the node's loopback).
 struct Team {
-  std::vector<std::unique_ptr<shm::ShmTeamFabric>> fab;
-  std::vector<shm::SegAddr> addrs;
-  bool open(Cluster& c, uint32_t ranks, uint32_t slot_size, uint32_t nslots) {
+  Cluster* c = nullptr;
+  std::vector<plat::Fabric*> fab;
+  std::vector<plat::FabricAddr> addrs;
+  bool open(Cluster& cl, uint32_t ranks, uint32_t slot_size, uint32_t nslots) {
+    c = &cl;
     addrs.resize(ranks);
     for (uint32_t r = 0; r < ranks; ++r) {
-      fab.push_back(std::make_unique<shm::ShmTeamFabric>());
-      shm::FabricConfig fc{ranks, r, slot_size, nslots};
-      if (fab[r]->open(fc, &addrs[r], c.wires[r % c.n].get()) != Status::kOk)
-        return false;
+      plat::FabricConfig fc{ranks, r, slot_size, nslots};
+      fab.push_back(c->wires[r % c->n]->open(fc, &addrs[r]));
+      if (fab[r] == nullptr) return false;
     }
+    std::vector<char> all(ranks, 1);
     for (uint32_t r = 0; r < ranks; ++r)
-      if (fab[r]->connect(addrs.data()) != Status::kOk) return false;
+      if (fab[r]->connect(addrs.data(), reinterpret_cast<const bool*>(
+                                            all.data())) != Status::kOk)
+        return false;
     return true;
+  }
+  void close(uint32_t r, bool lost) {
+    c->wires[r % c->n]->close(fab[r], lost);
+    fab[r] = nullptr;
+  }
+  ~Team() {
+    for (uint32_t r = 0; r < fab.size(); ++r)
+      if (fab[r] != nullptr) close(r, false);
+  }
+  uint32_t ep(uint32_t r) const {
+    wire::WireAddr a;
+    memcpy(&a, addrs[r].bytes, sizeof(a));
+    return a.ep;
   }
 };
 
@@ -106,7 +124,7 @@ bool exchange(Cluster& c, Team& t, uint32_t msgs, uint32_t slot, double secs) {
         if (p == nullptr) continue;
         uint32_t len = msg_len(s, d, m, slot);
         for (uint32_t i = 0; i < len; ++i) p[i] = msg_byte(s, d, m, i);
-        shm::MsgKey k{{s, d, m}};
+        plat::MsgKey k{{s, d, m}};
         t.fab[s]->tx_commit(d, len, k, static_cast<uint8_t>(m % 3 == 0));
         ++m;
       }
@@ -115,12 +133,12 @@ bool exchange(Cluster& c, Team& t, uint32_t msgs, uint32_t slot, double secs) {
       for (uint32_t s = 0; s < n; ++s) {
         uint32_t np = t.fab[d]->rx_poll(s);
         for (uint32_t i = 0; i < np; ++i) {
-          const shm::MsgHdr* h = t.fab[d]->rx_hdr(s, i);
+          const plat::MsgHdr* h = t.fab[d]->rx_hdr(s, i);
           if (h == nullptr) continue;
           uint32_t& m = got[d * n + s];
           const uint32_t len = msg_len(s, d, m, slot);
           EXPECT_EQ(h->len, len) << s << "->" << d << " msg " << m;
-          EXPECT_EQ(h->key, (shm::MsgKey{{s, d, m}})) << s << "->" << d;
+          EXPECT_EQ(h->key, (plat::MsgKey{{s, d, m}})) << s << "->" << d;
           EXPECT_EQ(h->kind, m % 3 == 0 ? 1 : 0);
           if (h->len != len) return false;
           const auto* p =
@@ -229,11 +247,11 @@ TEST(Wire, FailedPeerIsLostAndLeftPeerIsNot) {
   Team t;
   ASSERT_TRUE(t.open(c, 3, 4096, 4));
   ASSERT_TRUE(exchange(c, t, 4, 4096, 10));
-  t.fab[2]->close(/*lost=*/false);
+  t.close(2, /*lost=*/false);
   for (int i = 0; i < 50; ++i) c.progress();
   EXPECT_FALSE(t.fab[0]->peer_lost());
   EXPECT_FALSE(t.fab[1]->peer_lost());
-  t.fab[1]->close(/*lost=*/true);
+  t.close(1, /*lost=*/true);
   for (int i = 0; i < 50; ++i) c.progress();
   EXPECT_TRUE(t.fab[0]->peer_lost());
 }
@@ -261,8 +279,8 @@ TEST(Wire, ForgedPutsAreRefused) {
     h.magic = wire::kFrameMagic;
     h.version = wire::kFrameVersion;
     h.type = wire::FrameType::kData;
-    h.dst_ep = static_cast<uint32_t>(t.addrs[0].pid);
-    h.src_ep = static_cast<uint32_t>(t.addrs[1].pid);  // rank 1, forged
+    h.dst_ep = t.ep(0);
+    h.src_ep = t.ep(1);  // rank 1, forged
     h.src_rank = 1;
     h.seq = 0;  // the next frame rank 0 expects from rank 1
     h.ctl = 0;

@@ -17,7 +17,7 @@
 
 #include "offload/caps.h"
 #include "offload/descriptor.h"
-#include "platform/shm/shm_fabric.h"
+#include "offload/team_addr.h"
 
 namespace ucc::off {
 
@@ -66,9 +66,9 @@ class EngineLink {
   // this rank's fabric address; all members' addresses; creation
   // resources released; the slot freed.
   virtual Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
-                           plat::shm::SegAddr* addr) = 0;
+                           TeamAddr* addr) = 0;
   virtual Status team_connect(uint32_t idx, uint32_t size,
-                              const plat::shm::SegAddr* addrs) = 0;
+                              const TeamAddr* addrs) = 0;
   virtual void team_seal(uint32_t idx) = 0;
   virtual void team_close(uint32_t idx) = 0;
 

@@ -8,7 +8,7 @@
 // request gets exactly one reply of type (request type | kReply) with the
 // same `seq`, whose body starts with an int32 status (off::Status). Bodies
 // are fixed-size PODs, except kTeamConnect (a TeamConnect followed by
-// `size` SegAddr records). Both sides treat everything they receive as
+// `size` TeamAddr records). Both sides treat everything they receive as
 // untrusted: unknown types, wrong lengths and out-of-range values are
 // answered with kInvalidParam (or end the connection when the framing
 // itself is broken).
@@ -23,14 +23,14 @@
 
 #include "offload/caps.h"
 #include "offload/engine_config.h"
-#include "platform/shm/shm_fabric.h"
+#include "offload/team_addr.h"
 
 namespace ucc::off::proto {
 
 inline constexpr uint32_t kMagic = 0x55434350u;  // "UCCP"
-inline constexpr uint16_t kVersion = 2;
+inline constexpr uint16_t kVersion = 3;
 // Largest body accepted: a kTeamConnect for 65536 ranks.
-inline constexpr uint32_t kMaxBody = 16 + 65536u * 32u;
+inline constexpr uint32_t kMaxBody = 16 + 65536u * sizeof(TeamAddr);
 
 // Where a daemon listens unless told otherwise (one per user and node).
 inline void default_socket_path(char* buf, size_t n) {
@@ -42,7 +42,7 @@ enum Type : uint16_t {
   kHello = 1,    // Hello (+ the channel memfd as SCM_RIGHTS) -> HelloReply,
                  // which carries the engine's capability record
   kTeamOpen,     // TeamOpen -> TeamOpenReply
-  kTeamConnect,  // TeamConnect + SegAddr[size] -> Reply
+  kTeamConnect,  // TeamConnect + TeamAddr[size] -> Reply
   kTeamSeal,     // TeamIdx -> Reply
   kTeamClose,    // TeamIdx -> Reply
   kRegister,     // Register -> RegisterReply; the range must be mapped in
@@ -94,7 +94,7 @@ struct TeamOpen {
 struct TeamOpenReply {
   int32_t status;
   uint32_t idx;
-  plat::shm::SegAddr addr;
+  TeamAddr addr;
 };
 
 struct TeamIdx {
@@ -104,7 +104,7 @@ struct TeamIdx {
 
 struct TeamConnect {
   uint32_t idx;
-  uint32_t size;  // SegAddr records that follow
+  uint32_t size;  // TeamAddr records that follow
 };
 
 struct Register {

@@ -1,0 +1,151 @@
+#include "device/engine/links.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "platform/os/log.h"
+
+namespace ucc::dev {
+namespace {
+
+bool same_host(const off::TeamAddr& a, const off::TeamAddr& b) {
+  return a.host[0] == b.host[0] && a.host[1] == b.host[1];
+}
+
+plat::FabricAddr fabric_addr(const uint8_t (&bytes)[off::kTransportAddrBytes]) {
+  static_assert(sizeof(plat::FabricAddr) == off::kTransportAddrBytes);
+  plat::FabricAddr a;
+  memcpy(&a, bytes, sizeof(a));
+  return a;
+}
+
+}  // namespace
+
+Status Links::open(const plat::FabricConfig& cfg, plat::Net* net,
+                   const Where& me, off::TeamAddr* out) {
+  cfg_ = cfg;
+  remote_ = static_cast<bool*>(calloc(cfg.nranks, sizeof(bool)));
+  if (remote_ == nullptr) return Status::kNoMemory;
+  plat::FabricAddr local{}, remote{};
+  Status st = shm_.open(cfg, &local);
+  if (failed(st)) return st;
+  if (net != nullptr) {
+    net_ = net->open(cfg, &remote);
+    if (net_ == nullptr) {
+      UCC_ERROR("the network has no endpoint left for a new team");
+      return Status::kNoResource;
+    }
+    netp_ = net;
+  }
+  memset(out, 0, sizeof(*out));
+  out->magic = off::kTeamAddrMagic;
+  out->owner_pid = me.owner_pid;
+  out->host[0] = me.host[0];
+  out->host[1] = me.host[1];
+  memcpy(out->local, &local, sizeof(local));
+  memcpy(out->net, &remote, sizeof(remote));
+  return Status::kOk;
+}
+
+Status Links::connect(const off::TeamAddr* addrs) {
+  const uint32_t n = cfg_.nranks;
+  const off::TeamAddr& mine = addrs[cfg_.rank];
+  bool any_remote = false;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (addrs[r].magic != off::kTeamAddrMagic) {
+      UCC_ERROR("rank %u: the address of team rank %u is not one", cfg_.rank,
+                r);
+      return Status::kError;
+    }
+    remote_[r] = !same_host(addrs[r], mine);
+    any_remote |= remote_[r];
+  }
+  Status st = build_nodes(addrs);
+  if (failed(st)) return st;
+  auto* fa =
+      static_cast<plat::FabricAddr*>(calloc(n, sizeof(plat::FabricAddr)));
+  auto* pick = static_cast<bool*>(calloc(n, sizeof(bool)));
+  if (fa == nullptr || pick == nullptr) {
+    free(fa);
+    free(pick);
+    return Status::kNoMemory;
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    fa[r] = fabric_addr(addrs[r].local);
+    pick[r] = !remote_[r] && r != cfg_.rank;
+  }
+  st = shm_.connect(fa, pick);
+  if (ok(st) && any_remote) {
+    for (uint32_t r = 0; r < n && ok(st); ++r) {
+      fa[r] = fabric_addr(addrs[r].net);
+      pick[r] = remote_[r];
+      if (remote_[r] && (net_ == nullptr || fa[r].kind == 0)) {
+        UCC_ERROR(
+            "rank %u: team rank %u is on another host, and %s has no "
+            "network to reach it (UCC_NET)",
+            cfg_.rank, r, net_ == nullptr ? "this engine" : "that rank");
+        st = Status::kNotSupported;
+      }
+    }
+    if (ok(st)) st = net_->connect(fa, pick);
+  }
+  free(fa);
+  free(pick);
+  if (ok(st) && !any_remote && net_ != nullptr) {
+    // Everyone is here: the network endpoint is not needed.
+    netp_->close(net_, false);
+    net_ = nullptr;
+  }
+  return st;
+}
+
+Status Links::build_nodes(const off::TeamAddr* addrs) {
+  const uint32_t n = cfg_.nranks;
+  free(node_mem_);
+  // node, local_rank, order: n each; node_size, node_first: n at most.
+  node_mem_ = static_cast<uint32_t*>(calloc(5 * size_t{n}, sizeof(uint32_t)));
+  if (node_mem_ == nullptr) return Status::kNoMemory;
+  NodeMap& m = nodes_;
+  m.node = node_mem_;
+  m.local_rank = node_mem_ + n;
+  m.order = node_mem_ + 2 * size_t{n};
+  m.node_size = node_mem_ + 3 * size_t{n};
+  m.node_first = node_mem_ + 4 * size_t{n};
+  m.nnodes = 0;
+  // First appearance numbers the nodes (quadratic in the nodes, once).
+  for (uint32_t r = 0; r < n; ++r) {
+    uint32_t k = 0;
+    while (k < m.nnodes && !same_host(addrs[m.node_first[k]], addrs[r])) ++k;
+    if (k == m.nnodes) m.node_first[m.nnodes++] = r;  // for now: its first rank
+    m.node[r] = k;
+    m.local_rank[r] = m.node_size[k]++;
+  }
+  // node_first as offsets into order, then order by node.
+  uint32_t at = 0;
+  for (uint32_t k = 0; k < m.nnodes; ++k) {
+    m.node_first[k] = at;
+    at += m.node_size[k];
+  }
+  for (uint32_t r = 0; r < n; ++r)
+    m.order[m.node_first[m.node[r]] + m.local_rank[r]] = r;
+  return Status::kOk;
+}
+
+void Links::seal() {
+  shm_.seal();
+  if (net_ != nullptr) net_->seal();
+}
+
+void Links::close(bool lost) {
+  if (net_ != nullptr) netp_->close(net_, lost);
+  net_ = nullptr;
+  netp_ = nullptr;
+  shm_.close(lost);
+  free(remote_);
+  remote_ = nullptr;
+  free(node_mem_);
+  node_mem_ = nullptr;
+  nodes_ = NodeMap{};
+}
+
+}  // namespace ucc::dev

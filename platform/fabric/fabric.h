@@ -1,0 +1,150 @@
+// The fabric interface: how an engine's team member reaches its peers, the
+// same for every transport (platform/shm: shared memory on one host;
+// platform/wire: frames between emulated NICs; platform/tcp: TCP between
+// hosts; later verbs). It is RDMA-shaped:
+//
+//   inbox     per peer, `nslots` slots of `slot_size` bytes in the
+//             receiver's memory, used as a pool (fabric/inbox.h).
+//   message   one slot: a put into a free slot of the peer's inbox (the
+//             sender writes the payload in place: tx_reserve gives the
+//             address), finished by a publication that carries the
+//             header (tx_commit: length, an opaque 24-byte key, a kind),
+//             as an RDMA write with immediate would. Messages from one
+//             peer are seen in the order they were committed.
+//   credits   a slot is free again once the receiver releases it
+//             (rx_release, in any order): tx_free / tx_reserve see it.
+//   failure   peer_lost(): a peer left the team for good or died.
+//
+// Words about peers: a fabric belongs to one team member and names its
+// peers by team rank (0..nranks-1, itself included); it serves the ranks
+// it was connected to (connect's `mine`), and a team may reach its other
+// ranks through another fabric. The engine's Port binds each rank to one
+// fabric once, at team creation, and calls the shared-memory fabric
+// without a virtual call (ShmFabric is final); network fabrics are
+// reached through this interface.
+//
+// Threads: one engine thread drives a fabric; calls for one peer must not
+// be interleaved by two threads. Memory: fabrics take theirs at open and
+// connect (team creation); the tx/rx calls never allocate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "offload/types.h"
+
+namespace ucc::plat {
+
+using off::Status;
+
+inline constexpr uint32_t kMaxSlots = 64;
+
+// What precedes every payload. The key and kind are the caller's.
+struct MsgKey {
+  uint64_t w[3];
+  bool operator==(const MsgKey& o) const {
+    return w[0] == o.w[0] && w[1] == o.w[1] && w[2] == o.w[2];
+  }
+  bool operator!=(const MsgKey& o) const { return !(*this == o); }
+};
+struct MsgHdr {
+  uint32_t len;
+  uint8_t kind;
+  uint8_t pad[3];
+  MsgKey key;
+};
+static_assert(sizeof(MsgHdr) == 32);
+
+struct FabricConfig {
+  uint32_t nranks;
+  uint32_t rank;
+  uint32_t slot_size;  // bytes; multiple of 64
+  uint32_t nslots;     // power of two, 2..kMaxSlots
+};
+
+// Whether a configuration is one every fabric accepts.
+inline bool fabric_config_ok(const FabricConfig& c) {
+  return c.nranks != 0 && c.rank < c.nranks && c.slot_size >= 64 &&
+         c.slot_size % 64 == 0 && c.nslots >= 2 && c.nslots <= kMaxSlots &&
+         (c.nslots & (c.nslots - 1)) == 0;
+}
+
+// What a member publishes so that peers can reach it over one transport,
+// through the team's OOB: opaque outside its transport, which checks
+// every field of a peer's before use (it comes from another process).
+// kind 0: none (the member has no such transport).
+struct FabricAddr {
+  uint32_t kind;  // the transport's magic
+  uint32_t pad;
+  uint8_t bytes[56];
+};
+static_assert(sizeof(FabricAddr) == 64);
+
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+
+  // Takes the peers' addresses (indexed by team rank) and reaches every
+  // rank r with mine[r] (never our own rank). kError when an address is
+  // not one of this transport's or its configuration differs from ours.
+  virtual Status connect(const FabricAddr* addrs, const bool* mine) = 0;
+  // All peers have connected: creation-time resources (fds) can go.
+  virtual void seal() = 0;
+
+  // Sender: the payload area of the next free slot towards `peer`, or
+  // nullptr while all its slots are in use. At most one reservation per
+  // peer is outstanding; tx_commit() publishes it.
+  virtual void* tx_reserve(uint32_t peer) = 0;
+  // Free slots in the peer's inbox for us.
+  virtual uint32_t tx_free(uint32_t peer) = 0;
+  virtual void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
+                         uint8_t kind) = 0;
+
+  // Receiver: rx_poll(peer) looks for new messages from `peer` and returns
+  // how many are pending (received, not released); they are numbered
+  // 0..n-1 in arrival order until the next rx_poll for that peer. rx_hdr
+  // is nullptr for one released since. A header's length above
+  // slot_size is the sender's bug, which the caller must treat as such
+  // before reading the payload.
+  virtual uint32_t rx_poll(uint32_t peer) = 0;
+  // The pending count as of the last poll (no new look).
+  virtual uint32_t rx_npend(uint32_t peer) const = 0;
+  // Changes whenever a poll renumbers the pending messages of `peer`.
+  virtual uint32_t rx_epoch(uint32_t peer) const = 0;
+  virtual const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const = 0;
+  virtual const void* rx_payload(uint32_t peer, uint32_t i) const = 0;
+  virtual void rx_release(uint32_t peer, uint32_t i) = 0;
+
+  // Whether a peer has left the team for good (closed with `lost`), died,
+  // or gone silent past the transport's timeout. May cost a system call:
+  // for when a team seems stuck.
+  virtual bool peer_lost() const = 0;
+  // Control messages (nonzero kind) received so far.
+  virtual uint32_t attention() const = 0;
+  // Messages committed plus released so far: lets a poller tell whether a
+  // pass moved anything (for idle back-off).
+  virtual uint64_t events() const = 0;
+  // The process that owns `peer`'s memory when the engine may read it
+  // directly (shared memory on one host: single copy), else 0.
+  virtual int32_t peer_pid(uint32_t) const { return 0; }
+};
+
+// An engine's way to other hosts: opens one fabric per team member,
+// whose peers are the ranks on other hosts. The wire (firmware_sim's
+// emulated NICs) and TCP implement it.
+class Net {
+ public:
+  virtual ~Net() = default;
+  // A fabric for one team member with this configuration; *addr is what
+  // its peers need to reach it. nullptr when out of endpoints or memory.
+  virtual Fabric* open(const FabricConfig& cfg, FabricAddr* addr) = 0;
+  // The member leaves (lost: it failed): its peers are told, what it
+  // still owes them is delivered where the transport can, then the
+  // fabric is freed (maybe later: do not touch it again).
+  virtual void close(Fabric* f, bool lost) = 0;
+  // Moves what is due (receives, sends, acknowledgements, timeouts).
+  // Returns how much happened (0: idle pass).
+  virtual uint64_t progress() = 0;
+};
+
+}  // namespace ucc::plat

@@ -1,0 +1,56 @@
+#include "platform/wire/wire_fabric.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "platform/wire/endpoint.h"
+
+namespace ucc::plat::wire {
+
+WireFabric::WireFabric(Endpoint* ep) : ep_(ep), cfg_(ep->config()) {
+  peers_ = static_cast<InboxPair*>(calloc(cfg_.nranks, sizeof(InboxPair)));
+  if (peers_ == nullptr) return;  // connect() reports it
+  char* seg = ep->segment();
+  for (uint32_t i = 0; i < cfg_.nranks; ++i) {
+    new (&peers_[i]) InboxPair;
+    peers_[i].bind_rx(InboxView{seg_ctl(seg, i), seg_slots(seg, cfg_, i)});
+  }
+}
+
+WireFabric::~WireFabric() { free(peers_); }
+
+Status WireFabric::connect(const FabricAddr* addrs, const bool* mine) {
+  if (peers_ == nullptr) return Status::kNoMemory;
+  Status st = ep_->connect(addrs, mine);
+  if (failed(st)) return st;
+  char* seg = ep_->segment();
+  for (uint32_t i = 0; i < cfg_.nranks; ++i) {
+    if (i == cfg_.rank) {  // to ourselves: straight into our segment
+      peers_[i].bind_tx(
+          InboxView{seg_ctl(seg, cfg_.rank), seg_slots(seg, cfg_, cfg_.rank)});
+    } else if (mine[i]) {
+      peers_[i].bind_tx(ep_->shadow(i));
+    }
+  }
+  return Status::kOk;
+}
+
+void WireFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
+                           uint8_t kind) {
+  peers_[peer].tx_commit(cfg_, len, key, kind);
+  ++events_;
+  if (peer != cfg_.rank) {
+    ep_->kick(peer);  // the receiver's side counts attention
+  } else if (kind != 0) {
+    seg_header(ep_->segment())
+        ->attention.fetch_add(1, std::memory_order_release);
+  }
+}
+
+bool WireFabric::peer_lost() const { return ep_->peer_lost(); }
+
+uint32_t WireFabric::attention() const {
+  return seg_header(ep_->segment())->attention.load(std::memory_order_acquire);
+}
+
+}  // namespace ucc::plat::wire

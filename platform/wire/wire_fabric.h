@@ -1,0 +1,67 @@
+// The fabric of one team member over the wire (fabric.h): the inbox
+// protocol (fabric/inbox.h) on its endpoint's memory. Messages to a peer
+// are written into the endpoint's shadow of the peer's inbox and framed
+// by the endpoint (endpoint.h); the peers' messages arrive in the
+// endpoint's segment. A message to ourselves goes straight into our own
+// segment, as over shared memory.
+//
+// Threads: the wire's.
+#pragma once
+
+#include <cstdint>
+
+#include "platform/fabric/inbox.h"
+
+namespace ucc::plat::wire {
+
+class Endpoint;
+
+class WireFabric final : public Fabric {
+ public:
+  explicit WireFabric(Endpoint* ep);
+  ~WireFabric() override;
+  WireFabric(const WireFabric&) = delete;
+  WireFabric& operator=(const WireFabric&) = delete;
+
+  Endpoint* endpoint() const { return ep_; }
+
+  Status connect(const FabricAddr* addrs, const bool* mine) override;
+  void seal() override {}
+  void* tx_reserve(uint32_t peer) override {
+    return peers_[peer].tx_reserve(cfg_);
+  }
+  uint32_t tx_free(uint32_t peer) override {
+    return peers_[peer].tx_free(cfg_);
+  }
+  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
+                 uint8_t kind) override;
+  uint32_t rx_poll(uint32_t peer) override {
+    return peers_[peer].rx_poll(cfg_);
+  }
+  uint32_t rx_npend(uint32_t peer) const override {
+    return peers_[peer].rx_npend();
+  }
+  uint32_t rx_epoch(uint32_t peer) const override {
+    return peers_[peer].rx_epoch();
+  }
+  const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const override {
+    return peers_[peer].rx_hdr(cfg_, i);
+  }
+  const void* rx_payload(uint32_t peer, uint32_t i) const override {
+    return peers_[peer].rx_payload(cfg_, i);
+  }
+  void rx_release(uint32_t peer, uint32_t i) override {
+    if (peers_[peer].rx_release(i)) ++events_;
+  }
+  bool peer_lost() const override;
+  uint32_t attention() const override;
+  uint64_t events() const override { return events_; }
+
+ private:
+  Endpoint* ep_;
+  FabricConfig cfg_{};
+  InboxPair* peers_ = nullptr;
+  uint64_t events_ = 0;
+};
+
+}  // namespace ucc::plat::wire
