@@ -262,7 +262,10 @@ uint64_t Port::sweep() {
   uint64_t moved = 0;
   for (uint32_t p = 0; p < nranks_; ++p) {
     uint32_t n = links_.rx_poll(p);
-    if (n < links_.nslots()) continue;  // the sender has room
+    // The sender has room for any collective while two slots are free;
+    // the last free one it keeps for its oldest (reserve()), which may
+    // not be one we can take messages for yet.
+    if (n + 1 < links_.nslots()) continue;
     // Move a prefix, oldest first, so that the store keeps holding only
     // messages older than the ones left in the inbox.
     for (uint32_t s = 0; s < n; ++s) {

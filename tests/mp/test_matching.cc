@@ -287,6 +287,56 @@ TEST_P(Matching, UnorderedTeamPermutedPosts) {
   }));
 }
 
+// The blocking mix above with two slots per inbox: rank 0's A (running,
+// the oldest) leaves one message in its right neighbour's inbox, where
+// that rank, which waits for B first, has not started A. The inbox is
+// not full, but B may not take the last free slot (it is kept for the
+// oldest collective): the stuck receiver must move A's message aside
+// all the same, or both wait forever.
+TEST_P(Matching, BlockingMixWithOneSlotLeft) {
+  const int n = GetParam();
+  if (n < 2) GTEST_SKIP() << "needs a peer";
+  ASSERT_TRUE(ucct::run_ranks(n, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_SHM_NSEGS", "2"}, {"UCC_TEAM_INFLIGHT", "4"}};
+    CHECK_ST(w.init(r), "init");
+    ucc_team_h team = nullptr;
+    CHECK_ST(make_team(w, UCC_COLLECTIVE_POST_UNORDERED, &team), "team");
+    for (size_t count : {size_t{4}, size_t{5000}}) {
+      Coll a{UCC_COLL_TYPE_ALLREDUCE, count, 0},
+          b{UCC_COLL_TYPE_ALLREDUCE, count, 0};
+      a.prepare(w.size, w.rank, all_ranks(w.size));
+      b.prepare(w.size, w.rank, all_ranks(w.size));
+      a.args.mask = b.args.mask = UCC_COLL_ARGS_FIELD_TAG;
+      a.args.tag = 1;
+      b.args.tag = 2;
+      auto start = [&](Coll& c) {
+        ucc_status_t st = ucc_collective_init(&c.args, &c.req, team);
+        return st == UCC_OK ? ucc_collective_post(c.req) : st;
+      };
+      if (w.rank == 0) {
+        CHECK_ST(start(a), "post a");
+        CHECK_ST(start(b), "post b");
+        CHECK_ST(wait_req(w, a.req, 20), "wait a");
+        CHECK_ST(wait_req(w, b.req, 20), "wait b");
+      } else {
+        CHECK_ST(start(b), "post b");
+        CHECK_ST(wait_req(w, b.req, 20), "wait b");
+        CHECK_ST(start(a), "post a");
+        CHECK_ST(wait_req(w, a.req, 20), "wait a");
+      }
+      ucc_collective_finalize(a.req);
+      ucc_collective_finalize(b.req);
+      if (a.check(w.size, w.rank) + b.check(w.size, w.rank) != 0) {
+        std::fprintf(stderr, "rank %d: wrong result\n", w.rank);
+        return 1;
+      }
+    }
+    destroy_team(w, team);
+    return allreduce_ok(w, w.team, 33);
+  }));
+}
+
 // Collectives on subsets of the team: every member of a set runs each
 // collective type over the set while the others do nothing.
 TEST_P(Matching, ActiveSets) {
