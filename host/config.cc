@@ -63,6 +63,24 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
      "memory, the others use the network. Empty: the kernel's boot id and "
      "the hostname (so network namespaces with their own hostnames are "
      "hosts of their own)"},
+    {"NET", "auto", Scope::kContext,
+     "How ranks reach ranks on other hosts: tcp (context creation fails "
+     "without it), none (teams must then sit on one host), auto (tcp where "
+     "a socket can listen, else none with a warning)"},
+    {"NET_IF", "", Scope::kContext,
+     "The interface (name, or its IPv4 address) TCP listens on and "
+     "advertises; empty: the first one up that is not loopback, else "
+     "loopback"},
+    {"NET_PEER_TIMEOUT", "30s", Scope::kContext,
+     "A rank on another host that closes, dies or stays silent this long "
+     "while a collective waits for it fails that collective, and every "
+     "later one on the team (a number with ms or s; s if none). Peers that "
+     "do not call ucc_context_progress for longer look silent"},
+    {"NET_FAULTS", "", Scope::kContext,
+     "Tests only: faults TCP injects, comma-separated: split=N (write at "
+     "most 1..N bytes per call), delay=US (hold every frame US "
+     "microseconds), drop=P (break the connection after a message with "
+     "probability P; it is made again), seed=S"},
     {"ALLREDUCE_RING_MIN", "64K", Scope::kContext,
      "Allreduce vectors of at least this many bytes use the ring "
      "algorithm, smaller ones recursive doubling"},
@@ -185,6 +203,38 @@ bool parse_time_ms(const char* s, uint64_t* ms) {
 
 bool is_pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+// UCC_NET_FAULTS: comma-separated key=value pairs.
+bool parse_net_faults(const char* v, plat::tcp::TcpConfig* t) {
+  char buf[kValueLen];
+  snprintf(buf, sizeof(buf), "%s", v);
+  for (char* tok = strtok(buf, ","); tok != nullptr;
+       tok = strtok(nullptr, ",")) {
+    char* eq = strchr(tok, '=');
+    if (eq == nullptr) return false;
+    *eq = '\0';
+    const char* val = eq + 1;
+    char* end = nullptr;
+    errno = 0;
+    if (strcmp(tok, "drop") == 0) {
+      const double p = strtod(val, &end);
+      if (*end != 0 || !(p >= 0 && p <= 1)) return false;
+      t->fault_drop = p;
+      continue;
+    }
+    const unsigned long long n = strtoull(val, &end, 10);
+    if (*val < '0' || *val > '9' || *end != 0 || errno != 0) return false;
+    if (strcmp(tok, "split") == 0 && n <= (1u << 20))
+      t->fault_split = static_cast<uint32_t>(n);
+    else if (strcmp(tok, "delay") == 0 && n <= 1000000)
+      t->fault_delay_us = static_cast<uint32_t>(n);
+    else if (strcmp(tok, "seed") == 0)
+      t->fault_seed = n;
+    else
+      return false;
+  }
+  return true;
+}
+
 // An *_ALG value: "auto" (or empty) is id 0, else a name from the
 // collective's catalogue (coll_traits.h). false when unknown.
 bool parse_alg(CollType c, const char* name, uint8_t* id) {
@@ -219,7 +269,17 @@ bool valid(Knob k, const char* v) {
     }
     case Knob::kFirmwareSim:
     case Knob::kHostId:
+    case Knob::kNetIf:
       return true;
+    case Knob::kNet:
+      return strcasecmp(v, "auto") == 0 || strcasecmp(v, "tcp") == 0 ||
+             strcasecmp(v, "none") == 0;
+    case Knob::kNetPeerTimeout:
+      return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
+    case Knob::kNetFaults: {
+      plat::tcp::TcpConfig t;
+      return parse_net_faults(v, &t);
+    }
     case Knob::kFirmwareTimeout:
       return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
     case Knob::kMaxTeams:
@@ -426,6 +486,20 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
            c.value[static_cast<int>(Knob::kFirmwareSim)]);
   snprintf(out->host_id, sizeof(out->host_id), "%s",
            c.value[static_cast<int>(Knob::kHostId)]);
+  snprintf(out->net_if, sizeof(out->net_if), "%s",
+           c.value[static_cast<int>(Knob::kNetIf)]);
+  const char* net = c.value[static_cast<int>(Knob::kNet)];
+  l.net = strcasecmp(net, "none") == 0  ? LinkConfig::NetMode::kNone
+          : strcasecmp(net, "tcp") == 0 ? LinkConfig::NetMode::kTcp
+                                        : LinkConfig::NetMode::kAuto;
+  l.tcp.iface = out->net_if;
+  uint64_t peer_ms = 30000;
+  parse_time_ms(c.value[static_cast<int>(Knob::kNetPeerTimeout)], &peer_ms);
+  l.tcp.peer_timeout_ms = static_cast<uint32_t>(peer_ms);
+  if (l.tcp.keepalive_ms > l.tcp.peer_timeout_ms / 4)
+    l.tcp.keepalive_ms = l.tcp.peer_timeout_ms / 4 + 1;
+  if (!parse_net_faults(c.value[static_cast<int>(Knob::kNetFaults)], &l.tcp))
+    return Status::kInvalidParam;
   uint64_t fw_ms = 10000;
   parse_time_ms(c.value[static_cast<int>(Knob::kFirmwareTimeout)], &fw_ms);
   l.timeout_ms = static_cast<uint32_t>(fw_ms);

@@ -35,6 +35,10 @@ enum class Knob : uint8_t {
   kMemMapHandles,
   kPollSpin,
   kHostId,
+  kNet,
+  kNetIf,
+  kNetPeerTimeout,
+  kNetFaults,
   kAllreduceRingMin,
   kCma,
   kCmaMin,
@@ -94,6 +98,7 @@ inline constexpr uint32_t kPollSpinAuto = UINT32_MAX;
 struct ContextSettings {
   LinkConfig link;    // what the engine runs with, and where it runs
   char host_id[256];  // UCC_HOST_ID: empty, or this host's name for teams
+  char net_if[256];   // UCC_NET_IF (link.tcp.iface points here)
   char socket_path[256];
   char daemon_path[256];
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)

@@ -257,6 +257,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
               has_oob ? static_cast<uint32_t>(params->oob.oob_ep) : 0);
   link.socket_path = ctx->settings.socket_path;
   link.daemon_path = ctx->settings.daemon_path;
+  link.tcp.iface = ctx->settings.net_if;
   Status st = link.emu ? ucc::host::open_daemon_link(link, kSubmitRing, ncomp,
                                                      &ctx->ch, &ctx->engine)
                        : ucc::host::open_inline_link(link, kSubmitRing, ncomp,

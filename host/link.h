@@ -8,6 +8,7 @@
 #include "offload/channel.h"
 #include "offload/engine_config.h"
 #include "offload/engine_link.h"
+#include "platform/tcp/tcp_net.h"
 
 namespace ucc::host {
 
@@ -17,8 +18,11 @@ struct LinkConfig {
   off::EngineConfig engine;
   // Inline: generic datatypes reduce through the host's callbacks.
   off::UserReduce user_reduce;
-  // Inline: this process's host (platform/os/host_id.h).
+  // Inline: this process's host (platform/os/host_id.h), and whether its
+  // engine reaches other hosts, over TCP (UCC_NET) configured so.
   uint64_t host[2] = {0, 0};
+  enum class NetMode : uint8_t { kAuto, kTcp, kNone } net = NetMode::kAuto;
+  plat::tcp::TcpConfig tcp;
   bool emu = false;
   const char* socket_path = nullptr;  // emu; "" = the default path
   const char* daemon_path = nullptr;  // emu autostart: binary, or "none"

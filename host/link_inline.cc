@@ -1,6 +1,7 @@
 // The inline engine: the context's collectives run in this process,
-// advanced by ucc_context_progress. The one file of host/ that includes
-// the engine (the seam between host and device).
+// advanced by ucc_context_progress, and reach ranks on other hosts over
+// its TCP net (UCC_NET). The one file of host/ that includes the engine
+// (the seam between host and device).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 
 #include "device/engine/engine.h"
 #include "host/link.h"
+#include "platform/os/log.h"
 
 namespace ucc::host {
 namespace {
@@ -15,7 +17,8 @@ namespace {
 class InlineLink final : public off::EngineLink {
  public:
   ~InlineLink() override {
-    engine_.fini();
+    engine_.fini();  // its teams leave the net first
+    tcp_.fini();     // which delivers what they still owe
     free(mem_);
   }
 
@@ -29,6 +32,19 @@ class InlineLink final : public off::EngineLink {
     ch->init(mem_, sq_capacity, ncomp);
     dev::EngineEnv env;
     env.user_reduce = cfg.user_reduce;
+    if (cfg.net != LinkConfig::NetMode::kNone) {
+      const Status nst = tcp_.init(cfg.tcp);
+      if (ok(nst)) {
+        has_net_ = true;
+        env.net = &tcp_;
+      } else if (cfg.net == LinkConfig::NetMode::kTcp) {
+        return nst;  // asked for by name: no quiet fallback
+      } else {
+        UCC_WARN(
+            "no TCP network (UCC_NET_IF '%s'): teams must sit on one host",
+            cfg.tcp.iface != nullptr ? cfg.tcp.iface : "");
+      }
+    }
     env.where.host[0] = cfg.host[0];
     env.where.host[1] = cfg.host[1];
     env.where.owner_pid = pid_;
@@ -39,7 +55,11 @@ class InlineLink final : public off::EngineLink {
 
   bool remote() const override { return false; }
   int owner_pid() const override { return pid_; }
-  uint64_t progress() override { return engine_.progress(); }
+  uint64_t progress() override {
+    uint64_t ev = engine_.progress();
+    if (has_net_) ev += tcp_.progress();  // no system call while unused
+    return ev;
+  }
   bool dead() const override { return false; }
   void submitted() override {}
   Status cover(const off::CollDesc&, uint32_t) override { return Status::kOk; }
@@ -65,6 +85,8 @@ class InlineLink final : public off::EngineLink {
 
  private:
   dev::Engine engine_;
+  plat::tcp::TcpNet tcp_;
+  bool has_net_ = false;
   void* mem_ = nullptr;
   int pid_ = getpid();
 };

@@ -60,11 +60,14 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
   return f == From::kCmaMin ? cfg.cma_min : cfg.allreduce_ring_min;
 }
 
-// Whether single copy can run d: the engine allows it, both buffers are
-// host memory, and (alltoall) not in place, where the block a peer
-// reads from us is where we receive its block.
-bool single_copy_ok(const off::EngineCaps& caps, const off::CollDesc& d) {
-  return caps.single_copy != 0 && d.src.mem_type == 0 && d.dst.mem_type == 0 &&
+// Whether single copy can run d: the engine allows it, every rank is on
+// this host (it reads their memory), both buffers are host memory, and
+// (alltoall) not in place, where the block a peer reads from us is where
+// we receive its block.
+bool single_copy_ok(const off::EngineCaps& caps, const off::CollDesc& d,
+                    bool one_node) {
+  return caps.single_copy != 0 && one_node && d.src.mem_type == 0 &&
+         d.dst.mem_type == 0 &&
          !(d.coll == CollType::kAlltoall && (d.flags & off::kDescInPlace));
 }
 
@@ -102,11 +105,11 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
 }
 
 const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
-                          uint8_t* id) {
+                          bool one_node, uint8_t* id) {
   const auto c = static_cast<size_t>(d.coll);
   if (c >= off::kNumColls) return nullptr;
   const off::SelectInput in{d.alg, off::select_bytes(d),
-                            single_copy_ok(caps, d)};
+                            single_copy_ok(caps, d, one_node)};
   *id = off::select_alg_id(caps.coll[c], in);
   return find_impl(d.coll, *id);
 }

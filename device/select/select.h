@@ -24,9 +24,10 @@ const AlgInfo* find_impl(off::CollType coll, uint8_t id);
 // engine's configuration (cfg.cma_min 0: no single copy).
 void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps);
 
-// The algorithm to run `d`, by the record's table, and its id in *id;
-// nullptr when the chosen id has no implementation here.
+// The algorithm to run `d` on a team whose ranks all share this host
+// (one_node) or not, by the record's table, and its id in *id; nullptr
+// when the chosen id has no implementation here.
 const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
-                          uint8_t* id);
+                          bool one_node, uint8_t* id);
 
 }  // namespace ucc::dev

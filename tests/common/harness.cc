@@ -1,6 +1,7 @@
 #include "tests/common/harness.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
 
 #include "tests/common/star_oob.h"
 
@@ -52,6 +54,47 @@ void bind_to_cpu(int r) {
   }
 }
 
+// Where rank r runs. UCCT_RANKS_PER_HOST=k puts ranks r and r' on one
+// host when r / k == r' / k: by default hosts are told apart by
+// UCC_HOST_ID alone (shared memory within, TCP on loopback between); with
+// UCCT_HOST_PIDS (comma-separated, one per host) the rank also joins the
+// network, UTS and mount namespaces of that host's process
+// (tests/multihost/hosts.sh makes them), so it has the host's address,
+// hostname and private /dev/shm.
+void place(int r) {
+  const char* per = getenv("UCCT_RANKS_PER_HOST");
+  const int k = per != nullptr ? atoi(per) : 0;
+  if (k <= 0) return;
+  const int host = r / k;
+  const char* pids = getenv("UCCT_HOST_PIDS");
+  if (pids == nullptr || *pids == '\0') {
+    const std::string id = "ucct-host-" + std::to_string(host);
+    setenv("UCC_HOST_ID", id.c_str(), 1);
+    return;
+  }
+  std::string list = pids;
+  size_t at = 0;
+  for (int i = 0; i < host && at != std::string::npos; ++i) {
+    at = list.find(',', at);
+    if (at != std::string::npos) ++at;
+  }
+  if (at == std::string::npos || at >= list.size()) {
+    std::fprintf(stderr, "rank %d: no host %d in UCCT_HOST_PIDS\n", r, host);
+    _exit(124);
+  }
+  const std::string pid = list.substr(at, list.find(',', at) - at);
+  for (const char* ns : {"net", "uts", "mnt"}) {
+    const std::string path = "/proc/" + pid + "/ns/" + ns;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, 0) != 0) {
+      std::fprintf(stderr, "rank %d: cannot join %s: %s\n", r, path.c_str(),
+                   std::strerror(errno));
+      _exit(124);
+    }
+    close(fd);
+  }
+}
+
 [[noreturn]] void run_child(int r, int n, const std::vector<int>& root_end,
                             const std::vector<int>& leaf_end,
                             const std::function<int(Rank&)>& fn, pid_t parent,
@@ -61,6 +104,7 @@ void bind_to_cpu(int r) {
 #endif
   if (bind) bind_to_cpu(r);
   if (getppid() != parent) _exit(126);  // parent died before prctl took effect
+  place(r);
   std::vector<int> mine;
   if (r == 0) {
     mine = root_end;

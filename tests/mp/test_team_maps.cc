@@ -489,7 +489,9 @@ TEST(TeamMapCycles, ThousandCreateDestroyCycles) {
       }
     }
     const int after = open_fds();
-    if (after != before) {
+    // One connection to another host's engine may stay open (it is kept
+    // for the teams to come); more would be a leak.
+    if (after < before || after > before + 1) {
       std::fprintf(stderr, "rank %d: %d fds before, %d after\n", r.rank, before,
                    after);
       return 3;

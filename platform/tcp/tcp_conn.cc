@@ -1,0 +1,407 @@
+#include "platform/tcp/tcp_conn.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "platform/os/log.h"
+#include "platform/tcp/tcp_net.h"
+
+namespace ucc::plat::tcp {
+
+void Conn::reset_io() {
+  out.active = false;
+  out.link = nullptr;
+  in.len = in.off = 0;
+  in.have_hdr = false;
+  in.need = 0;
+  in.link = nullptr;
+  hello_owed = pong_owed = false;
+  nbehalf = 0;  // asked again on the next connection
+}
+
+// --- reading -------------------------------------------------------------------
+
+// The link of our endpoint that a frame names, when the frame really comes
+// from that link's peer over this connection; nullptr otherwise (an
+// endpoint gone since, or a frame no link of ours accepts).
+Link* Conn::own_link(const Hdr& h) {
+  TcpFabric* f = net->endpoint(h.dst_ep);
+  if (f == nullptr) return nullptr;
+  Link* l = f->link(h.src_rank);
+  if (l == nullptr || l->conn != this || l->peer_ep != h.src_ep) return nullptr;
+  return l;
+}
+
+bool Conn::begin_frame() {
+  const Hdr& h = in.hdr;
+  if (h.magic != kFrameMagic || h.version != kFrameVersion) return false;
+  in.dst = nullptr;
+  in.at = 0;
+  in.link = nullptr;
+  in.dup = false;
+  in.need = h.len;
+  if (state != State::kReady && h.type != Type::kHello) return false;
+  switch (h.type) {
+    case Type::kHello:
+      if (h.len != sizeof(Hello)) return false;
+      in.dst = reinterpret_cast<char*>(in.small);
+      return true;
+    case Type::kPing:
+    case Type::kPong:
+    case Type::kBye:
+      return h.len == 0;
+    case Type::kCredit:
+      if (h.len != h.nslots || h.nslots > kMaxSlots || h.nslots < 2)
+        return false;
+      in.link = own_link(h);
+      in.dst = reinterpret_cast<char*>(in.small);
+      return true;
+    case Type::kData: {
+      in.link = own_link(h);
+      if (in.link == nullptr) return h.len <= kSlotHdr + (64u << 20);
+      const FabricConfig& c = in.link->fab->config();
+      // The message must fit its slot, and come in order.
+      if (h.len < kSlotHdr || h.len > kSlotHdr + c.slot_size ||
+          h.slot >= c.nslots)
+        return false;
+      const uint32_t d = h.seq - in.link->heads;
+      if (d == 0) {
+        in.dst = in.link->rx.slot(c, h.slot);
+      } else if (static_cast<int32_t>(d) < 0) {
+        in.dup = true;  // resent after a break: we have it
+        ++net->counters().dup_msgs;
+      } else {
+        return false;  // a message skipped
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Conn::end_frame() {
+  const Hdr& h = in.hdr;
+  TcpStats& s = net->counters();
+  ++s.rx_frames;
+  Link* l = in.link;
+  if (l != nullptr && h.ack - l->acked <= l->msgs - l->acked) l->acked = h.ack;
+  switch (h.type) {
+    case Type::kHello: {
+      Hello hello;
+      memcpy(&hello, in.small, sizeof(hello));
+      return net->on_hello(this, hello);
+    }
+    case Type::kPing:
+      pong_owed = true;
+      return true;
+    case Type::kPong:
+      return true;
+    case Type::kBye:
+      return on_bye(h);
+    case Type::kCredit:
+      if (l != nullptr && l->state == Link::State::kLive &&
+          h.nslots == l->fab->config().nslots) {
+        // C1 (fabric/inbox.h) reads these with acquire.
+        for (uint32_t k = 0; k < h.nslots; ++k)
+          l->shadow.ctl->done[k].store(in.small[k], std::memory_order_release);
+      }
+      return true;
+    case Type::kData: {
+      if (in.dst == nullptr) return true;  // dropped
+      const auto* mh = reinterpret_cast<const MsgHdr*>(in.dst);
+      // The header inside must say what the frame carries.
+      if (mh->len != h.len - kSlotHdr) return false;
+      s.rx_bytes += mh->len;
+      l->fab->publish(*l, h.slot);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Conn::on_bye(const Hdr& h) {
+  if (h.dst_ep == 0) {
+    peer_gone = true;  // its end comes next: no reconnecting
+    return true;
+  }
+  Link* l = own_link(h);
+  if (h.flags & kAck) {
+    if (l != nullptr) l->bye_acked = true;
+    return true;
+  }
+  if (l != nullptr) {
+    if (l->state == Link::State::kLive) {
+      l->state = (h.flags & kLost) ? Link::State::kLost : Link::State::kLeft;
+      if (l->state == Link::State::kLost)
+        UCC_INFO("tcp: team rank %u reports it failed", l->rank);
+    }
+    l->byeack_owed = true;
+    return true;
+  }
+  // Our endpoint is gone (its answer went down with a broken connection):
+  // the engine answers. Not ours at all: nothing to say.
+  if (net->endpoint(h.dst_ep) != nullptr) return true;
+  if (nbehalf == kMaxBehalf) {
+    net->broken(this, "too many goodbyes to answer");  // asked again
+    return true;  // (read() sees the state)
+  }
+  behalf[nbehalf++] = Behalf{h.src_ep, h.dst_ep, h.seq};
+  return true;
+}
+
+bool Conn::read() {
+  for (;;) {
+    if (!in.have_hdr) {
+      if (in.len - in.off < sizeof(Hdr)) {
+        memmove(in.buf, in.buf + in.off, in.len - in.off);
+        in.len -= in.off;
+        in.off = 0;
+        const ssize_t r =
+            recv(fd, in.buf + in.len, kInBuf - in.len, MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+          net->broken(this, r == 0 ? "closed by the peer" : strerror(errno));
+          return false;
+        }
+        if (r < 0) return true;
+        in.len += static_cast<uint32_t>(r);
+        heard = net->now();
+        continue;
+      }
+      memcpy(&in.hdr, in.buf + in.off, sizeof(Hdr));
+      in.off += sizeof(Hdr);
+      in.have_hdr = true;
+      if (!begin_frame()) {
+        net->protocol_error(this);
+        return false;
+      }
+    }
+    while (in.need != 0) {
+      const uint32_t avail = in.len - in.off;
+      if (avail != 0) {
+        const uint32_t n = avail < in.need ? avail : in.need;
+        if (in.dst != nullptr) {
+          memcpy(in.dst + in.at, in.buf + in.off, n);
+          in.at += n;
+        }
+        in.off += n;
+        in.need -= n;
+        continue;
+      }
+      // Large payloads straight into the inbox slot; the rest through
+      // the buffer, with whatever follows.
+      ssize_t r;
+      if (in.dst != nullptr && in.need >= kInBuf / 4) {
+        r = recv(fd, in.dst + in.at, in.need, MSG_DONTWAIT);
+        if (r > 0) {
+          in.at += static_cast<uint32_t>(r);
+          in.need -= static_cast<uint32_t>(r);
+        }
+      } else {
+        in.len = in.off = 0;
+        r = recv(fd, in.buf, kInBuf, MSG_DONTWAIT);
+        if (r > 0) in.len = static_cast<uint32_t>(r);
+      }
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        net->broken(this, r == 0 ? "closed by the peer" : strerror(errno));
+        return false;
+      }
+      if (r < 0) return true;
+      heard = net->now();
+    }
+    in.have_hdr = false;
+    if (!end_frame()) {
+      net->protocol_error(this);
+      return false;
+    }
+    if (state == State::kBroken || state == State::kDead) return false;
+  }
+}
+
+// --- writing -------------------------------------------------------------------
+
+void Conn::frame(Type t, Link* l, uint32_t len) {
+  Hdr& h = out.hdr;
+  h = Hdr{};
+  h.magic = kFrameMagic;
+  h.version = kFrameVersion;
+  h.type = t;
+  h.len = len;
+  if (l != nullptr) {
+    h.dst_ep = l->peer_ep;
+    h.src_ep = l->fab->id();
+    h.src_rank = l->fab->config().rank;
+    h.ack = l->heads;
+  }
+  out.active = true;
+  out.len = static_cast<uint32_t>(sizeof(Hdr)) + len;
+  out.off = 0;
+  out.link = l;
+  out.data_frame = false;
+  out.data = reinterpret_cast<const char*>(out.small);
+  const uint32_t delay = net->config().fault_delay_us;
+  out.ready_at = delay != 0 ? net->now() + uint64_t{delay} * 1000 : 0;
+}
+
+bool Conn::pick() {
+  if (hello_owed) {
+    hello_owed = false;
+    frame(Type::kHello, nullptr, sizeof(Hello));
+    const Hello hello{net->instance(), key};
+    memcpy(out.small, &hello, sizeof(hello));
+    return true;
+  }
+  if (state != State::kReady) return false;
+  if (pong_owed) {
+    pong_owed = false;
+    frame(Type::kPong, nullptr, 0);
+    return true;
+  }
+  if (nbehalf != 0) {
+    const Behalf& b = behalf[--nbehalf];
+    frame(Type::kBye, nullptr, 0);
+    out.hdr.dst_ep = b.dst_ep;
+    out.hdr.src_ep = b.src_ep;
+    out.hdr.src_rank = b.src_rank;
+    out.hdr.flags = kAck;
+    return true;
+  }
+  if (ping_wanted && net->now() - pinged >
+                         uint64_t{net->config().keepalive_ms} * 1000000 &&
+      net->now() - heard > uint64_t{net->config().keepalive_ms} * 1000000) {
+    pinged = net->now();
+    frame(Type::kPing, nullptr, 0);
+    return true;
+  }
+  if (links != nullptr && pick_link()) return true;
+  // The engine's goodbye, after everything else.
+  if (goodbye_owed) {
+    goodbye_owed = false;
+    frame(Type::kBye, nullptr, 0);
+    return true;
+  }
+  return false;
+}
+
+// Round robin over the links: answers to goodbyes, credits (they unblock
+// the peer), then a message, then our goodbye once everything before it is
+// out.
+bool Conn::pick_link() {
+  if (rr == nullptr) rr = links;
+  Link* l = rr;
+  do {
+    Link* nx = l->next != nullptr ? l->next : links;
+    if (l->byeack_owed) {  // (cleared once written)
+      frame(Type::kBye, l, 0);
+      out.hdr.flags = kAck;
+      rr = nx;
+      return true;
+    }
+    if (l->state == Link::State::kLive) {
+      const FabricConfig& c = l->fab->config();
+      const InboxCtl* rx = l->rx.ctl;
+      bool credit = l->credit_owed;
+      for (uint32_t k = 0; !credit && k < c.nslots; ++k)
+        credit = rx->done[k].load(std::memory_order_relaxed) != l->done_sent[k];
+      if (credit) {
+        l->credit_owed = false;
+        frame(Type::kCredit, l, c.nslots);
+        out.hdr.nslots = static_cast<uint8_t>(c.nslots);
+        for (uint32_t k = 0; k < c.nslots; ++k)
+          out.small[k] = l->done_sent[k] =
+              rx->done[k].load(std::memory_order_relaxed);
+        rr = nx;
+        return true;
+      }
+      // Our own thread wrote head (tx_commit): relaxed.
+      if (l->msgs != l->shadow.ctl->head.load(std::memory_order_relaxed)) {
+        const uint32_t slot =
+            l->shadow.ctl->order[l->msgs & (c.nslots - 1)] & (c.nslots - 1);
+        const char* base = l->shadow.slot(c, slot);
+        uint32_t mlen = reinterpret_cast<const MsgHdr*>(base)->len;
+        if (mlen > c.slot_size) mlen = c.slot_size;
+        frame(Type::kData, l, static_cast<uint32_t>(kSlotHdr) + mlen);
+        out.hdr.seq = l->msgs;
+        out.hdr.slot = static_cast<uint16_t>(slot);
+        out.data = base;
+        out.data_frame = true;
+        rr = nx;
+        return true;
+      }
+      if (l->bye_owed) {
+        l->bye_owed = false;
+        frame(Type::kBye, l, 0);
+        out.hdr.flags = l->bye_flags;
+        out.hdr.seq = l->rank;
+        rr = nx;
+        return true;
+      }
+    }
+    l = nx;
+  } while (l != rr);
+  return false;
+}
+
+bool Conn::pump() {
+  if (fd < 0) return true;
+  for (;;) {
+    if (!out.active && !pick()) {
+      if (watch_out) net->watch(this, false);
+      return true;
+    }
+    if (out.ready_at != 0 && net->now() < out.ready_at) return true;
+    const uint32_t hb = static_cast<uint32_t>(sizeof(Hdr));
+    iovec iov[2];
+    int n = 0;
+    if (out.off < hb) {
+      iov[n++] = iovec{reinterpret_cast<char*>(&out.hdr) + out.off,
+                       hb - out.off};
+      iov[n++] = iovec{const_cast<char*>(out.data), out.len - hb};
+    } else {
+      iov[n++] = iovec{const_cast<char*>(out.data) + (out.off - hb),
+                       out.len - out.off};
+    }
+    const uint32_t split = net->config().fault_split;
+    if (split != 0) {
+      // Test knob: a short write of 1..split bytes.
+      size_t cap = 1 + net->rand64() % split, left = cap;
+      for (int i = 0; i < n; ++i) {
+        if (iov[i].iov_len > left) iov[i].iov_len = left;
+        left -= iov[i].iov_len;
+      }
+    }
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = static_cast<size_t>(n);
+    const ssize_t w = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EINTR) {
+        if (!watch_out) net->watch(this, true);
+        return true;
+      }
+      net->broken(this, strerror(errno));
+      return false;
+    }
+    out.off += static_cast<uint32_t>(w);
+    if (out.off < out.len) continue;
+    out.active = false;
+    ++net->counters().tx_frames;
+    if (out.hdr.type == Type::kBye && out.link != nullptr &&
+        (out.hdr.flags & kAck))
+      out.link->byeack_owed = false;
+    if (out.data_frame) {
+      Link* l = out.link;
+      ++l->msgs;
+      net->counters().tx_bytes += out.len - hb - kSlotHdr;
+      if (net->chance(net->config().fault_drop)) {
+        // Test knob: the connection breaks right after this frame.
+        ++net->counters().inj_drops;
+        shutdown(fd, SHUT_RDWR);
+      }
+    }
+  }
+}
+
+}  // namespace ucc::plat::tcp

@@ -1,0 +1,109 @@
+// One connection between two engines (tcp_net.h), internal to
+// platform/tcp: its state, the frame being written and the frame being
+// read (tcp_conn.cc), and the links of every endpoint that talks to the
+// other engine through it.
+#pragma once
+
+#include <cstdint>
+
+#include "platform/tcp/tcp_fabric.h"
+#include "platform/tcp/tcp_proto.h"
+
+namespace ucc::plat::tcp {
+
+class TcpNet;
+
+struct Conn {
+  enum class State : uint8_t {
+    kWait,        // no socket: the peer engine connects to us
+    kConnecting,  // our connect() is under way
+    kHello,       // socket up, the peer's hello not seen yet
+    kReady,
+    kBroken,  // lost: made again (by the side that makes it) or timed out
+    kDead,    // given up: its links are lost
+  };
+  static constexpr uint32_t kInBuf = 16384;
+
+  TcpNet* net = nullptr;
+  Conn* next = nullptr;       // the net's list
+  uint64_t instance = 0;      // the peer engine's; 0 until its hello
+  uint32_t ip = 0;            // where to connect (network order)
+  uint16_t port = 0;
+  uint64_t key = 0;           // the peer engine's (0: not known)
+  bool initiator = false;     // we make (and remake) the connection
+  State state = State::kWait;
+  int fd = -1;
+  int probe_fd = -1;          // broken, not ours to make: is it there?
+  uint64_t probe_at = 0;
+  bool watch_out = false;     // EPOLLOUT wanted
+  Link* links = nullptr;
+  Link* rr = nullptr;  // where the next pick starts
+  uint64_t since = 0;  // entered the current state (kWait .. kBroken)
+  uint64_t heard = 0;  // last bytes received
+  uint64_t pinged = 0;
+  uint64_t retry_at = 0;
+  bool hello_owed = false;
+  bool goodbye_owed = false;  // we close for good: say so (dst_ep 0)
+  bool peer_gone = false;     // the peer engine said it closes for good
+  bool pong_owed = false;
+  bool ping_wanted = false;
+  bool credit_pending = false;
+  // Goodbyes to endpoints gone since, answered by the engine (the
+  // frame's dst_ep, src_ep and src_rank of the answer).
+  static constexpr uint32_t kMaxBehalf = 32;
+  struct Behalf {
+    uint32_t dst_ep, src_ep, src_rank;
+  } behalf[kMaxBehalf];
+  uint32_t nbehalf = 0;
+
+  // The frame being written: out_hdr, then out_len - 32 bytes at out_data.
+  struct {
+    bool active = false;
+    Hdr hdr{};
+    const char* data = nullptr;
+    uint32_t len = 0;  // whole frame
+    uint32_t off = 0;  // written so far
+    uint64_t ready_at = 0;
+    Link* link = nullptr;  // a data frame's link
+    bool data_frame = false;
+    uint8_t small[kMaxSlots];  // a credit's or a hello's payload
+  } out;
+
+  // The frame being read: a header, then its payload into `dst` (nullptr:
+  // dropped), `at` bytes placed and `need` to come.
+  struct {
+    uint32_t len = 0, off = 0;  // buffered bytes [off, len)
+    bool have_hdr = false;
+    Hdr hdr{};
+    char* dst = nullptr;
+    uint32_t at = 0;
+    uint32_t need = 0;
+    Link* link = nullptr;
+    bool dup = false;
+    uint8_t small[kMaxSlots];
+    alignas(64) unsigned char buf[kInBuf];
+  } in;
+
+  // Reads and handles every frame the socket has. false: the connection
+  // broke or the peer broke the protocol (the net has been told).
+  bool read();
+  // Writes what is owed while the socket takes it. false: it broke.
+  bool pump();
+  // Nothing owed is left to write (frames held by the delay knob too).
+  bool flushed() const {
+    return !out.active && !goodbye_owed && !hello_owed && !pong_owed &&
+           nbehalf == 0;
+  }
+  void reset_io();  // forget the frames half done (the socket is gone)
+
+ private:
+  bool begin_frame();
+  bool end_frame();
+  bool pick();  // chooses the next frame; false when nothing is owed
+  bool pick_link();
+  void frame(Type t, Link* l, uint32_t len);
+  Link* own_link(const Hdr& h);
+  bool on_bye(const Hdr& h);
+};
+
+}  // namespace ucc::plat::tcp

@@ -1,0 +1,149 @@
+#include "platform/tcp/tcp_fabric.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "platform/os/log.h"
+#include "platform/tcp/tcp_conn.h"
+#include "platform/tcp/tcp_net.h"
+
+namespace ucc::plat::tcp {
+
+TcpFabric::TcpFabric(TcpNet* net, uint32_t id, const FabricConfig& cfg)
+    : net_(net), id_(id), cfg_(cfg) {
+  // Pages of inboxes and shadows of ranks not reached over TCP are never
+  // touched (large callocs are fresh mappings).
+  seg_ = static_cast<char*>(calloc(1, segment_bytes(cfg)));
+  shadows_ = static_cast<char*>(calloc(cfg.nranks, shadow_bytes(cfg)));
+  peers_ = static_cast<InboxPair*>(calloc(cfg.nranks, sizeof(InboxPair)));
+  links_ = static_cast<Link*>(calloc(cfg.nranks, sizeof(Link)));
+  if (seg_ == nullptr || shadows_ == nullptr || peers_ == nullptr ||
+      links_ == nullptr) {
+    free(seg_);
+    seg_ = nullptr;
+    return;
+  }
+  seg_init(seg_, cfg, getpid());
+  for (uint32_t i = 0; i < cfg.nranks; ++i) {
+    new (&peers_[i]) InboxPair;
+    new (&links_[i]) Link;
+    peers_[i].bind_rx(InboxView{seg_ctl(seg_, i), seg_slots(seg_, cfg, i)});
+  }
+}
+
+TcpFabric::~TcpFabric() {
+  if (links_ != nullptr && seg_ != nullptr) {
+    for (uint32_t i = 0; i < cfg_.nranks; ++i)
+      if (links_[i].conn != nullptr) net_->detach(&links_[i]);
+  }
+  free(seg_);
+  free(shadows_);
+  free(peers_);
+  free(links_);
+}
+
+Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
+  if (seg_ == nullptr) return Status::kNoMemory;
+  const size_t sb = shadow_bytes(cfg_);
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    if (!mine[r] || r == cfg_.rank) continue;
+    TcpAddr a;
+    memcpy(&a, addrs[r].bytes, sizeof(a));
+    if (addrs[r].kind != kTcpAddrMagic || a.slot_size != cfg_.slot_size ||
+        a.nslots != cfg_.nslots || a.nranks != cfg_.nranks ||
+        a.instance == 0) {
+      UCC_ERROR(
+          "rank %u: team rank %u has no TCP address, or its fabric differs "
+          "(slot %u/%u, slots %u/%u, ranks %u/%u)",
+          cfg_.rank, r, a.slot_size, cfg_.slot_size, a.nslots, cfg_.nslots,
+          a.nranks, cfg_.nranks);
+      return Status::kError;
+    }
+    Link& l = links_[r];
+    l.fab = this;
+    l.rank = r;
+    l.peer_ep = a.ep;
+    l.instance = a.instance;
+    l.peer_ip = a.ip;
+    l.peer_port = a.port;
+    l.peer_key = a.key;
+    l.state = Link::State::kLive;
+    char* base = shadows_ + sb * r;
+    l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};
+    l.rx = InboxView{seg_ctl(seg_, r), seg_slots(seg_, cfg_, r)};
+    peers_[r].bind_tx(l.shadow);
+    Status st = net_->attach(&l);
+    if (failed(st)) return st;
+  }
+  return Status::kOk;
+}
+
+void TcpFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
+                          uint8_t kind) {
+  peers_[peer].tx_commit(cfg_, len, key, kind);
+  ++events_;
+  net_->kick(&links_[peer]);
+}
+
+void TcpFabric::rx_release(uint32_t peer, uint32_t i) {
+  if (!peers_[peer].rx_release(i)) return;
+  ++events_;
+  net_->owe_credit(&links_[peer]);
+}
+
+void TcpFabric::publish(Link& l, uint32_t slot) {
+  InboxCtl* c = l.rx.ctl;
+  c->order[l.heads & (cfg_.nslots - 1)] = static_cast<uint8_t>(slot);
+  ++l.heads;
+  // P1 (fabric/inbox.h): the slot and its order entry before the count.
+  c->head.store(l.heads, std::memory_order_release);
+  const auto* mh = reinterpret_cast<const MsgHdr*>(l.rx.slot(cfg_, slot));
+  if (mh->kind != 0)
+    seg_header(seg_)->attention.fetch_add(1, std::memory_order_release);
+}
+
+bool TcpFabric::peer_lost() const {
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    Link& l = links_[r];
+    if (l.state == Link::State::kLost) return true;
+    // The engine asks when a team is stuck: a peer silent past the
+    // keepalive gets pinged, and past the timeout its links are lost.
+    if (l.state == Link::State::kLive) net_->want_ping(&l);
+  }
+  return false;
+}
+
+uint32_t TcpFabric::attention() const {
+  return seg_header(seg_)->attention.load(std::memory_order_acquire);
+}
+
+void TcpFabric::leave(bool lost) {
+  leaving_ = true;
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    Link& l = links_[r];
+    if (l.state != Link::State::kLive) continue;
+    l.bye_owed = true;
+    l.bye_flags = lost ? kLost : 0;
+    net_->kick(&l);
+  }
+}
+
+bool TcpFabric::drained() const {
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    const Link& l = links_[r];
+    if (l.state == Link::State::kNone) continue;
+    // A connection given up delivers nothing more.
+    if (l.conn == nullptr || l.conn->state == Conn::State::kDead) continue;
+    // A live peer must have our goodbye (and so every message before it:
+    // one lost in a break is sent again on the next connection), a peer
+    // that left our answer to its own.
+    if ((l.state == Link::State::kLive && !l.bye_acked) || l.byeack_owed)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace ucc::plat::tcp

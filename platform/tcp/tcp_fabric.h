@@ -1,0 +1,120 @@
+// One team member's fabric over TCP (platform/fabric/fabric.h): the inbox
+// protocol (fabric/inbox.h) on memory of its own. Its segment holds the
+// inboxes the peers' messages land in (written by the connection that
+// reads them, tcp_net.cc); for each remote peer a shadow of the peer's
+// inbox for us holds what we send, until the peer's credits free it.
+// The endpoint lives in its engine's TcpNet; connect() binds one link per
+// remote peer to the connection to that peer's engine.
+//
+// Threads: the engine's.
+#pragma once
+
+#include <cstdint>
+
+#include "platform/fabric/inbox.h"
+#include "platform/tcp/tcp_proto.h"
+
+namespace ucc::plat::tcp {
+
+class TcpNet;
+class TcpFabric;
+struct Conn;
+
+// The state of one endpoint towards one remote peer (tcp_proto.h).
+struct Link {
+  enum class State : uint8_t { kNone, kLive, kLeft, kLost };
+  TcpFabric* fab = nullptr;
+  uint32_t rank = 0;       // the peer's team rank
+  uint32_t peer_ep = 0;    // its endpoint id
+  uint64_t instance = 0;   // its engine
+  uint32_t peer_ip = 0;    // its engine's address (network order)
+  uint16_t peer_port = 0;
+  uint64_t peer_key = 0;   // its engine's key
+  State state = State::kNone;
+  Conn* conn = nullptr;
+  Link* next = nullptr;  // on the connection's list
+  InboxView shadow;      // our inbox in the peer's memory (our copy)
+  InboxView rx;          // its inbox in our segment
+  uint32_t msgs = 0;     // messages of ours written out whole
+  uint32_t acked = 0;    // of those, received (the peer's ack)
+  uint32_t heads = 0;    // its messages we have received
+  uint8_t done_sent[kMaxSlots] = {};
+  bool credit_owed = false;
+  bool bye_owed = false;     // we left: say so (again after a break)
+  bool bye_acked = false;    // the peer has our goodbye
+  bool byeack_owed = false;  // the peer left: answer its goodbye
+  uint8_t bye_flags = 0;
+};
+
+class TcpFabric final : public Fabric {
+ public:
+  TcpFabric(TcpNet* net, uint32_t id, const FabricConfig& cfg);
+  ~TcpFabric() override;
+  TcpFabric(const TcpFabric&) = delete;
+  TcpFabric& operator=(const TcpFabric&) = delete;
+
+  // --- Fabric -----------------------------------------------------------------
+  // Reaches the ranks with mine[r] (never ourselves). kError for an address
+  // that is not a TCP one or whose fabric differs from ours, kNoMemory.
+  Status connect(const FabricAddr* addrs, const bool* mine) override;
+  void seal() override {}
+  void* tx_reserve(uint32_t peer) override {
+    return peers_[peer].tx_reserve(cfg_);
+  }
+  uint32_t tx_free(uint32_t peer) override { return peers_[peer].tx_free(cfg_); }
+  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
+                 uint8_t kind) override;
+  uint32_t rx_poll(uint32_t peer) override {
+    return peers_[peer].rx_poll(cfg_);
+  }
+  uint32_t rx_npend(uint32_t peer) const override {
+    return peers_[peer].rx_npend();
+  }
+  uint32_t rx_epoch(uint32_t peer) const override {
+    return peers_[peer].rx_epoch();
+  }
+  const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const override {
+    return peers_[peer].rx_hdr(cfg_, i);
+  }
+  const void* rx_payload(uint32_t peer, uint32_t i) const override {
+    return peers_[peer].rx_payload(cfg_, i);
+  }
+  void rx_release(uint32_t peer, uint32_t i) override;
+  bool peer_lost() const override;
+  uint32_t attention() const override;
+  uint64_t events() const override { return events_; }
+
+  // --- for the net ------------------------------------------------------------
+  uint32_t id() const { return id_; }
+  const FabricConfig& config() const { return cfg_; }
+  bool memory_ok() const { return seg_ != nullptr; }
+  // The link of team rank r, or nullptr when r is not reached over TCP.
+  Link* link(uint32_t r) {
+    return r < cfg_.nranks && links_[r].state != Link::State::kNone
+               ? &links_[r]
+               : nullptr;
+  }
+  // A message from link l's peer has arrived whole in slot `slot` of our
+  // inbox for it: append it to the arrival order.
+  void publish(Link& l, uint32_t slot);
+  // The member left its team (Net::close): say goodbye on every link and
+  // linger until what we owe is written.
+  void leave(bool lost);
+  bool leaving() const { return leaving_; }
+  // Whether every live peer has our goodbye and every goodbye we got is
+  // answered (or the peer's engine is gone): the memory can go.
+  bool drained() const;
+
+ private:
+  TcpNet* net_;
+  uint32_t id_;
+  FabricConfig cfg_;
+  char* seg_ = nullptr;      // our inboxes (segment layout)
+  char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
+  InboxPair* peers_ = nullptr;
+  Link* links_ = nullptr;
+  bool leaving_ = false;
+  uint64_t events_ = 0;
+};
+
+}  // namespace ucc::plat::tcp

@@ -1,0 +1,660 @@
+#include "platform/tcp/tcp_net.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "platform/os/clock.h"
+#include "platform/os/log.h"
+#include "platform/tcp/tcp_conn.h"
+
+namespace ucc::plat::tcp {
+namespace {
+
+constexpr uint32_t kIdxBits = 16;
+constexpr uint32_t kIdxMask = (1u << kIdxBits) - 1;
+constexpr uint64_t kMs = 1000000;
+
+// The IPv4 address to listen on: `iface` names an interface or is an
+// address; empty: the first interface up that is not loopback, else
+// loopback. 0 when nothing matches.
+uint32_t pick_address(const char* iface) {
+  in_addr a{};
+  if (iface != nullptr && *iface != 0 && inet_pton(AF_INET, iface, &a) == 1)
+    return a.s_addr;
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return 0;
+  uint32_t pick = 0;
+  for (ifaddrs* i = all; i != nullptr && pick == 0; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET ||
+        (i->ifa_flags & IFF_UP) == 0)
+      continue;
+    const bool named = iface != nullptr && *iface != 0;
+    if (named ? strcmp(i->ifa_name, iface) != 0
+              : (i->ifa_flags & IFF_LOOPBACK) != 0)
+      continue;
+    pick = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
+  }
+  freeifaddrs(all);
+  if (pick == 0 && (iface == nullptr || *iface == 0))
+    pick = htonl(INADDR_LOOPBACK);
+  return pick;
+}
+
+void tune(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+}
+
+}  // namespace
+
+Status TcpNet::init(const TcpConfig& cfg) {
+  cfg_ = cfg;
+  if (cfg.max_endpoints == 0 || cfg.max_endpoints > kIdxMask + 1 ||
+      cfg.peer_timeout_ms == 0)
+    return Status::kInvalidParam;
+  ip_ = pick_address(cfg.iface);
+  if (ip_ == 0) {
+    UCC_ERROR("tcp: no IPv4 interface or address '%s'", cfg.iface);
+    return Status::kInvalidParam;
+  }
+  lfd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = ip_;
+  socklen_t sl = sizeof(sa);
+  if (lfd_ < 0 || bind(lfd_, reinterpret_cast<sockaddr*>(&sa), sl) != 0 ||
+      listen(lfd_, 128) != 0 ||
+      getsockname(lfd_, reinterpret_cast<sockaddr*>(&sa), &sl) != 0) {
+    UCC_ERROR("tcp: cannot listen: %s", strerror(errno));
+    fini();
+    return Status::kError;
+  }
+  port_ = sa.sin_port;
+  ep_ = epoll_create1(EPOLL_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // the listening socket
+  eps_ = static_cast<TcpFabric**>(calloc(cfg.max_endpoints, sizeof(void*)));
+  gen_ = static_cast<uint16_t*>(calloc(cfg.max_endpoints, sizeof(uint16_t)));
+  if (ep_ < 0 || epoll_ctl(ep_, EPOLL_CTL_ADD, lfd_, &ev) != 0 ||
+      eps_ == nullptr || gen_ == nullptr) {
+    fini();
+    return Status::kNoMemory;
+  }
+  // The key must not be guessed: no fallback when the kernel has no
+  // randomness to give.
+  if (getrandom(&instance_, sizeof(instance_), 0) != sizeof(instance_) ||
+      getrandom(&key_, sizeof(key_), 0) != sizeof(key_)) {
+    UCC_ERROR("tcp: no random numbers: %s", strerror(errno));
+    fini();
+    return Status::kError;
+  }
+  instance_ |= 1;  // never 0
+  key_ |= 1;
+  rng_ = cfg.fault_seed ^ instance_;
+  now_ = now_ns();
+  return Status::kOk;
+}
+
+uint32_t TcpNet::lingering() const {
+  uint32_t n = 0;
+  for (uint32_t i = 0; eps_ != nullptr && i < cfg_.max_endpoints; ++i)
+    n += eps_[i] != nullptr && eps_[i]->leaving();
+  return n;
+}
+
+void TcpNet::fini() {
+  // What the endpoints still owe their peers goes out first.
+  const uint64_t limit =
+      (cfg_.peer_timeout_ms < 10000 ? cfg_.peer_timeout_ms : 10000) * kMs;
+  const uint64_t t0 = now_ns();
+  while (lingering() != 0 && now_ns() - t0 < limit) {
+    progress();
+    usleep(200);
+  }
+  if (eps_ != nullptr) {
+    for (uint32_t i = 0; i < cfg_.max_endpoints; ++i) {
+      delete eps_[i];
+      eps_[i] = nullptr;
+    }
+  }
+  // Tell every engine we are gone for good, after whatever frames are
+  // still owed (answers to goodbyes among them), then close cleanly.
+  for (Conn* c = conns_; c != nullptr; c = c->next)
+    c->goodbye_owed = c->state == Conn::State::kReady;
+  auto unflushed = [&] {
+    for (Conn* c = conns_; c != nullptr; c = c->next)
+      if (c->state == Conn::State::kReady && !c->flushed()) return true;
+    return false;
+  };
+  const uint64_t t1 = now_ns();
+  while (unflushed() && now_ns() - t1 < limit) {
+    progress();
+    usleep(50);
+  }
+  close_gracefully(limit);
+  while (conns_ != nullptr) free_conn(conns_);
+  free(eps_);
+  free(gen_);
+  eps_ = nullptr;
+  gen_ = nullptr;
+  nopen_ = 0;
+  if (ep_ >= 0) ::close(ep_);
+  if (lfd_ >= 0) ::close(lfd_);
+  ep_ = lfd_ = -1;
+}
+
+// Closing a socket that still holds data from the peer sends a reset,
+// which may make the peer drop what we sent it last. So: finish sending
+// (FIN after the last byte), read until the peer closes too (it does when
+// it reads our FIN), then close; at most `limit` ns for all of them.
+void TcpNet::close_gracefully(uint64_t limit) {
+  uint32_t open = 0;
+  for (Conn* c = conns_; c != nullptr; c = c->next) {
+    if (c->fd < 0) continue;
+    shutdown(c->fd, SHUT_WR);
+    ++open;
+  }
+  char sink[4096];
+  const uint64_t t0 = now_ns();
+  while (open != 0 && now_ns() - t0 < limit) {
+    open = 0;
+    for (Conn* c = conns_; c != nullptr; c = c->next) {
+      if (c->fd < 0) continue;
+      ssize_t r;
+      while ((r = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0) {
+      }
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+        ::close(c->fd);
+        c->fd = -1;
+      } else {
+        ++open;
+      }
+    }
+    if (open != 0) usleep(200);
+  }
+}
+
+// --- endpoints -------------------------------------------------------------------
+
+Fabric* TcpNet::open(const FabricConfig& cfg, FabricAddr* addr) {
+  if (!fabric_config_ok(cfg) || eps_ == nullptr) return nullptr;
+  uint32_t i = 0;
+  while (i < cfg_.max_endpoints && eps_[i] != nullptr) ++i;
+  if (i == cfg_.max_endpoints) {
+    UCC_ERROR("tcp: all %u endpoints are in use", cfg_.max_endpoints);
+    return nullptr;
+  }
+  const uint32_t id = (uint32_t{++gen_[i]} << kIdxBits) | i;
+  auto* f = new (std::nothrow) TcpFabric(this, id, cfg);
+  if (f == nullptr || !f->memory_ok()) {
+    delete f;
+    return nullptr;
+  }
+  eps_[i] = f;
+  ++nopen_;
+  *addr = FabricAddr{};
+  addr->kind = kTcpAddrMagic;
+  const TcpAddr a{ip_,        port_,      0,          instance_, id,
+                  cfg.slot_size, cfg.nslots, cfg.nranks, 0,        key_};
+  memcpy(addr->bytes, &a, sizeof(a));
+  return f;
+}
+
+void TcpNet::close(Fabric* fab, bool lost) {
+  auto* f = static_cast<TcpFabric*>(fab);
+  if (f == nullptr) return;
+  f->leave(lost);  // lingers until drained (reap_endpoints)
+  reap_endpoints();
+}
+
+TcpFabric* TcpNet::endpoint(uint32_t id) const {
+  const uint32_t i = id & kIdxMask;
+  if (eps_ == nullptr || i >= cfg_.max_endpoints || eps_[i] == nullptr ||
+      gen_[i] != (id >> kIdxBits))
+    return nullptr;
+  return eps_[i];
+}
+
+void TcpNet::reap_endpoints() {
+  for (uint32_t i = 0; i < cfg_.max_endpoints && nopen_ != 0; ++i) {
+    TcpFabric* f = eps_[i];
+    if (f == nullptr || !f->leaving() || !f->drained()) continue;
+    eps_[i] = nullptr;
+    --nopen_;
+    delete f;  // detaches its links
+  }
+}
+
+// --- connections -----------------------------------------------------------------
+
+Conn* TcpNet::find_conn(uint64_t instance) const {
+  for (Conn* c = conns_; c != nullptr; c = c->next)
+    if (c->instance == instance && c->state != Conn::State::kDead) return c;
+  return nullptr;
+}
+
+Conn* TcpNet::new_conn(uint64_t instance) {
+  auto* c = new (std::nothrow) Conn;
+  if (c == nullptr) return nullptr;
+  c->net = this;
+  c->instance = instance;
+  c->since = c->heard = now_;
+  c->next = conns_;
+  conns_ = c;
+  return c;
+}
+
+void TcpNet::free_conn(Conn* c) {
+  for (Conn** p = &conns_; *p != nullptr; p = &(*p)->next) {
+    if (*p != c) continue;
+    *p = c->next;
+    break;
+  }
+  for (Link* l = c->links; l != nullptr; l = l->next) l->conn = nullptr;
+  end_probe(c);
+  if (c->fd >= 0) {
+    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+  }
+  delete c;
+}
+
+void TcpNet::watch(Conn* c, bool out) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | (out ? EPOLLOUT : 0u);
+  ev.data.ptr = c;
+  epoll_ctl(ep_, EPOLL_CTL_MOD, c->fd, &ev);
+  c->watch_out = out;
+}
+
+Status TcpNet::attach(Link* l) {
+  if (l->instance == instance_) {
+    UCC_ERROR("tcp: team rank %u is in this engine: it shares our host",
+              l->rank);
+    return Status::kError;
+  }
+  Conn* c = find_conn(l->instance);
+  if (c == nullptr) {
+    c = new_conn(l->instance);
+    if (c == nullptr) return Status::kNoMemory;
+    c->ip = l->peer_ip;
+    c->port = l->peer_port;
+    c->key = l->peer_key;
+    c->initiator = instance_ < l->instance;
+    c->state = Conn::State::kWait;
+    if (c->initiator) start_connect(c);
+  } else if (c->ip == 0) {
+    c->ip = l->peer_ip;  // an engine that connected to us before
+    c->port = l->peer_port;
+    c->key = l->peer_key;
+  }
+  l->conn = c;
+  l->next = c->links;
+  c->links = l;
+  if (c->state == Conn::State::kReady) c->pump();
+  return Status::kOk;
+}
+
+void TcpNet::detach(Link* l) {
+  Conn* c = l->conn;
+  if (c == nullptr) return;
+  for (Link** p = &c->links; *p != nullptr; p = &(*p)->next) {
+    if (*p != l) continue;
+    *p = l->next;
+    break;
+  }
+  if (c->rr == l) c->rr = nullptr;
+  if (c->out.active && c->out.link == l) {
+    // A frame of its own under way: one that carries no memory of the
+    // link goes out all the same; a message (only when time ran out)
+    // cannot, and half of one breaks the stream.
+    if (!c->out.data_frame) {
+      c->out.link = nullptr;
+    } else if (c->out.off == 0) {
+      c->out.active = false;
+    } else {
+      c->out.active = false;
+      c->out.link = nullptr;
+      broken(c, "an endpoint left in the middle of a message");
+    }
+  }
+  l->conn = nullptr;
+  l->next = nullptr;
+}
+
+void TcpNet::kick(Link* l) {
+  Conn* c = l->conn;
+  if (c != nullptr && c->state == Conn::State::kReady) c->pump();
+}
+
+void TcpNet::owe_credit(Link* l) {
+  l->credit_owed = true;
+  if (l->conn != nullptr) l->conn->credit_pending = true;
+}
+
+void TcpNet::want_ping(Link* l) {
+  if (l->conn != nullptr) l->conn->ping_wanted = true;
+}
+
+void TcpNet::start_connect(Conn* c) {
+  c->retry_at = now_ + 50 * kMs;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;  // tried again later
+  tune(fd);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = c->ip;
+  sa.sin_port = c->port;
+  const int r = connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  if (r != 0 && errno != EINPROGRESS) {
+    const int e = errno;
+    ::close(fd);
+    if (e == ECONNREFUSED) dead(c, "connection refused");
+    return;
+  }
+  c->fd = fd;
+  c->state = Conn::State::kConnecting;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT;
+  ev.data.ptr = c;
+  epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+  c->watch_out = true;
+}
+
+void TcpNet::finish_connect(Conn* c) {
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err == EINPROGRESS || err == EALREADY) return;
+  if (err != 0) {
+    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    c->fd = -1;
+    c->state = Conn::State::kBroken;
+    if (err == ECONNREFUSED) dead(c, "connection refused");
+    return;
+  }
+  c->state = Conn::State::kHello;
+  c->hello_owed = true;
+  c->pump();
+}
+
+void TcpNet::accept_all() {
+  for (;;) {
+    const int fd = accept4(lfd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    tune(fd);
+    Conn* c = new_conn(0);  // who it is, its hello says
+    if (c == nullptr) {
+      ::close(fd);
+      continue;
+    }
+    c->fd = fd;
+    c->state = Conn::State::kHello;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = c;
+    epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+  }
+}
+
+bool TcpNet::on_hello(Conn* c, const Hello& hello) {
+  const uint64_t instance = hello.instance;
+  if (instance == 0 || instance == instance_) return false;
+  if (c->instance == 0) {
+    // Accepted: only an engine of the job (it knows our key) with the
+    // smaller id connects.
+    if (hello.key != key_ || instance > instance_) return false;
+    if (Conn* e = find_conn(instance); e != nullptr && e != c) {
+      // The record our links wait on: they move to this socket.
+      c->links = e->links;
+      e->links = nullptr;
+      for (Link* l = c->links; l != nullptr; l = l->next) l->conn = c;
+      c->ip = e->ip;
+      c->port = e->port;
+      c->key = e->key;
+      e->state = Conn::State::kDead;  // freed by maintain (no links)
+      if (e->fd >= 0) {
+        epoll_ctl(ep_, EPOLL_CTL_DEL, e->fd, nullptr);
+        ::close(e->fd);
+        e->fd = -1;
+      }
+    }
+    c->instance = instance;
+    c->hello_owed = true;
+  } else if (c->instance != instance) {
+    return false;  // not the engine we called
+  }
+  established(c);
+  return true;
+}
+
+void TcpNet::established(Conn* c) {
+  end_probe(c);
+  c->state = Conn::State::kReady;
+  c->since = c->heard = now_;
+  ++stats_.connects;
+  // Each link resends what its peer has not acknowledged, its credits,
+  // and its goodbye if it is leaving and has no answer yet (a second one
+  // does no harm: the answer comes again).
+  for (Link* l = c->links; l != nullptr; l = l->next) {
+    l->msgs = l->acked;
+    l->credit_owed = true;
+    if (l->fab->leaving() && l->state == Link::State::kLive && !l->bye_acked)
+      l->bye_owed = true;
+  }
+  c->pump();
+}
+
+void TcpNet::broken(Conn* c, const char* why) {
+  if (c->peer_gone) {  // it said so: nothing to make again
+    dead(c, "it closed");
+    return;
+  }
+  UCC_INFO("tcp: connection to engine %llx lost: %s",
+           static_cast<unsigned long long>(c->instance), why);
+  ++stats_.breaks;
+  if (c->fd >= 0) {
+    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    c->fd = -1;
+  }
+  c->reset_io();
+  c->watch_out = false;
+  if (c->state == Conn::State::kDead) return;
+  c->state = Conn::State::kBroken;
+  c->since = now_;
+  c->retry_at = now_;  // the side that makes it makes it again at once
+}
+
+void TcpNet::dead(Conn* c, const char* why) {
+  uint32_t live = 0;
+  for (Link* l = c->links; l != nullptr; l = l->next) {
+    if (l->state != Link::State::kLive) continue;
+    l->state = Link::State::kLost;
+    ++live;
+  }
+  // Teams that still count on that engine hear of it; a connection no
+  // team needs any more ends quietly.
+  if (live != 0)
+    UCC_ERROR("tcp: engine %llx unreachable (%s): %u team members lost",
+              static_cast<unsigned long long>(c->instance), why, live);
+  else
+    UCC_DEBUG("tcp: engine %llx unreachable (%s)",
+              static_cast<unsigned long long>(c->instance), why);
+  if (c->fd >= 0) {
+    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    c->fd = -1;
+  }
+  c->reset_io();
+  end_probe(c);
+  c->state = Conn::State::kDead;
+}
+
+// A broken connection the peer engine makes again: a crashed engine never
+// does, and its host refuses connections to its port. We knock every
+// 100 ms so that its ranks' teams hear of it at once, not after the
+// timeout (a host that is gone, or cut off, answers nothing: the timeout
+// tells).
+void TcpNet::probe(Conn* c) {
+  if (c->probe_fd >= 0) {
+    pollfd pf{c->probe_fd, POLLOUT, 0};
+    if (poll(&pf, 1, 0) <= 0) return;  // no answer yet
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(c->probe_fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    end_probe(c);
+    if (err == ECONNREFUSED) dead(c, "its port is closed");
+    return;
+  }
+  if (now_ < c->probe_at || c->ip == 0) return;
+  c->probe_at = now_ + 100 * kMs;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = c->ip;
+  sa.sin_port = c->port;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 ||
+      errno != EINPROGRESS) {
+    const int e = errno;
+    ::close(fd);
+    if (e == ECONNREFUSED) dead(c, "its port is closed");
+    return;
+  }
+  c->probe_fd = fd;
+}
+
+void TcpNet::end_probe(Conn* c) {
+  if (c->probe_fd < 0) return;
+  ::close(c->probe_fd);
+  c->probe_fd = -1;
+}
+
+void TcpNet::protocol_error(Conn* c) {
+  ++stats_.bad_frames;
+  dead(c, "it broke the protocol");
+}
+
+uint64_t TcpNet::rand64() {
+  uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);  // splitmix64
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+bool TcpNet::chance(double p) {
+  return p > 0 && static_cast<double>(rand64() >> 11) * 0x1.0p-53 < p;
+}
+
+// --- progress ----------------------------------------------------------------------
+
+uint64_t TcpNet::maintain() {
+  const uint64_t timeout = uint64_t{cfg_.peer_timeout_ms} * kMs;
+  const uint64_t keep = uint64_t{cfg_.keepalive_ms} * kMs;
+  uint64_t n = 0;
+  for (Conn* c = conns_; c != nullptr;) {
+    Conn* nx = c->next;
+    using S = Conn::State;
+    // Nobody waits on it: a dead or broken one, or an accepted one that
+    // never said who it is.
+    // A broken one we make is made again all the same: the peer engine
+    // may still wait there for the answer to a goodbye.
+    if (c->links == nullptr &&
+        (c->state == S::kDead || (c->state == S::kBroken && !c->initiator) ||
+         c->state == S::kWait ||
+         (c->state == S::kHello && now_ - c->since > timeout))) {
+      free_conn(c);
+    } else if (c->state == S::kReady) {
+      if (c->ping_wanted) {
+        if (now_ - c->heard > timeout) {
+          dead(c, "silent past UCC_NET_PEER_TIMEOUT");
+        } else if (now_ - c->heard <= keep) {
+          c->ping_wanted = false;  // it talks
+        }
+      }
+      if (c->state == S::kReady) {
+        const uint64_t before = stats_.tx_frames;
+        c->pump();
+        n += stats_.tx_frames - before;
+      }
+    } else if (c->state != S::kDead) {
+      if (now_ - c->since > timeout) {
+        dead(c, "no connection within UCC_NET_PEER_TIMEOUT");
+      } else if (c->state == S::kBroken && c->initiator &&
+                 now_ >= c->retry_at) {
+        start_connect(c);
+        ++n;
+      } else if (c->state == S::kBroken && !c->initiator) {
+        probe(c);
+      }
+    }
+    c = nx;
+  }
+  reap_endpoints();
+  return n;
+}
+
+uint64_t TcpNet::progress() {
+  if (!active()) return 0;
+  now_ = now_ns();
+  if (idle_ >= cfg_.spin && cfg_.wait_us != 0) {
+    // Idle for a while: sleep until data comes, briefly.
+    pollfd pf{ep_, POLLIN, 0};
+    const timespec ts{0, static_cast<long>(cfg_.wait_us) * 1000};
+    ppoll(&pf, 1, &ts, nullptr);
+    now_ = now_ns();
+  }
+  const uint64_t before = stats_.rx_frames + stats_.tx_frames;
+  epoll_event evs[32];
+  const int ne = epoll_wait(ep_, evs, 32, 0);
+  for (int i = 0; i < ne; ++i) {
+    auto* c = static_cast<Conn*>(evs[i].data.ptr);
+    if (c == nullptr) {
+      accept_all();
+      continue;
+    }
+    if (c->state == Conn::State::kConnecting) {
+      finish_connect(c);
+      continue;
+    }
+    if ((evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && !c->read())
+      continue;
+    if (evs[i].events & EPOLLOUT) c->pump();
+  }
+  // Credits owed, delayed frames: due now; the rest every millisecond.
+  for (Conn* c = conns_; c != nullptr; c = c->next) {
+    if ((c->credit_pending || (c->out.active && c->out.ready_at != 0)) &&
+        c->state == Conn::State::kReady) {
+      c->credit_pending = false;
+      c->pump();
+    }
+  }
+  uint64_t events = stats_.rx_frames + stats_.tx_frames - before;
+  if (now_ >= next_maintain_) {
+    next_maintain_ = now_ + kMs;
+    events += maintain();
+  }
+  idle_ = events == 0 ? idle_ + 1 : 0;
+  return events;
+}
+
+}  // namespace ucc::plat::tcp

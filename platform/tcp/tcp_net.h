@@ -1,0 +1,167 @@
+// TCP between hosts: an engine's Net (platform/fabric/fabric.h) for the
+// ranks of its teams on other hosts. One TcpNet per engine: a listening
+// socket, one connection per remote engine (shared by every team that
+// has ranks there), and the endpoints of its team members (TcpFabric,
+// tcp_fabric.h). The frames: tcp_proto.h.
+//
+// Connections: a member's address carries its engine's IPv4 address,
+// port and instance id; of two engines the one with the smaller id
+// connects, the other accepts, and both send a hello. Everything is
+// non-blocking: a message committed before its connection is up waits in
+// the sender's shadow inbox and goes out as soon as it is. Small messages
+// are written at once (TCP_NODELAY); what the socket does not take now
+// goes out from later progress calls. A lost connection (reset, EOF with
+// no goodbye) is made again by the side that made it, and each link then
+// resends from the last message the peer acknowledged (the others it
+// drops); if that fails within the peer timeout, or the peer refuses, or
+// a peer a team waits on stays silent that long (pings go out after the
+// keepalive interval), its links are lost and the fabrics report it. The
+// side that waits for the other to reconnect knocks on its port meanwhile:
+// a closed port (the engine crashed, its host lives) ends the wait at once.
+//
+// Everything read from a socket is untrusted: every header field is
+// checked against the connection's engine and the endpoint's state
+// before a byte lands in an inbox; a frame that fails ends the
+// connection.
+//
+// Idle: progress() costs no system call while no endpoint is open; with
+// connections, one epoll_wait(0) per call, and after `spin` idle calls a
+// wait of at most `wait_us` for data (ppoll on the epoll descriptor).
+//
+// Threads: the engine's. Memory: connections and endpoints are made at
+// team creation; progress allocates nothing.
+#pragma once
+
+#include <cstdint>
+
+#include "platform/fabric/fabric.h"
+#include "platform/tcp/tcp_proto.h"
+
+namespace ucc::plat::tcp {
+
+struct TcpConfig {
+  // Interface to listen on and advertise: a name (eth0) or an IPv4
+  // address; empty: the first interface that is up and not loopback,
+  // else loopback.
+  const char* iface = nullptr;
+  uint32_t peer_timeout_ms = 30000;  // UCC_NET_PEER_TIMEOUT
+  uint32_t keepalive_ms = 1000;      // ping a silent peer we wait on
+  uint32_t max_endpoints = 4096;     // team members at once
+  uint32_t spin = 256;               // idle progress calls before waiting
+  uint32_t wait_us = 20;             // longest wait for data when idle
+  // Fault injection (tests): write at most 1..split bytes per call;
+  // hold every frame delay_us before writing it; break the connection
+  // after a data frame with probability drop.
+  uint32_t fault_split = 0;
+  uint32_t fault_delay_us = 0;
+  double fault_drop = 0;
+  uint64_t fault_seed = 1;
+};
+
+struct TcpStats {
+  uint64_t tx_frames, rx_frames;
+  uint64_t tx_bytes, rx_bytes;  // message bytes (data frames)
+  uint64_t connects;            // connections established (reconnections too)
+  uint64_t breaks;              // connections lost
+  uint64_t dup_msgs;            // messages received again after a break
+  uint64_t bad_frames;          // refused: the connection was closed
+  uint64_t inj_drops;           // connections broken on purpose
+};
+
+struct Conn;
+struct Link;
+class TcpFabric;
+
+class TcpNet final : public Net {
+ public:
+  TcpNet() = default;
+  TcpNet(const TcpNet&) = delete;
+  TcpNet& operator=(const TcpNet&) = delete;
+  ~TcpNet() override { fini(); }
+
+  // Listens. kInvalidParam for a bad configuration or an interface that
+  // does not exist, kError when the socket cannot be made.
+  Status init(const TcpConfig& cfg);
+  // Delivers what endpoints still owe their peers and closes every
+  // connection cleanly (for at most the peer timeout, or 10 s, each).
+  void fini();
+
+  // --- Net --------------------------------------------------------------------
+  Fabric* open(const FabricConfig& cfg, FabricAddr* addr) override;
+  void close(Fabric* f, bool lost) override;
+  uint64_t progress() override;
+
+  const TcpConfig& config() const { return cfg_; }
+  const TcpStats& stats() const { return stats_; }
+  uint32_t ip() const { return ip_; }      // network byte order
+  uint16_t port() const { return port_; }  // network byte order
+  uint64_t instance() const { return instance_; }
+  uint64_t key() const { return key_; }  // what a peer's hello presents
+  // Endpoints open, connections up or being made.
+  bool active() const { return nopen_ != 0 || conns_ != nullptr; }
+  // Endpoints closed whose goodbyes are not answered yet.
+  uint32_t lingering() const;
+
+  // --- for fabrics ------------------------------------------------------------
+  // Binds a link to the connection to its peer's engine (made or waited
+  // for now). kNoMemory.
+  Status attach(Link* l);
+  void detach(Link* l);
+  // Something was committed on a link: write what its connection can take.
+  void kick(Link* l);
+  // A link owes its peer credits: sent from the next progress call.
+  void owe_credit(Link* l);
+  // A fabric stuck on a silent peer asks for pings on its connection.
+  void want_ping(Link* l);
+  uint64_t now() const { return now_; }
+  TcpStats& counters() { return stats_; }
+
+  // --- for connections (tcp_conn.cc) -----------------------------------------
+  // The endpoint an id names, or nullptr (gone, or never ours).
+  TcpFabric* endpoint(uint32_t id) const;
+  // The peer engine said hello: false when it may not (the connection
+  // is then closed).
+  bool on_hello(Conn* c, const Hello& hello);
+  // The socket broke (made again, or timed out); the peer broke the
+  // protocol (given up at once).
+  void broken(Conn* c, const char* why);
+  void protocol_error(Conn* c);
+  void watch(Conn* c, bool out);  // EPOLLOUT wanted or not
+  uint64_t rand64();
+  bool chance(double p);
+
+ private:
+  Conn* find_conn(uint64_t instance) const;
+  Conn* new_conn(uint64_t instance);
+  void free_conn(Conn* c);
+  void accept_all();
+  void start_connect(Conn* c);
+  void finish_connect(Conn* c);
+  void established(Conn* c);
+  void dead(Conn* c, const char* why);
+  void probe(Conn* c);
+  void end_probe(Conn* c);
+  uint64_t maintain();
+  void reap_endpoints();
+  void close_gracefully(uint64_t limit);
+
+  TcpConfig cfg_{};
+  int lfd_ = -1;
+  int ep_ = -1;  // epoll
+  uint32_t ip_ = 0;
+  uint16_t port_ = 0;
+  uint64_t instance_ = 0;
+  uint64_t key_ = 0;
+  uint64_t now_ = 0;
+  uint64_t next_maintain_ = 0;
+  uint64_t rng_ = 0;
+  uint32_t idle_ = 0;
+  TcpStats stats_{};
+
+  Conn* conns_ = nullptr;  // every connection, by list
+  TcpFabric** eps_ = nullptr;  // max_endpoints slots, nullptr when free
+  uint16_t* gen_ = nullptr;    // per slot: bumped at each open
+  uint32_t nopen_ = 0;         // open or lingering
+};
+
+}  // namespace ucc::plat::tcp

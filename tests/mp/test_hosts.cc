@@ -1,0 +1,158 @@
+// Teams across hosts (UCC_HOST_ID tells the "hosts" apart here; the same
+// tests pass in network namespaces, tests/multihost): how the network
+// choice fails when it cannot work, and what the survivors see when a
+// host dies or stops in the middle of a collective: an error within
+// UCC_NET_PEER_TIMEOUT, never a hang.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tests/common/harness.h"
+#include "tests/mp/emu_daemon.h"
+
+namespace {
+
+using ucct::allreduce_i32;
+
+// Rank r counts as host r / per; its engine is inline (TCP is the inline
+// engine's network; the emu label runs this binary with UCC_OFFLOAD=emu).
+void on_host(ucct::World& w, int rank, int per) {
+  w.env.emplace_back("UCC_OFFLOAD", "inline");
+  w.env.emplace_back("UCC_HOST_ID",
+                     "ucct-hosts-" + std::to_string(rank / per));
+}
+
+bool ended_in_error(ucc_status_t st, double took, double limit) {
+  return st != UCC_OK && st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT &&
+         took < limit;
+}
+
+TEST(Hosts, NetTcpWithoutInterfaceFailsContextCreation) {
+  bool ok = ucct::run_ranks(1, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_OFFLOAD", "inline"},
+             {"UCC_NET", "tcp"},
+             {"UCC_NET_IF", "ucct-no-such-if0"}};
+    const ucc_status_t st = w.init(r);
+    if (st != UCC_ERR_INVALID_PARAM) {
+      std::fprintf(stderr, "init: %s\n", ucct::status_name(st));
+      return 1;
+    }
+    // auto: the context works, for teams on one host.
+    ucct::World w2;
+    w2.env = {{"UCC_OFFLOAD", "inline"},
+              {"UCC_NET", "auto"},
+              {"UCC_NET_IF", "ucct-no-such-if0"}};
+    return w2.init(r) == UCC_OK ? 0 : 2;
+  });
+  EXPECT_TRUE(ok);
+}
+
+TEST(Hosts, NoNetworkRefusesATeamAcrossHosts) {
+  bool ok = ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_NET", "none"}};
+    on_host(w, r.rank, 1);
+    const double t0 = ucct::now_s();
+    const ucc_status_t st = w.init(r, 30);
+    if (st == UCC_OK || st == UCC_ERR_TIMED_OUT || ucct::now_s() - t0 > 10) {
+      std::fprintf(stderr, "rank %d: team creation %s\n", r.rank,
+                   ucct::status_name(st));
+      return 1;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ok);
+}
+
+// Host 1 (ranks 2 and 3) dies while its ranks hold a collective in
+// flight; host 0's ranks, one waiting, one posting after the death, end
+// in an error.
+TEST(Hosts, HostKilledMidCollective) {
+  bool ok = ucct::run_ranks(
+      4,
+      [](ucct::Rank& r) {
+        ucct::World w;
+        w.env = {{"UCC_NET_PEER_TIMEOUT", "3s"}};
+        on_host(w, r.rank, 2);
+        if (w.init(r) != UCC_OK) return 1;
+        std::vector<int32_t> s(1 << 18, r.rank + 1), d(1 << 18, 0);
+        ucc_coll_args_t a = allreduce_i32(s, d);
+        if (w.run(a) != UCC_OK || d[777] != 10) return 2;  // the net works
+        ucc_coll_req_h req = nullptr;
+        if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 3;
+        if (r.rank >= 2) {
+          if (ucc_collective_post(req) != UCC_OK) return 4;
+          for (int i = 0; i < 100; ++i) ucc_context_progress(w.ctx);
+          kill(getpid(), SIGKILL);
+        }
+        if (r.rank == 1) usleep(300 * 1000);  // posts after the death
+        if (ucc_collective_post(req) != UCC_OK) return 4;
+        const double t0 = ucct::now_s();
+        const ucc_status_t st = w.wait(req, 30);
+        const double took = ucct::now_s() - t0;
+        ucc_collective_finalize(req);
+        if (!ended_in_error(st, took, 10)) {
+          std::fprintf(stderr, "rank %d: %s after %.2f s\n", r.rank,
+                       ucct::status_name(st), took);
+          return 5;
+        }
+        return 0;
+      },
+      120, false, /*may_be_killed=*/0xC);
+  EXPECT_TRUE(ok);
+}
+
+// Host 1 stops (SIGSTOP: its sockets stay open, nothing answers): the
+// collective on host 0 fails once the peer has been silent for the
+// timeout, not before.
+TEST(Hosts, StoppedHostTimesOut) {
+  auto* pid1 = static_cast<std::atomic<int>*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+           -1, 0));
+  ASSERT_NE(pid1, MAP_FAILED);
+  pid1->store(0);
+  bool ok = ucct::run_ranks(
+      2,
+      [pid1](ucct::Rank& r) {
+        ucct::World w;
+        w.env = {{"UCC_NET_PEER_TIMEOUT", "1500ms"}};
+        on_host(w, r.rank, 1);
+        if (w.init(r) != UCC_OK) return 1;
+        std::vector<int32_t> s(4096, r.rank + 1), d(4096, 0);
+        ucc_coll_args_t a = allreduce_i32(s, d);
+        if (w.run(a) != UCC_OK || d[4095] != 3) return 2;
+        if (r.rank == 1) {
+          pid1->store(getpid());
+          raise(SIGSTOP);  // killed by rank 0 while stopped
+          return 3;
+        }
+        while (pid1->load() == 0) usleep(1000);
+        usleep(50 * 1000);
+        ucc_coll_req_h req = nullptr;
+        if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 3;
+        if (ucc_collective_post(req) != UCC_OK) return 4;
+        const double t0 = ucct::now_s();
+        const ucc_status_t st = w.wait(req, 30);
+        const double took = ucct::now_s() - t0;
+        ucc_collective_finalize(req);
+        kill(pid1->load(), SIGKILL);
+        if (!ended_in_error(st, took, 10) || took < 1.0) {
+          std::fprintf(stderr, "rank 0: %s after %.2f s\n",
+                       ucct::status_name(st), took);
+          return 5;
+        }
+        return 0;
+      },
+      120, false, /*may_be_killed=*/0x2);
+  munmap(pid1, 4096);
+  EXPECT_TRUE(ok);
+}
+
+}  // namespace
