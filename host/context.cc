@@ -55,19 +55,19 @@ ucc_status_t oob_allgather(const ucc_oob_coll_t& oob, void* src, void* dst,
 
 // What each ep of a context OOB tells the others at context creation.
 struct EpInfo {
-  uint64_t hostid;
+  uint64_t host[2];  // platform/os/host_id.h
   ucc::plat::shm::MailboxAddr mbox;
 };
 
-// With an OOB over more than one ep: checks that every ep is on this host
-// (the shared-memory fabric is the only one so far) and connects the
-// context mailboxes. Two allgathers: the eps' information, then each ep's
-// outcome, so that all of them succeed or fail together, and so that each
-// may close its mailbox fd once everyone has mapped it.
+// With an OOB over more than one ep: connects the context mailboxes of the
+// eps on this host (those on other hosts are reached through team OOBs
+// only). Two allgathers: the eps' information, then each ep's outcome, so
+// that all of them succeed or fail together, and so that each may close
+// its mailbox fd once everyone has mapped it.
 ucc_status_t context_wireup(ucc_context* ctx) {
   const uint32_t n = ctx->oob.n_oob_eps;
   EpInfo mine{};
-  mine.hostid = ctx->addr[1];
+  memcpy(mine.host, ctx->settings.link.host, sizeof(mine.host));
   Status ms = ctx->mbox.open(n, ctx->oob.oob_ep, &mine.mbox);
   if (ucc::off::failed(ms)) mine.mbox = ucc::plat::shm::MailboxAddr{};
   // Both arrays before the first exchange: a rank that cannot take part
@@ -81,15 +81,10 @@ ucc_status_t context_wireup(ucc_context* ctx) {
     st = oob_allgather(ctx->oob, &mine, all, sizeof(EpInfo));
   if (st == UCC_OK) {
     int32_t my_st = ucc::off::failed(ms) ? ucc::host::to_ucc(ms) : UCC_OK;
-    for (uint32_t i = 0; my_st == UCC_OK && i < n; ++i) {
-      if (all[i].hostid != mine.hostid) {
-        UCC_ERROR(
-            "ucc_context_create: ep %u is on another host; only "
-            "single-host jobs are supported",
-            i);
-        my_st = UCC_ERR_NOT_SUPPORTED;
-      }
-      addrs[i] = all[i].mbox;
+    for (uint32_t i = 0; i < n; ++i) {
+      const bool here = all[i].host[0] == mine.host[0] &&
+                        all[i].host[1] == mine.host[1];
+      addrs[i] = here ? all[i].mbox : ucc::plat::shm::MailboxAddr{};
     }
     if (my_st == UCC_OK && ucc::off::failed(ctx->mbox.attach(addrs)))
       my_st = UCC_ERR_NO_MESSAGE;
@@ -247,7 +242,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   ctx->has_oob = has_oob;
   if (has_oob) ctx->oob = params->oob;
   ctx->addr[0] = static_cast<uint64_t>(getpid());
-  ctx->addr[1] = gethostid();
+  ctx->addr[1] = ctx->settings.link.host[0] ^ ctx->settings.link.host[1];
   ucc::host::context_fit_spin(ctx, 1);
 
   const ucc::off::EngineConfig& ec = settings.link.engine;

@@ -165,6 +165,17 @@ ucc_status_t timed_out(ucc_team* t, uint32_t phase, uint8_t want) {
 
 ucc_status_t mbox_begin(ucc_team* t) {
   t->via_mbox = true;
+  for (uint32_t i = 0; i < t->size; ++i) {
+    const uint32_t ep = static_cast<uint32_t>(t->eps[i]);
+    if (i != t->rank && !t->ctx->mbox.reachable(ep)) {
+      UCC_ERROR(
+          "ucc_team_create_post: team rank %u (context ep %u) is on another "
+          "host; a team over an ep_map spans one host only: give the team "
+          "an OOB (UCC_TEAM_PARAM_FIELD_OOB)",
+          i, ep);
+      return UCC_ERR_NOT_SUPPORTED;
+    }
+  }
   uint64_t h = mix(0x7465616d6b6579ull, t->has_id ? 1 : 0);  // "teamkey"
   h = mix(h, t->size);
   for (uint32_t i = 0; i < t->size; ++i) h = mix(h, t->eps[i]);

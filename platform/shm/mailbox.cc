@@ -123,6 +123,11 @@ Status Mailbox::attach(const MailboxAddr* all) {
   if (peers_ == nullptr) return Status::kNoMemory;
   for (uint32_t i = 0; i < n_eps_; ++i) {
     const MailboxAddr a = all[i];
+    // An ep on another host: nothing to map, nothing to send it.
+    if (i != my_ep_ && a.magic == 0 && a.pid == 0 && a.bytes == 0) {
+      peers_[i].pid = -1;
+      continue;
+    }
     if (a.magic != kMboxMagic || a.n_eps != n_eps_ || a.bytes != seg_bytes_ ||
         a.pid <= 0 || a.fd < 0 ||
         (i == my_ep_ && (a.pid != getpid() || a.fd != fd_))) {
@@ -242,7 +247,7 @@ void Mailbox::request_close(uint32_t slot) {
 
 uint64_t Mailbox::request_find(uint32_t peer, const MboxKey& key,
                                uint32_t max_stage) const {
-  if (peers_ == nullptr || peer >= n_eps_) return 0;
+  if (!reachable(peer)) return 0;
   char* base = peers_[peer].base;
   for (uint32_t i = 0; i < kMboxRequests; ++i) {
     RequestEntry* e = request(base, i);
@@ -263,7 +268,7 @@ uint64_t Mailbox::request_find(uint32_t peer, const MboxKey& key,
 
 Status Mailbox::send(uint32_t peer, uint64_t nonce, uint32_t tag,
                      const void* payload, uint32_t len) {
-  if (peers_ == nullptr || peer >= n_eps_ || len > kMboxPayload || nonce == 0)
+  if (!reachable(peer) || len > kMboxPayload || nonce == 0)
     return Status::kInvalidParam;
   for (uint32_t i = 0; i < kMboxCells; ++i) {
     Cell* c = cell(peers_[peer].base, my_ep_, i);

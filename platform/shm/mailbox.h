@@ -73,9 +73,10 @@ class Mailbox {
   // Creates this ep's segment. kInvalidParam for n_eps == 0 or my_ep out of
   // range, kNoMemory when the segment cannot be made.
   Status open(uint32_t n_eps, uint32_t my_ep, MailboxAddr* out);
-  // Maps every peer's segment (all[i] is ep i's address). kError, with one
-  // log line, when an address or a segment header is not what ep i must
-  // publish; the mailbox is then unusable (close() it).
+  // Maps every peer's segment (all[i] is ep i's address; an all-zero
+  // address names an ep on another host, which is left out). kError, with
+  // one log line, when an address or a segment header is not what ep i
+  // must publish; the mailbox is then unusable (close() it).
   Status attach(const MailboxAddr* all);
   // Every peer has mapped us: our fd is no longer needed.
   void seal();
@@ -84,8 +85,12 @@ class Mailbox {
   bool ready() const { return peers_ != nullptr; }
   uint32_t n_eps() const { return n_eps_; }
   uint32_t my_ep() const { return my_ep_; }
-  // The pid ep `ep` published (valid after attach()).
+  // The pid ep `ep` published (valid after attach(); -1 for one elsewhere).
   int32_t pid_of(uint32_t ep) const;
+  // Whether ep `ep`'s segment is mapped (it is on this host).
+  bool reachable(uint32_t ep) const {
+    return peers_ != nullptr && ep < n_eps_ && peers_[ep].base != nullptr;
+  }
 
   // Opens a request for `key` at stage 1: kOk with *slot and *nonce;
   // kNoResource while kMboxRequests are open (retry after one closes);

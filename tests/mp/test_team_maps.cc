@@ -532,4 +532,27 @@ TEST(TeamMapFailures, MemberThatNeverJoinsTimesOut) {
   }));
 }
 
+// A context whose OOB spans two hosts (UCC_HOST_ID tells them apart):
+// creation succeeds, an ep_map team within one host works through the
+// mailbox, and one across the hosts is refused at post with an error that
+// says to give the team an OOB (the mailbox is shared memory).
+TEST(TeamMapHosts, EpMapTeamsStayOnOneHost) {
+  EXPECT_TRUE(ucct::run_ranks(4, [](ucct::Rank& r) {
+    setenv("UCC_OFFLOAD", "inline", 1);
+    const std::string id = "ucct-maps-host-" + std::to_string(r.rank / 2);
+    setenv("UCC_HOST_ID", id.c_str(), 1);
+    Node n;
+    CK(n.init(r));
+    const uint64_t base = static_cast<uint64_t>(r.rank / 2 * 2);
+    int rc = create_check_destroy(n, map_params(strided_map(base, 1, 2)),
+                                  strided_members(base, 1, 2), "one host");
+    if (rc != 0) return rc;
+    if (r.rank % 2 == 0) {
+      ucc_team_h t = nullptr;
+      WANT(post_map(n, strided_map(0, 2, 2), &t), UCC_ERR_NOT_SUPPORTED);
+    }
+    return 0;
+  }));
+}
+
 }  // namespace
