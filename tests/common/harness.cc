@@ -18,7 +18,7 @@
 #include <exception>
 #include <string>
 
-#include "tests/common/star_oob.h"
+#include "host/oob_star.h"
 
 namespace ucct {
 namespace {
@@ -118,8 +118,12 @@ void place(int r) {
   }
   int rc = 0;
   {
-    StarOob star(r, n, std::move(mine));
-    Rank rank{r, n, star.coll()};
+    // The library's own star allgather (host/oob_star.h), over the
+    // socketpairs made before fork.
+    ucc::host::OobStar* star = ucc::host::OobStar::create(
+        static_cast<uint32_t>(r), static_cast<uint32_t>(n), mine.data());
+    if (star == nullptr) _exit(124);
+    Rank rank{r, n, star->coll()};
     try {
       rc = fn(rank);
     } catch (const std::exception& e) {
@@ -129,6 +133,7 @@ void place(int r) {
       std::fprintf(stderr, "rank %d: unknown exception\n", r);
       rc = 125;
     }
+    delete star;
   }
   std::fflush(nullptr);  // _exit() skips stdio; don't lose the rank's output
   _exit(exit_code(rc));

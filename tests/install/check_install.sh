@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix and builds a plain-C UCC program
-# against it twice: through find_package(ucc) and through pkg-config.
+# against it twice: through find_package(ucc) and through pkg-config; then
+# runs the TCP-rendezvous example (tcp_job) as a 3-process job.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,4 +19,13 @@ cc $(PKG_CONFIG_PATH="$pc" pkg-config --cflags ucc) "$here/consumer/main.c" \
   -o "$tmp/consumer_pc" $(PKG_CONFIG_PATH="$pc" pkg-config --libs --static ucc) \
   -Wl,-rpath,"$(PKG_CONFIG_PATH="$pc" pkg-config --variable=libdir ucc)"
 "$tmp/consumer_pc"
-echo "install check: find_package(ucc) and pkg-config ucc both work"
+# The example of docs/network.md: three processes on three "hosts"
+# (UCC_HOST_ID), met through the TCP rendezvous on loopback.
+port=$(( 20000 + RANDOM % 20000 ))
+pids=()
+for r in 0 1 2; do
+  UCC_HOST_ID="install-check-$r" "$tmp/consumer/tcp_job" "127.0.0.1:$port" 3 $r &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+echo "install check: find_package(ucc) and pkg-config ucc both work; tcp_job ran on 3 hosts"

@@ -91,6 +91,15 @@ const char kUsage[] =
     "  --bind core|none  pin rank r to CPU r mod ncpu (default core, as\n"
     "                 mpirun --bind-to core; without it the scheduler may\n"
     "                 leave two ranks on one core for seconds)\n"
+    "  --nodes <m> --node-rank <k> --bootstrap <host:port>\n"
+    "                 across hosts without MPI: run one perftest per host,\n"
+    "                 each with the same -N and options; their ranks meet\n"
+    "                 at host:port, where the one with --node-rank 0\n"
+    "                 listens (ucc_ext_oob_tcp_create). Rank k * N + r is\n"
+    "                 local rank r of node k\n"
+    "  --bootstrap-key <n>  a secret the perftests share (default 0): a\n"
+    "                 connection to the bootstrap that presents another is\n"
+    "                 refused\n"
     "  -h, --help     this text\n"
     "\n"
     "Count (UCC's convention), per rank:\n"
@@ -165,6 +174,11 @@ int parse_args(int argc, char** argv, Config* cfg) {
                                  {"bind", required_argument, nullptr, 'B'},
                                  {"overlap", no_argument, nullptr, 'O'},
                                  {"compare", required_argument, nullptr, 'C'},
+                                 {"nodes", required_argument, nullptr, 'M'},
+                                 {"node-rank", required_argument, nullptr, 'K'},
+                                 {"bootstrap", required_argument, nullptr, 'S'},
+                                 {"bootstrap-key", required_argument, nullptr,
+                                  'Y'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   const CollInfo* coll = coll_by_name("allreduce");
@@ -231,6 +245,25 @@ int parse_args(int argc, char** argv, Config* cfg) {
       case 'O':
         cfg->overlap = true;
         break;
+      case 'M':
+        if (!parse_int(optarg, 1, 1024, &v)) return bad("node count", optarg);
+        cfg->nodes = static_cast<int>(v);
+        break;
+      case 'K':
+        if (!parse_int(optarg, 0, 1023, &v)) return bad("node rank", optarg);
+        cfg->node_rank = static_cast<int>(v);
+        break;
+      case 'S':
+        cfg->bootstrap = optarg;
+        break;
+      case 'Y': {
+        char* end = nullptr;
+        errno = 0;
+        cfg->bootstrap_key = std::strtoull(optarg, &end, 0);
+        if (*optarg == '\0' || *end != '\0' || errno != 0)
+          return bad("bootstrap key", optarg);
+        break;
+      }
       case 'C':
         if (std::strcmp(optarg, "mpi") != 0)
           return bad("comparison (mpi)", optarg);
@@ -274,11 +307,26 @@ int parse_args(int argc, char** argv, Config* cfg) {
                  "ucc_perftest: min count (-b) is above max count (-e)\n");
     return 1;
   }
-  if (cfg->coll->rooted && cfg->root >= static_cast<uint64_t>(cfg->ranks)) {
+  if (cfg->nodes > 1 || cfg->bootstrap != nullptr) {
+    if (cfg->bootstrap == nullptr || cfg->node_rank >= cfg->nodes) {
+      std::fprintf(stderr,
+                   "ucc_perftest: --nodes needs --bootstrap host:port and a "
+                   "--node-rank below it\n");
+      return 1;
+    }
+    if (cfg->under_mpi || cfg->compare) {
+      std::fprintf(stderr,
+                   "ucc_perftest: --nodes is for runs without MPI (under "
+                   "mpirun the MPI job spans the hosts)\n");
+      return 1;
+    }
+  }
+  if (cfg->coll->rooted &&
+      cfg->root >= static_cast<uint64_t>(cfg->total_ranks())) {
     std::fprintf(stderr,
                  "ucc_perftest: root %" PRIu64
                  " is not below the rank count %d\n",
-                 cfg->root, cfg->ranks);
+                 cfg->root, cfg->total_ranks());
     return 1;
   }
   return -1;

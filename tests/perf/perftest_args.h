@@ -40,6 +40,14 @@ struct Config {
   bool overlap = false;    // --overlap: also post / compute / wait
   bool compare = false;    // --compare mpi: MPI's collective beside ours
   bool under_mpi = false;  // started by mpirun (not a command-line flag)
+  // Across hosts without MPI: `nodes` perftests, this one `node_rank`,
+  // each forking `ranks` ranks, meet at `bootstrap` (HOST:PORT, where
+  // node 0 listens) through ucc_ext_oob_tcp_create.
+  int nodes = 1;
+  int node_rank = 0;
+  const char* bootstrap = nullptr;
+  uint64_t bootstrap_key = 0;
+  int total_ranks() const { return nodes * ranks; }
 };
 
 // Fills *cfg from the command line. Returns -1 to go on, or the exit

@@ -361,6 +361,12 @@ void print_header(const Config& cfg, int n, ucc_team_h team) {
   if (cfg.under_mpi) {
     std::printf("# %-20s %d MPI processes, %ld CPUs, bound by mpirun\n",
                 "Ranks:", n, sysconf(_SC_NPROCESSORS_ONLN));
+  } else if (cfg.bootstrap != nullptr) {
+    std::printf(
+        "# %-20s %d on %d hosts (%d each; bootstrap %s), %d CPUs here, "
+        "bound: %s\n",
+        "Ranks:", n, cfg.nodes, cfg.ranks, cfg.bootstrap, usable_cpus(),
+        cfg.bind ? "core" : "none");
   } else {
     std::printf("# %-20s %d local processes, %d CPUs, bound: %s\n", "Ranks:", n,
                 usable_cpus(), cfg.bind ? "core" : "none");
@@ -550,5 +556,28 @@ int main(int argc, char** argv) {
     return perf::mpi_run(fn);
   }
   if (cfg.compare) return perf::mpi_relaunch(argc, argv, cfg);
+  if (cfg.bootstrap != nullptr) {
+    // Across hosts: the forked ranks leave the local OOB for the job's.
+    auto node_fn = [&](ucct::Rank& r) {
+      ucc_ext_oob_tcp_params_t p{};
+      p.server = cfg.bootstrap;
+      p.n_oob_eps = static_cast<uint32_t>(cfg.total_ranks());
+      p.oob_ep = static_cast<uint32_t>(cfg.node_rank * cfg.ranks + r.rank);
+      p.key = cfg.bootstrap_key;
+      p.timeout = cfg.timeout_s;
+      ucct::Rank job{static_cast<int>(p.oob_ep), cfg.total_ranks(), {}};
+      const ucc_status_t st = ucc_ext_oob_tcp_create(&p, &job.oob);
+      if (st != UCC_OK) {
+        std::fprintf(stderr, "rank %u: bootstrap at %s: %s\n", p.oob_ep,
+                     cfg.bootstrap, ucct::status_name(st));
+        return 1;
+      }
+      const int rc = perf::rank_main(job, cfg);
+      ucc_ext_oob_tcp_destroy(&job.oob);
+      return rc;
+    };
+    return ucct::run_ranks(cfg.ranks, node_fn, cfg.timeout_s, cfg.bind) ? 0
+                                                                         : 1;
+  }
   return ucct::run_ranks(cfg.ranks, fn, cfg.timeout_s, cfg.bind) ? 0 : 1;
 }

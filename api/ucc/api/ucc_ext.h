@@ -1,8 +1,9 @@
 /*
  * ucc_ext.h - our extensions to the UCC 1.x API (included by ucc.h).
  *
- * Team queries from the UCC API drafts, and a capability query in the
- * spirit of libfabric's fi_query_collective.
+ * Team queries from the UCC API drafts, a capability query in the spirit
+ * of libfabric's fi_query_collective, and a TCP rendezvous for the
+ * out-of-band allgather.
  */
 #ifndef UCC_EXT_H_
 #define UCC_EXT_H_
@@ -64,6 +65,33 @@ typedef struct ucc_coll_alg_range {
  * bad team, type or pointer. */
 ucc_status_t ucc_team_coll_algs(ucc_team_h team, ucc_coll_type_t coll,
                                 ucc_coll_alg_range_t *ranges, uint32_t *n);
+
+/* A TCP rendezvous for the out-of-band allgather, for runtimes without
+ * MPI or PMIx (as NCCL's unique id or PyTorch's TCP store). oob_ep 0
+ * listens on `server`; every other ep connects to it; allgathers then go
+ * through oob_ep 0 (a star). Every ep passes the same server, n_oob_eps
+ * and key. See docs/network.md for an example. */
+typedef struct ucc_ext_oob_tcp_params {
+    const char *server;    /* "HOST:PORT" (IPv4 address or name) where
+                              oob_ep 0 listens; PORT not 0 */
+    uint32_t    n_oob_eps; /* participants */
+    uint32_t    oob_ep;    /* this one, < n_oob_eps */
+    uint64_t    key;       /* the job's secret: a connection that presents
+                              another is refused (0 is a key too) */
+    double      timeout;   /* seconds create waits for all eps; <= 0: 60 */
+} ucc_ext_oob_tcp_params_t;
+
+/* Blocks until every ep has connected (oob_ep 0: accepted), then fills
+ * *oob with a non-blocking allgather for ucc_context_params_t.oob and
+ * ucc_team_params_t.oob. UCC_ERR_INVALID_PARAM (bad parameters, server
+ * not HOST:PORT), UCC_ERR_TIMED_OUT (not everyone came), UCC_ERR_NO_MESSAGE
+ * (ep 0 refused us: another n_oob_eps or key, or our oob_ep taken),
+ * UCC_ERR_NO_RESOURCE (cannot listen), UCC_ERR_NO_MEMORY. */
+ucc_status_t ucc_ext_oob_tcp_create(const ucc_ext_oob_tcp_params_t *params,
+                                    ucc_oob_coll_t *oob);
+/* Closes the connections (after every context and team made with *oob is
+ * destroyed). */
+ucc_status_t ucc_ext_oob_tcp_destroy(ucc_oob_coll_t *oob);
 
 END_C_DECLS
 
