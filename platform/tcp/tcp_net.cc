@@ -489,7 +489,9 @@ void TcpNet::dead(Conn* c, const char* why) {
   for (Link* l = c->links; l != nullptr; l = l->next) {
     if (l->state != Link::State::kLive) continue;
     l->state = Link::State::kLost;
-    ++live;
+    // A member that left its team first needs no goodbye from peers that
+    // had its own (they leave without one).
+    live += l->fab->leaving() ? 0 : 1;
   }
   // Teams that still count on that engine hear of it; a connection no
   // team needs any more ends quietly.
