@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,13 +21,52 @@ namespace {
 
 using ucct::allreduce_i32;
 
+// The hosts of tests/multihost/hosts.sh (network namespaces), when this
+// binary runs under it: a comma-separated list of holder pids.
+const char* ns_hosts() {
+  const char* p = getenv("UCCT_HOST_PIDS");
+  return p != nullptr && *p != '\0' ? p : nullptr;
+}
+
 // Rank r counts as host r / per; its engine is inline (TCP is the inline
 // engine's network; the emu label runs this binary with UCC_OFFLOAD=emu).
+// Under hosts.sh the harness has already put the rank in its host's
+// namespaces (UCCT_RANKS_PER_HOST, which must then be `per`).
 void on_host(ucct::World& w, int rank, int per) {
   w.env.emplace_back("UCC_OFFLOAD", "inline");
-  w.env.emplace_back("UCC_HOST_ID",
-                     "ucct-hosts-" + std::to_string(rank / per));
+  if (ns_hosts() == nullptr)
+    w.env.emplace_back("UCC_HOST_ID",
+                       "ucct-hosts-" + std::to_string(rank / per));
 }
+
+// Sets host `h`'s interface (hosts.sh's eth0) "up" or "down".
+bool set_link(int h, const char* state) {
+  std::string pids = ns_hosts();
+  for (int i = 0; i < h; ++i) pids = pids.substr(pids.find(',') + 1);
+  pids = pids.substr(0, pids.find(','));
+  const std::string cmd =
+      "nsenter -t " + pids + " -n ip link set dev eth0 " + state;
+  return std::system(cmd.c_str()) == 0;
+}
+
+// Under hosts.sh with `per` ranks per host; else skipped.
+#define NEED_NS_HOSTS(per)                                                  \
+  do {                                                                      \
+    const char* k_ = getenv("UCCT_RANKS_PER_HOST");                         \
+    if (ns_hosts() == nullptr || k_ == nullptr || atoi(k_) != (per))        \
+      GTEST_SKIP() << "needs tests/multihost/hosts.sh (network namespaces) " \
+                      "with UCCT_RANKS_PER_HOST=" #per;                     \
+  } while (0)
+
+// Under hosts.sh, also with UCCT_RANKS_PER_HOST set: the test's own
+// placement must agree with the harness's.
+#define SAME_PLACEMENT(per)                                                  \
+  do {                                                                       \
+    const char* k_ = getenv("UCCT_RANKS_PER_HOST");                          \
+    if (ns_hosts() != nullptr && (k_ == nullptr || atoi(k_) != (per)))       \
+      GTEST_SKIP() << "under hosts.sh this test needs UCCT_RANKS_PER_HOST=" \
+                   #per;                                                     \
+  } while (0)
 
 bool ended_in_error(ucc_status_t st, double took, double limit) {
   return st != UCC_OK && st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT &&
@@ -55,6 +95,7 @@ TEST(Hosts, NetTcpWithoutInterfaceFailsContextCreation) {
 }
 
 TEST(Hosts, NoNetworkRefusesATeamAcrossHosts) {
+  SAME_PLACEMENT(1);
   bool ok = ucct::run_ranks(2, [](ucct::Rank& r) {
     ucct::World w;
     w.env = {{"UCC_NET", "none"}};
@@ -75,6 +116,7 @@ TEST(Hosts, NoNetworkRefusesATeamAcrossHosts) {
 // flight; host 0's ranks, one waiting, one posting after the death, end
 // in an error.
 TEST(Hosts, HostKilledMidCollective) {
+  SAME_PLACEMENT(2);
   bool ok = ucct::run_ranks(
       4,
       [](ucct::Rank& r) {
@@ -113,6 +155,7 @@ TEST(Hosts, HostKilledMidCollective) {
 // collective on host 0 fails once the peer has been silent for the
 // timeout, not before.
 TEST(Hosts, StoppedHostTimesOut) {
+  SAME_PLACEMENT(1);
   auto* pid1 = static_cast<std::atomic<int>*>(
       mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
            -1, 0));
@@ -153,6 +196,42 @@ TEST(Hosts, StoppedHostTimesOut) {
       120, false, /*may_be_killed=*/0x2);
   munmap(pid1, 4096);
   EXPECT_TRUE(ok);
+}
+
+// Host 1 is cut off: its interface goes down in its network namespace,
+// its processes live on and nothing reaches them or comes from them (no
+// reset, unlike a killed process). Every rank, on either side, ends the
+// collective in an error once its peers have been silent for the
+// timeout: not before, and never a hang.
+TEST(Hosts, HostCutOffTimesOut) {
+  NEED_NS_HOSTS(2);
+  bool ok = ucct::run_ranks(4, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_NET_PEER_TIMEOUT", "1500ms"}};
+    on_host(w, r.rank, 2);
+    if (w.init(r) != UCC_OK) return 1;
+    std::vector<int32_t> s(1 << 16, r.rank + 1), d(1 << 16, 0);
+    ucc_coll_args_t a = allreduce_i32(s, d);
+    if (w.run(a) != UCC_OK || d[4095] != 10) return 2;  // the net works
+    if (r.rank == 0 && !set_link(1, "down")) return 3;
+    if (ucct::oob_barrier(r.oob, w.ctx) != UCC_OK) return 4;
+    ucc_coll_req_h req = nullptr;
+    if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 5;
+    if (ucc_collective_post(req) != UCC_OK) return 6;
+    const double t0 = ucct::now_s();
+    const ucc_status_t st = w.wait(req, 30);
+    const double took = ucct::now_s() - t0;
+    ucc_collective_finalize(req);
+    if (!ended_in_error(st, took, 10) || took < 1.0) {
+      std::fprintf(stderr, "rank %d: %s after %.2f s\n", r.rank,
+                   ucct::status_name(st), took);
+      return 7;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ok);
+  // Whatever happened: the next tests need host 1.
+  EXPECT_TRUE(set_link(1, "up"));
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -344,7 +345,44 @@ void print_selection(ucc_team_h team) {
   }
 }
 
-void print_header(const Config& cfg, int n, ucc_team_h team) {
+// Where the ranks run: each rank's host (UCC_HOST_ID where set, else its
+// hostname), gathered over the OOB; "name: k ranks" per host, in order of
+// first appearance. Every rank takes part.
+std::string gather_hosts(const Rank& rk, ucc_context_h ctx) {
+  constexpr size_t kName = 64;
+  char me[kName] = {0};
+  const char* id = getenv("UCC_HOST_ID");
+  if (id != nullptr && *id != '\0')
+    snprintf(me, sizeof(me), "%s", id);
+  else if (gethostname(me, sizeof(me) - 1) != 0)
+    snprintf(me, sizeof(me), "?");
+  std::vector<char> all(kName * static_cast<size_t>(rk.size));
+  if (ucct::oob_allgather(rk.oob, me, all.data(), kName, ctx) != UCC_OK)
+    return "?";
+  std::vector<std::pair<std::string, int>> hosts;
+  for (int q = 0; q < rk.size; ++q) {
+    std::string name(&all[kName * static_cast<size_t>(q)]);
+    auto it = std::find_if(hosts.begin(), hosts.end(),
+                           [&](const auto& h) { return h.first == name; });
+    if (it == hosts.end())
+      hosts.emplace_back(name, 1);
+    else
+      ++it->second;
+  }
+  std::string out = std::to_string(hosts.size()) + " (";
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i == 4 && hosts.size() > 5) {
+      out += ", ...";
+      break;
+    }
+    out += (i ? ", " : "") + hosts[i].first + ": " +
+           std::to_string(hosts[i].second);
+  }
+  return out + ")";
+}
+
+void print_header(const Config& cfg, int n, ucc_team_h team,
+                  const std::string& hosts) {
   const CollSpec& cs = *cfg.coll;
   const bool barrier = cs.type == UCC_COLL_TYPE_BARRIER;
   Setup probe{cs.type, cfg.dt, cfg.op, 0, n, 1, cfg.root, cfg.inplace};
@@ -371,6 +409,7 @@ void print_header(const Config& cfg, int n, ucc_team_h team) {
     std::printf("# %-20s %d local processes, %d CPUs, bound: %s\n", "Ranks:", n,
                 usable_cpus(), cfg.bind ? "core" : "none");
   }
+  std::printf("# %-20s %s\n", "Hosts:", hosts.c_str());
   if (cfg.compare) {
     std::printf(
         "# %-20s %s (same buffers, one MPI iteration before each of"
@@ -491,7 +530,8 @@ int rank_main(Rank& rk, const Config& cfg) {
   {
     World w;
     if (w.init(rk) != UCC_OK) return 1;
-    if (w.rank == 0) print_header(cfg, w.size, w.team);
+    const std::string hosts = gather_hosts(rk, w.ctx);
+    if (w.rank == 0) print_header(cfg, w.size, w.team, hosts);
     std::vector<uint64_t> counts;
     if (cfg.coll->type == UCC_COLL_TYPE_BARRIER) {
       counts.push_back(0);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs ucc_perftest under Open MPI's mpirun with its ranks on the emulated
+# hosts of hosts.sh (run this under it):
+#   mpirun_hosts.sh RANKS_PER_HOST PERFTEST [PERFTEST ARGS...]
+# mpirun runs in the bridge namespace, from where it reaches every host;
+# it starts its daemons on the hosts through ns_rsh.sh, as it would
+# through ssh. Exits 77 where mpirun is missing or ucc_perftest was built
+# without MPI; else with mpirun's status, after checking that the
+# benchmark saw all ranks on all hosts.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+per=${1:?usage: mpirun_hosts.sh RANKS_PER_HOST PERFTEST [ARGS...]}
+shift
+perftest=${1:?usage: mpirun_hosts.sh RANKS_PER_HOST PERFTEST [ARGS...]}
+shift
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "mpirun_hosts.sh: skipped: no mpirun (apt-get install openmpi-bin)" >&2
+  exit 77
+fi
+: "${UCCT_BRIDGE_PID:?run under tests/multihost/hosts.sh}"
+IFS=, read -r -a addrs <<< "$UCCT_HOST_ADDRS"
+hostlist=""
+for a in "${addrs[@]}"; do hostlist+="${hostlist:+,}$a:$per"; done
+n=$((per * ${#addrs[@]}))
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+nsenter -t "$UCCT_BRIDGE_PID" -n -- \
+  mpirun "${root[@]}" -np "$n" --host "$hostlist" \
+    --mca plm_rsh_agent "$here/ns_rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
+    --mca btl tcp,self,vader --mca btl_tcp_if_include 10.77.0.0/24 \
+    --mca oob_tcp_if_include 10.77.0.0/24 \
+    -x UCC_OFFLOAD -x UCC_NET_FAULTS -x UCC_LOG_LEVEL \
+    "$perftest" "$@" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+[ "$rc" = 0 ] || exit "$rc"
+if grep -q "without MPI" "$out"; then
+  echo "mpirun_hosts.sh: skipped: ucc_perftest was built without MPI" >&2
+  exit 77
+fi
+# The benchmark's header names each rank's host: all of them must show.
+want="${#addrs[@]} (ucc-host-0: $per"
+if ! grep -q "^# Hosts: *$want" "$out"; then
+  echo "mpirun_hosts.sh: the ranks were not placed on ${#addrs[@]} hosts," \
+       "$per each" >&2
+  exit 1
+fi
