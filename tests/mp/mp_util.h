@@ -23,10 +23,12 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -34,6 +36,24 @@
 #include "tests/common/types.h"
 
 namespace ucct::mp {
+
+// The team sizes the collective matrices run at: 1, 2, 3, 4, 5, 8, then
+// those of UCCT_EXTRA_RANKS (comma-separated, 1..64), e.g. 6 for two hosts
+// of three ranks (docs/network.md). Read when the tests are registered.
+inline std::vector<int> matrix_ranks() {
+  std::vector<int> out{1, 2, 3, 4, 5, 8};
+  const char* extra = getenv("UCCT_EXTRA_RANKS");
+  for (const char* c = extra; c != nullptr && *c != '\0';) {
+    char* end = nullptr;
+    const long n = strtol(c, &end, 10);
+    if (end == c) break;
+    if (n >= 1 && n <= 64 &&
+        std::find(out.begin(), out.end(), static_cast<int>(n)) == out.end())
+      out.push_back(static_cast<int>(n));
+    c = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
 
 inline constexpr uint8_t kPoison = 0xA5;
 

@@ -197,7 +197,7 @@ std::vector<Param> all_params() {
       "alltoall", "reduce_scatter", "persistent", "inflight"};
   std::vector<Param> out;
   for (const Config& cfg : kConfigs) {
-    for (int n : {1, 2, 3, 4, 5, 8}) {
+    for (int n : ucct::mp::matrix_ranks()) {
       if (cfg.families.empty()) {
         for (const char* f : kAll) out.push_back({f, &cfg, n});
       } else {

@@ -279,7 +279,7 @@ int run_family(const Param& p, ucct::Rank& r) {
 std::vector<Param> all_params() {
   std::vector<Param> out;
   for (const Config& cfg : kConfigs) {
-    for (int n : {1, 2, 3, 4, 5, 8}) {
+    for (int n : ucct::mp::matrix_ranks()) {
       for (const Family& f : kFamilies) out.push_back({&f, &cfg, n});
     }
   }
