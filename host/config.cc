@@ -96,13 +96,17 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
      "allgather or alltoall block) move by single copy when UCC_CMA "
      "allows it"},
     {"BARRIER_ALG", "auto", Scope::kContext,
-     "Barrier algorithm: auto, dissemination, rd"},
+     "Barrier algorithm: auto, dissemination, rd, hier (hier: node-aware, "
+     "the default where a team spans hosts and some host has several of "
+     "its ranks)"},
     {"BCAST_ALG", "auto", Scope::kContext,
-     "Bcast algorithm: auto, binomial, cma (cma: single copy, where UCC_CMA "
-     "allows it; elsewhere the default)"},
-    {"REDUCE_ALG", "auto", Scope::kContext, "Reduce algorithm: auto, binomial"},
+     "Bcast algorithm: auto, binomial, cma, hier (cma: single copy, where "
+     "UCC_CMA allows it; elsewhere the default; hier: node-aware)"},
+    {"REDUCE_ALG", "auto", Scope::kContext,
+     "Reduce algorithm: auto, binomial, hier (node-aware)"},
     {"ALLREDUCE_ALG", "auto", Scope::kContext,
-     "Allreduce algorithm: auto, rd (recursive doubling), ring"},
+     "Allreduce algorithm: auto, rd (recursive doubling), ring, hier "
+     "(node-aware)"},
     {"ALLGATHER_ALG", "auto", Scope::kContext,
      "Allgather algorithm: auto, ring, cma (cma: single copy, where UCC_CMA "
      "allows it; elsewhere the default)"},

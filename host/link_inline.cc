@@ -57,8 +57,12 @@ class InlineLink final : public off::EngineLink {
   int owner_pid() const override { return pid_; }
   uint64_t progress() override {
     uint64_t ev = engine_.progress();
-    if (has_net_) ev += tcp_.progress();  // no system call while unused
-    return ev;
+    if (!has_net_) return ev;  // no system call while unused
+    // The net may sleep on its sockets only once the engine too has been
+    // idle for as long: a rank waiting on shared memory (a node-aware
+    // algorithm's non-leaders) has nothing that would wake it there.
+    quiet_ = ev == 0 ? quiet_ + 1 : 0;
+    return ev + tcp_.poll(quiet_ >= tcp_.config().spin);
   }
   bool dead() const override { return false; }
   void submitted() override {}
@@ -87,6 +91,7 @@ class InlineLink final : public off::EngineLink {
   dev::Engine engine_;
   plat::tcp::TcpNet tcp_;
   bool has_net_ = false;
+  uint32_t quiet_ = 0;  // engine passes in a row without events
   void* mem_ = nullptr;
   int pid_ = getpid();
 };

@@ -182,6 +182,9 @@ struct ucc_team {
   // Teams over an ep_map: the bootstrap runs through the context's
   // mailbox (team_boot.cc) instead of an OOB.
   bool via_mbox;
+  // Several hosts, some with several members: node-aware algorithms run
+  // (what the engine's links conclude from the same addresses).
+  bool hierarchical;
   ucc::plat::shm::MboxKey key;  // what our request and messages carry
   uint32_t req_slot;
   uint64_t req_nonce;    // our open request, 0 while none

@@ -143,6 +143,21 @@ ucc_status_t boot_step(ucc_team* t, uint32_t phase, const void* src, void* dst,
   return oob_step(t, const_cast<void*>(src), dst, len);
 }
 
+bool same_host(const ucc::off::TeamAddr& a, const ucc::off::TeamAddr& b) {
+  return a.host[0] == b.host[0] && a.host[1] == b.host[1];
+}
+
+// Several hosts among the members, and one with two of them.
+bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {
+  bool several = false, shared = false;
+  for (uint32_t i = 1; i < n && !several; ++i)
+    several = !same_host(addrs[0], addrs[i]);
+  for (uint32_t i = 0; i < n && several && !shared; ++i)
+    for (uint32_t j = i + 1; j < n && !shared; ++j)
+      shared = same_host(addrs[i], addrs[j]);
+  return several && shared;
+}
+
 // Creation failed: remember why, and stop waiting for messages.
 ucc_status_t fail(ucc_team* t, ucc_status_t st) {
   t->state = ucc_team::State::kFailed;
@@ -274,6 +289,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       st = boot_step(t, 1, &t->my_addr, t->addrs, sizeof(t->my_addr));
       if (st == UCC_INPROGRESS) return st;
       if (st != UCC_OK) return fail(t, st);
+      t->hierarchical = hierarchical(t->addrs, t->size);
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
       t->my_ok = t->excluded || ucc::off::ok(t->ctx->engine->team_connect(
                                     t->eng_idx, t->size, t->addrs));

@@ -27,5 +27,10 @@ extern const AlgInfo kScatterLinear;
 extern const AlgInfo kScattervLinear;
 extern const AlgInfo kFaninBinomial;
 extern const AlgInfo kFanoutBinomial;
+// Node-aware (hier.cc).
+extern const AlgInfo kBarrierHier;
+extern const AlgInfo kBcastHier;
+extern const AlgInfo kReduceHier;
+extern const AlgInfo kAllreduceHier;
 
 }  // namespace ucc::dev

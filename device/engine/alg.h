@@ -15,7 +15,11 @@
 
 namespace ucc::dev {
 
-inline constexpr size_t kMaxAlgState = 512;
+// A flat algorithm's state fits kFlatAlgState bytes, so that a node-aware
+// one (device/coll/hier.cc) can hold one of them per phase; an instance
+// has room for the largest.
+inline constexpr size_t kFlatAlgState = 512;
+inline constexpr size_t kMaxAlgState = 1024;
 
 // The implementation of one entry of a collective's algorithm catalogue
 // (off::CollTraits::algs: the id the descriptor's `alg` field names, and
@@ -28,11 +32,15 @@ struct AlgInfo {
   // copy can (EngineConfig::cma_min nonzero, an engine in the rank's own
   // process).
   bool single_copy;
+  // Runs phases over the team's node map (device/coll/hier.cc): only for
+  // collectives over the whole team.
+  bool node_aware;
 };
 
-template <typename T>
+template <typename T, size_t Cap = kFlatAlgState>
 Status alg_start(void* state, CollRun& run) {
-  static_assert(sizeof(T) <= kMaxAlgState, "algorithm state too large");
+  static_assert(Cap <= kMaxAlgState);
+  static_assert(sizeof(T) <= Cap, "algorithm state too large");
   static_assert(alignof(T) <= 64);
   static_assert(std::is_trivially_destructible_v<T>);
   return (new (state) T())->start(run);
@@ -43,9 +51,9 @@ Status alg_progress(void* state, CollRun& run) {
   return static_cast<T*>(state)->progress(run);
 }
 
-template <typename T>
+template <typename T, size_t Cap = kFlatAlgState>
 constexpr AlgInfo make_alg(bool single_copy = false) {
-  return AlgInfo{&alg_start<T>, &alg_progress<T>, single_copy};
+  return AlgInfo{&alg_start<T, Cap>, &alg_progress<T>, single_copy, false};
 }
 
 }  // namespace ucc::dev

@@ -47,6 +47,10 @@ struct CollRun {
   uint32_t id = 0;         // the collective's live id in the port
   uint32_t set_start = 0;  // set position i is team rank start + i * stride
   int32_t set_stride = 1;
+  // Or, where not null (a phase of a node-aware algorithm, device/coll/
+  // hier.cc): set position i is team rank set_map[(i + map_rot) % size].
+  const uint32_t* set_map = nullptr;
+  uint32_t map_rot = 0;
   uint32_t slot = 0;               // fabric payload bytes per message
   uint32_t esize = 0;              // element size (off::elem_size)
   off::ROp rop = off::ROp::kNone;  // combining op (avg combines as sum)
@@ -163,6 +167,10 @@ struct CollRun {
 
   // --- messaging -------------------------------------------------------------
   uint32_t team_rank(uint32_t peer) const {
+    if (set_map != nullptr) {
+      const uint32_t i = peer + map_rot;
+      return set_map[i >= size ? i - size : i];
+    }
     return static_cast<uint32_t>(int64_t{set_start} +
                                  int64_t{peer} * int64_t{set_stride});
   }

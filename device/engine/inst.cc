@@ -135,8 +135,9 @@ void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
     check_aborts(t);
     if (in.phase != Inst::Phase::kRun) return;
   }
-  in.alg = select_alg(caps_, in.d, t.port.links().nodes().nnodes == 1,
-                      &in.alg_id);
+  const NodeMap& nodes = t.port.links().nodes();
+  in.alg = select_alg(caps_, in.d, nodes.nnodes == 1,
+                      nodes.hierarchical(t.size), &in.alg_id);
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
   if (ok(st) && traits.uses_blocks()) {
     const off::Role role{d.count, r.size, r.rank,

@@ -102,8 +102,9 @@ Status Links::connect(const off::TeamAddr* addrs) {
 Status Links::build_nodes(const off::TeamAddr* addrs) {
   const uint32_t n = cfg_.nranks;
   free(node_mem_);
-  // node, local_rank, order: n each; node_size, node_first: n at most.
-  node_mem_ = static_cast<uint32_t*>(calloc(5 * size_t{n}, sizeof(uint32_t)));
+  // node, local_rank, order: n each; node_size, node_first, leaders: n at
+  // most.
+  node_mem_ = static_cast<uint32_t*>(calloc(6 * size_t{n}, sizeof(uint32_t)));
   if (node_mem_ == nullptr) return Status::kNoMemory;
   NodeMap& m = nodes_;
   m.node = node_mem_;
@@ -111,6 +112,7 @@ Status Links::build_nodes(const off::TeamAddr* addrs) {
   m.order = node_mem_ + 2 * size_t{n};
   m.node_size = node_mem_ + 3 * size_t{n};
   m.node_first = node_mem_ + 4 * size_t{n};
+  m.leaders = node_mem_ + 5 * size_t{n};
   m.nnodes = 0;
   // First appearance numbers the nodes (quadratic in the nodes, once).
   for (uint32_t r = 0; r < n; ++r) {
@@ -128,6 +130,7 @@ Status Links::build_nodes(const off::TeamAddr* addrs) {
   }
   for (uint32_t r = 0; r < n; ++r)
     m.order[m.node_first[m.node[r]] + m.local_rank[r]] = r;
+  for (uint32_t k = 0; k < m.nnodes; ++k) m.leaders[k] = m.order[m.node_first[k]];
   return Status::kOk;
 }
 

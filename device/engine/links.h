@@ -29,6 +29,12 @@ struct NodeMap {
   uint32_t* node_size = nullptr;   // per node: its ranks
   uint32_t* node_first = nullptr;  // per node: its first entry in `order`
   uint32_t* order = nullptr;       // ranks, node by node
+  uint32_t* leaders = nullptr;     // per node: its first rank (local rank 0)
+  // Some node holds several ranks and there are several nodes: the shape
+  // node-aware algorithms are for.
+  bool hierarchical(uint32_t nranks) const {
+    return nnodes > 1 && nnodes < nranks;
+  }
   // Every node holds the same number of ranks.
   bool uniform() const {
     for (uint32_t i = 1; i < nnodes; ++i)

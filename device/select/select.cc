@@ -15,10 +15,11 @@ using ById = const AlgInfo* const[kIds + 1];
 
 // Indexed by CollType, then by id (entry 0 unused).
 constexpr ById kById[] = {
-    {nullptr, &kBarrierDissemination, &kBarrierRecursiveDoubling},
-    {nullptr, &kBcastBinomial, &kBcastSingleCopy},
-    {nullptr, &kReduceBinomial},
-    {nullptr, &kAllreduceRecursiveDoubling, &kAllreduceRing},
+    {nullptr, &kBarrierDissemination, &kBarrierRecursiveDoubling,
+     &kBarrierHier},
+    {nullptr, &kBcastBinomial, &kBcastSingleCopy, &kBcastHier},
+    {nullptr, &kReduceBinomial, &kReduceHier},
+    {nullptr, &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceHier},
     {nullptr, &kAllgatherRing, &kAllgatherSingleCopy},
     {nullptr, &kAlltoallPairwise, &kAlltoallSingleCopy},
     {nullptr, &kReduceScatterRing},
@@ -40,7 +41,7 @@ static_assert(sizeof(kById) / sizeof(kById[0]) ==
 // matching rule runs its first implementation (id 1). A rule starts at a
 // size the configuration gives.
 
-enum class From : uint8_t { kAllreduceRingMin, kCmaMin };
+enum class From : uint8_t { kZero, kAllreduceRingMin, kCmaMin };
 
 struct Rule {
   CollType coll;
@@ -49,15 +50,32 @@ struct Rule {
   uint8_t alg;
 };
 
+// Node-aware algorithms where the team's shape calls for them (several
+// hosts, some with several ranks): at every size for the trees; for
+// allreduce below the ring's threshold (the ring already crosses each
+// host boundary once, and moves the data through every rank, where the
+// node-aware one moves it all through one rank per host).
 constexpr Rule kRules[] = {
+    {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
     {CollType::kBcast, From::kCmaMin, off::When::kSingleCopy, 2},
+    {CollType::kBcast, From::kZero, off::When::kNodeAware, 3},
+    {CollType::kReduce, From::kZero, off::When::kNodeAware, 2},
     {CollType::kAllgather, From::kCmaMin, off::When::kSingleCopy, 2},
     {CollType::kAlltoall, From::kCmaMin, off::When::kSingleCopy, 2},
     {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kAlways, 2},
+    {CollType::kAllreduce, From::kZero, off::When::kNodeAware, 3},
 };
 
 uint64_t threshold(const off::EngineConfig& cfg, From f) {
-  return f == From::kCmaMin ? cfg.cma_min : cfg.allreduce_ring_min;
+  switch (f) {
+    case From::kZero:
+      return 0;
+    case From::kCmaMin:
+      return cfg.cma_min;
+    case From::kAllreduceRingMin:
+      return cfg.allreduce_ring_min;
+  }
+  return 0;
 }
 
 // Whether single copy can run d: the engine allows it, every rank is on
@@ -90,6 +108,8 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
       cc.algs |= static_cast<uint8_t>(1u << (id - 1));
       if (a->single_copy)
         cc.single_copy |= static_cast<uint8_t>(1u << (id - 1));
+      if (a->node_aware)
+        cc.node_aware |= static_cast<uint8_t>(1u << (id - 1));
       if (cc.def_alg == 0) cc.def_alg = id;
     }
     cc.forced = cfg.forced[c];
@@ -105,11 +125,13 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
 }
 
 const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
-                          bool one_node, uint8_t* id) {
+                          bool one_node, bool hierarchical, uint8_t* id) {
   const auto c = static_cast<size_t>(d.coll);
   if (c >= off::kNumColls) return nullptr;
+  const bool whole = d.set_size == 0;
   const off::SelectInput in{d.alg, off::select_bytes(d),
-                            single_copy_ok(caps, d, one_node)};
+                            single_copy_ok(caps, d, one_node), whole,
+                            whole && hierarchical};
   *id = off::select_alg_id(caps.coll[c], in);
   return find_impl(d.coll, *id);
 }

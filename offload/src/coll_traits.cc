@@ -27,26 +27,34 @@ constexpr InPlace kOther = InPlace::kOther;
 constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
   {CollType::kBarrier, "barrier", false, false, InPlaceRule::kIgnored,
    Side::kDst, CountFrom::kNone, {kNoSide, kNoSide},
-   2, {{1, "dissemination", "log2(n) rounds of empty messages to rank + 2^k"},
+   3, {{1, "dissemination", "log2(n) rounds of empty messages to rank + 2^k"},
        {2, "rd", "recursive doubling of empty messages, fold for "
-                 "non-powers of two"}}},
+                 "non-powers of two"},
+       {3, "hier", "node-aware: fan-in to each host's first rank, "
+                   "dissemination among them, fan-out"}}},
   {CollType::kBcast, "bcast", true, false, InPlaceRule::kIgnored,
    Side::kSrc, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kNone), kNoSide},
-   2, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
+   3, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
        {2, "cma", "every rank reads the root's vector (cross-memory "
-                  "attach)"}}},
+                  "attach)"},
+       {3, "hier", "node-aware: binomial trees within the root's host, "
+                   "among the hosts' first ranks, within each host"}}},
   {CollType::kReduce, "reduce", true, true, InPlaceRule::kRoot,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kNone),
     side(R, Extent::kCount, kSame, Layout::kNone)},
-   1, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"}}},
+   2, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
+       {2, "hier", "node-aware: the binomial tree over the ranks host by "
+                   "host, so that whole subtrees sit on one host"}}},
   {CollType::kAllreduce, "allreduce", false, true, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kSplit),
     side(E, Extent::kCount, kSame, Layout::kSplit)},
-   2, {{1, "rd", "recursive doubling with a fold for non-powers of two"},
-       {2, "ring", "pipelined ring: reduce-scatter then allgather"}}},
+   3, {{1, "rd", "recursive doubling with a fold for non-powers of two"},
+       {2, "ring", "pipelined ring: reduce-scatter then allgather"},
+       {3, "hier", "node-aware: reduce to each host's first rank, "
+                   "recursive doubling among them, bcast within hosts"}}},
   {CollType::kAllgather, "allgather", false, false, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),

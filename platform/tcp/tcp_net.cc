@@ -519,7 +519,7 @@ void TcpNet::dead(Conn* c, const char* why) {
 void TcpNet::probe(Conn* c) {
   if (c->probe_fd >= 0) {
     pollfd pf{c->probe_fd, POLLOUT, 0};
-    if (poll(&pf, 1, 0) <= 0) return;  // no answer yet
+    if (::poll(&pf, 1, 0) <= 0) return;  // no answer yet
     int err = 0;
     socklen_t len = sizeof(err);
     getsockopt(c->probe_fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -615,10 +615,10 @@ uint64_t TcpNet::maintain() {
   return n;
 }
 
-uint64_t TcpNet::progress() {
+uint64_t TcpNet::poll(bool may_wait) {
   if (!active()) return 0;
   now_ = now_ns();
-  if (idle_ >= cfg_.spin && cfg_.wait_us != 0) {
+  if (may_wait && idle_ >= cfg_.spin && cfg_.wait_us != 0) {
     // Idle for a while: sleep until data comes, briefly.
     pollfd pf{ep_, POLLIN, 0};
     const timespec ts{0, static_cast<long>(cfg_.wait_us) * 1000};

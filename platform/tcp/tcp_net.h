@@ -89,7 +89,11 @@ class TcpNet final : public Net {
   // --- Net --------------------------------------------------------------------
   Fabric* open(const FabricConfig& cfg, FabricAddr* addr) override;
   void close(Fabric* f, bool lost) override;
-  uint64_t progress() override;
+  uint64_t progress() override { return poll(true); }
+  // progress(), allowed to wait for data (after `spin` idle calls) only
+  // where may_wait: the caller knows whether other transports (shared
+  // memory, which no descriptor here wakes) are quiet too.
+  uint64_t poll(bool may_wait);
 
   const TcpConfig& config() const { return cfg_; }
   const TcpStats& stats() const { return stats_; }

@@ -112,6 +112,55 @@ TEST(Hosts, NoNetworkRefusesATeamAcrossHosts) {
   EXPECT_TRUE(ok);
 }
 
+// The algorithm each collective runs at `bytes`, as ucc_team_coll_algs
+// tells it.
+std::string alg_at(ucc_team_h team, ucc_coll_type_t coll, uint64_t bytes) {
+  ucc_coll_alg_range_t r[8];
+  uint32_t n = 8;
+  if (ucc_team_coll_algs(team, coll, r, &n) != UCC_OK || n == 0) return "?";
+  uint32_t i = 0;
+  while (i + 1 < n && r[i + 1].min_bytes <= bytes) ++i;
+  return r[i].alg_name;
+}
+
+// Two hosts of two ranks: small allreduce, bcast, reduce and barrier run
+// node-aware (the collective matrices check their results across hosts);
+// a team on one host, or with one rank per host, runs the flat ones; a
+// knob brings the flat one back.
+TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
+  SAME_PLACEMENT(2);
+  bool ok = ucct::run_ranks(4, [](ucct::Rank& r) {
+    ucct::World w;
+    on_host(w, r.rank, 2);
+    if (w.init(r) != UCC_OK) return 1;
+    const ucc_coll_type_t colls[] = {UCC_COLL_TYPE_ALLREDUCE,
+                                     UCC_COLL_TYPE_BCAST, UCC_COLL_TYPE_REDUCE,
+                                     UCC_COLL_TYPE_BARRIER};
+    for (ucc_coll_type_t c : colls) {
+      if (alg_at(w.team, c, 8) != "hier") {
+        std::fprintf(stderr, "rank %d: coll %#x runs %s\n", r.rank,
+                     static_cast<unsigned>(c), alg_at(w.team, c, 8).c_str());
+        return 2;
+      }
+    }
+    if (alg_at(w.team, UCC_COLL_TYPE_ALLREDUCE, 16 << 20) != "ring") return 3;
+    std::vector<int32_t> s(1000, r.rank + 1), d(1000, 0);
+    ucc_coll_args_t a = allreduce_i32(s, d);
+    if (w.run(a) != UCC_OK || d[999] != 10) return 4;
+    // One rank per host (UCC_HOST_ID only: namespaces fix the placement):
+    // flat.
+    if (ns_hosts() != nullptr) return 0;
+    ucct::World one;
+    one.env = {{"UCC_ALLREDUCE_ALG", "rd"}};
+    on_host(one, r.rank, 1);
+    if (one.init(r) != UCC_OK) return 5;
+    if (alg_at(one.team, UCC_COLL_TYPE_BCAST, 8) != "binomial") return 6;
+    if (alg_at(one.team, UCC_COLL_TYPE_ALLREDUCE, 8) != "rd") return 7;
+    return 0;
+  });
+  EXPECT_TRUE(ok);
+}
+
 // Host 1 (ranks 2 and 3) dies while its ranks hold a collective in
 // flight; host 0's ranks, one waiting, one posting after the death, end
 // in an error.

@@ -174,7 +174,8 @@ TEST(Traits, AlgorithmCatalogue) {
   EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 1)->name, "rd");
   EXPECT_EQ(find_alg_name(CollType::kAllreduce, "auto"), nullptr);
   EXPECT_EQ(find_alg_id(CollType::kAllreduce, 0), nullptr);
-  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 3), nullptr);
+  EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 3)->name, "hier");
+  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 4), nullptr);
   EXPECT_EQ(find_alg_id(CollType::kCount, 1), nullptr);
 }
 
@@ -215,7 +216,7 @@ TEST(Select, FirstMatchingRuleWins) {
 TEST(Select, RangesSayWhereSelectionChanges) {
   const ucc::off::CollCaps c = two_rules();
   ucc::off::SelectRange r[8];
-  uint32_t n = ucc::off::select_ranges(c, true, r, 8);
+  uint32_t n = ucc::off::select_ranges(c, true, false, r, 8);
   ASSERT_EQ(n, 3u);
   EXPECT_EQ(r[0].from, 0u);
   EXPECT_EQ(r[0].alg, 1);
@@ -223,13 +224,43 @@ TEST(Select, RangesSayWhereSelectionChanges) {
   EXPECT_EQ(r[1].alg, 2);
   EXPECT_EQ(r[2].from, 4096u);
   EXPECT_EQ(r[2].alg, 3);
-  n = ucc::off::select_ranges(c, false, r, 8);
+  n = ucc::off::select_ranges(c, false, false, r, 8);
   ASSERT_EQ(n, 2u);  // the single-copy rule never matches: no change at 4K
   EXPECT_EQ(r[1].alg, 2);
-  EXPECT_EQ(ucc::off::select_ranges(c, true, r, 1), 1u);
+  EXPECT_EQ(ucc::off::select_ranges(c, true, false, r, 1), 1u);
   ucc::off::CollCaps forced = c;
   forced.forced = 2;
-  EXPECT_EQ(ucc::off::select_ranges(forced, false, r, 8), 1u);
+  EXPECT_EQ(ucc::off::select_ranges(forced, false, false, r, 8), 1u);
+}
+
+// Id 3 node-aware below 1 KiB, id 2 from 1 KiB for everyone, id 1 else.
+TEST(Select, NodeAwareRulesNeedTheShapeAndTheWholeTeam) {
+  using ucc::off::select_alg_id;
+  using ucc::off::SelectInput;
+  ucc::off::CollCaps c{};
+  c.algs = 0x7;
+  c.node_aware = 0x4;  // id 3
+  c.def_alg = 1;
+  c.nrules = 2;
+  c.rules[0] = {1024, 2, ucc::off::When::kAlways, {}};
+  c.rules[1] = {0, 3, ucc::off::When::kNodeAware, {}};
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 8, false, true, true}), 3);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 8, false, true, false}), 1);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 4096, false, true, true}), 2);
+  // Asked for by id: for the whole team, whatever its shape; never for an
+  // active set.
+  EXPECT_EQ(select_alg_id(c, SelectInput{3, 8, false, true, false}), 3);
+  EXPECT_EQ(select_alg_id(c, SelectInput{3, 8, false, false, false}), 1);
+  c.forced = 3;
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 4096, false, false, false}), 2);
+  c.forced = 0;
+  ucc::off::SelectRange r[8];
+  ASSERT_EQ(ucc::off::select_ranges(c, false, true, r, 8), 2u);
+  EXPECT_EQ(r[0].alg, 3);
+  EXPECT_EQ(r[1].from, 1024u);
+  EXPECT_EQ(r[1].alg, 2);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, r, 8), 2u);
+  EXPECT_EQ(r[0].alg, 1);
 }
 
 TEST(EngineConfig, Limits) {

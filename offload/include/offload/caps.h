@@ -26,13 +26,15 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 1;
+inline constexpr uint16_t kCapsVersion = 2;
 inline constexpr uint32_t kMaxRules = 4;  // per collective
 
 // What a rule needs besides the size.
 enum class When : uint8_t {
   kAlways = 0,
   kSingleCopy = 1,  // single copy can run this collective (SelectInput)
+  kNodeAware = 2,   // the team spans several hosts, some with several of
+                    // its ranks, and the collective covers the whole team
 };
 
 struct SelectRule {
@@ -49,7 +51,8 @@ struct CollCaps {
   uint8_t def_alg;      // when no rule matches
   uint8_t forced;       // 0, or the configured override
   uint8_t nrules;
-  uint8_t pad[3];
+  uint8_t node_aware;  // bit id - 1: a node-aware algorithm (whole team)
+  uint8_t pad[2];
   SelectRule rules[kMaxRules];
 };
 static_assert(sizeof(CollCaps) == 8 + 16 * kMaxRules);
@@ -95,33 +98,40 @@ struct SelectInput {
   uint8_t alg;       // the descriptor's explicit id, 0 = auto
   uint64_t bytes;    // select_bytes(d)
   bool single_copy;  // single copy can run it (the engine's verdict)
+  bool whole_team;   // it covers the whole team (no active set)
+  bool node_aware;   // whole team, several hosts, some with several ranks
 };
 
 // The algorithm id for `in`: an explicit or forced id (a single-copy one
-// only where single copy can run), else the first rule that matches,
-// else the default. 0 only for a record without a default.
+// only where single copy can run, a node-aware one only for the whole
+// team), else the first rule that matches, else the default. 0 only for a
+// record without a default.
 inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
   const uint8_t id = in.alg != 0 ? in.alg : c.forced;
-  const bool sc = id >= 1 && id <= 8 && ((c.single_copy >> (id - 1)) & 1);
-  if (id != 0 && (!sc || in.single_copy)) return id;
+  const bool known = id >= 1 && id <= 8;
+  const bool sc = known && ((c.single_copy >> (id - 1)) & 1);
+  const bool na = known && ((c.node_aware >> (id - 1)) & 1);
+  if (id != 0 && (!sc || in.single_copy) && (!na || in.whole_team)) return id;
   const uint32_t n = c.nrules < kMaxRules ? c.nrules : kMaxRules;
   for (uint32_t i = 0; i < n; ++i) {
     const SelectRule& r = c.rules[i];
-    if (in.bytes >= r.min_bytes && (r.when == When::kAlways || in.single_copy))
-      return r.alg;
+    const bool holds = r.when == When::kAlways ||
+                       (r.when == When::kSingleCopy && in.single_copy) ||
+                       (r.when == When::kNodeAware && in.node_aware);
+    if (in.bytes >= r.min_bytes && holds) return r.alg;
   }
   return c.def_alg;
 }
 
-// The sizes at which selection changes, for a rank that can (or cannot)
-// use single copy: out[i] = {from bytes, id} with out[0].from = 0, in
+// The sizes at which selection changes, for a whole-team collective on a
+// team that can (or cannot) use single copy and node-aware algorithms: out[i] = {from bytes, id} with out[0].from = 0, in
 // increasing order, neighbours distinct. Returns how many (<= max; at
 // most kMaxRules + 1 exist).
 struct SelectRange {
   uint64_t from;
   uint8_t alg;
 };
-uint32_t select_ranges(const CollCaps& c, bool single_copy, SelectRange* out,
-                       uint32_t max);
+uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
+                       SelectRange* out, uint32_t max);
 
 }  // namespace ucc::off

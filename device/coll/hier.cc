@@ -1,0 +1,275 @@
+// Node-aware algorithms: the flat ones, run in phases over groups of the
+// team drawn from its node map (device/engine/links.h), so that messages
+// between hosts go between one rank per host, and the rest stay in
+// shared memory.
+//
+// Words used here:
+//   node    the ranks on one host; its leader is its first rank (local
+//           rank 0).
+//   phase   one flat algorithm run over a group (a node, or the leaders)
+//           with a descriptor of its own: the group's size and our place
+//           in it, a root within it, a count, the buffers. Positions map
+//           to team ranks through CollRun::set_map.
+//
+// Phases of one collective share its message key. They cannot take each
+// other's messages: a phase receives from a peer only what that peer
+// sends in the same phase, phases run in the same order on every rank,
+// and a collective's messages from one peer arrive in the order sent.
+//
+// Scaling for AVG happens once, on each rank's own result, at the end:
+// phases combine as sum.
+#include "device/coll/algorithms.h"
+#include "device/engine/links.h"
+
+namespace ucc::dev {
+namespace {
+
+struct Phase {
+  off::CollDesc d;
+  CollRun run;
+  const AlgInfo* alg;
+  bool started;
+  alignas(64) unsigned char state[kFlatAlgState];
+
+  // A phase of `outer` over `size` ranks, team rank of position i being
+  // map[(i + rot) % size], where we are position `rank`.
+  void init(const CollRun& outer, const AlgInfo* a, off::CollType coll,
+            const uint32_t* map, uint32_t rot, uint32_t size, uint32_t rank,
+            uint32_t root, const off::BufRef& src, const off::BufRef& dst) {
+    d = *outer.d;
+    d.coll = coll;
+    d.root = root;
+    d.src = src;
+    d.dst = dst;
+    run = outer;
+    run.d = &d;
+    run.set_map = map;
+    run.map_rot = rot;
+    run.size = size;
+    run.rank = rank;
+    run.avg = false;
+    alg = a;
+    started = false;
+  }
+
+  Status step() {
+    if (!started) {
+      started = true;
+      return alg->start(state, run);
+    }
+    return alg->progress(state, run);
+  }
+};
+
+// Where this rank sits: its node's ranks and its place among them.
+struct Place {
+  const NodeMap* nm;
+  const uint32_t* node_ranks;  // the node's ranks, in team-rank order
+  uint32_t node;
+  uint32_t lrank;
+  uint32_t nsize;
+
+  void init(const CollRun& run, uint32_t team_rank) {
+    nm = &run.port->links().nodes();
+    node = nm->node[team_rank];
+    lrank = nm->local_rank[team_rank];
+    nsize = nm->node_size[node];
+    node_ranks = nm->order + nm->node_first[node];
+  }
+  bool leader() const { return lrank == 0; }
+};
+
+// Runs the phases a Plan lists, one after another. A plan's next() sets
+// up the phase after `step` in *ph (returning true) or says there is
+// none left for this rank (false); finish() runs once all are done.
+template <typename Plan>
+struct Phased {
+  Plan plan;
+  Phase ph;
+  uint32_t step = 0;
+  bool in_phase = false;
+
+  Status start(CollRun& run) {
+    plan.init(run);
+    return progress(run);
+  }
+
+  Status progress(CollRun& run) {
+    for (;;) {
+      if (!in_phase) {
+        if (!plan.next(run, step, &ph)) return plan.finish(run);
+        in_phase = true;
+      }
+      Status st = ph.step();
+      if (st != Status::kOk) return st;
+      in_phase = false;
+      ++step;
+    }
+  }
+};
+
+// --- barrier: fan-in to the leader, dissemination among leaders, fan-out
+
+struct BarrierPlan {
+  Place at;
+  uint32_t phase = 0;  // the next of our phases: 0 fan-in, 1 leaders, 2 out
+
+  void init(CollRun& run) { at.init(run, run.rank); }
+
+  bool next(CollRun& run, uint32_t, Phase* ph) {
+    const off::BufRef none = run.d->src;
+    for (; phase < 3; ++phase) {
+      if (phase == 0 && at.nsize > 1) {
+        ph->init(run, &kFaninBinomial, off::CollType::kFanin, at.node_ranks, 0,
+                 at.nsize, at.lrank, 0, none, none);
+      } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
+        ph->init(run, &kBarrierDissemination, off::CollType::kBarrier,
+                 at.nm->leaders, 0, at.nm->nnodes, at.node, 0, none, none);
+      } else if (phase == 2 && at.nsize > 1) {
+        ph->init(run, &kFanoutBinomial, off::CollType::kFanout, at.node_ranks,
+                 0, at.nsize, at.lrank, 0, none, none);
+      } else {
+        continue;
+      }
+      ++phase;
+      return true;
+    }
+    return false;
+  }
+  Status finish(CollRun&) { return Status::kOk; }
+};
+
+// --- bcast: within the root's node from the root (when it is not the
+// leader), among the leaders from the root's node, within every other
+// node (and the root's, when the root leads it) from the leader. In
+// place on every rank's buffer (src).
+
+struct BcastPlan {
+  Place at;
+  uint32_t root_node = 0;
+  uint32_t root_lrank = 0;
+  uint32_t phase = 0;
+
+  void init(CollRun& run) {
+    at.init(run, run.rank);
+    root_node = at.nm->node[run.d->root];
+    root_lrank = at.nm->local_rank[run.d->root];
+  }
+
+  bool next(CollRun& run, uint32_t, Phase* ph) {
+    const off::BufRef buf = run.d->src;
+    const bool root_here = at.node == root_node;
+    for (; phase < 3; ++phase) {
+      if (phase == 0 && root_here && root_lrank != 0) {
+        ph->init(run, &kBcastBinomial, off::CollType::kBcast, at.node_ranks, 0,
+                 at.nsize, at.lrank, root_lrank, buf, buf);
+      } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
+        ph->init(run, &kBcastBinomial, off::CollType::kBcast, at.nm->leaders,
+                 0, at.nm->nnodes, at.node, root_node, buf, buf);
+      } else if (phase == 2 && at.nsize > 1 &&
+                 !(root_here && root_lrank != 0)) {
+        ph->init(run, &kBcastBinomial, off::CollType::kBcast, at.node_ranks, 0,
+                 at.nsize, at.lrank, 0, buf, buf);
+      } else {
+        continue;
+      }
+      ++phase;
+      return true;
+    }
+    return false;
+  }
+  Status finish(CollRun&) { return Status::kOk; }
+};
+
+// --- reduce: the binomial tree over the team's ranks node by node,
+// rotated so that the root is position 0. A subtree covers consecutive
+// positions, so all but the top levels of the tree stay within a node
+// (all of them, with nodes of a power-of-two size and the root leading
+// its node). Leaders cannot reduce into a buffer of their own first:
+// only the root has a destination.
+
+struct ReducePlan {
+  uint32_t pos = 0;  // the root's place in the node order
+  uint32_t me = 0;   // ours
+
+  void init(CollRun& run) {
+    const NodeMap& nm = run.port->links().nodes();
+    const uint32_t r = run.d->root;
+    pos = nm.node_first[nm.node[r]] + nm.local_rank[r];
+    me = nm.node_first[nm.node[run.rank]] + nm.local_rank[run.rank];
+  }
+
+  bool next(CollRun& run, uint32_t step, Phase* ph) {
+    if (step != 0) return false;
+    const NodeMap& nm = run.port->links().nodes();
+    const uint32_t n = run.size;
+    const uint32_t mine = me >= pos ? me - pos : me + n - pos;
+    ph->init(run, &kReduceBinomial, off::CollType::kReduce, nm.order, pos, n,
+             mine, 0, run.d->src, run.d->dst);
+    ph->run.avg = run.avg;  // one phase: it scales at the root itself
+    return true;
+  }
+  Status finish(CollRun&) { return Status::kOk; }
+};
+
+// --- allreduce: reduce to the leader (into its dst), recursive doubling
+// among the leaders in place, bcast of the leader's dst within the node.
+
+struct AllreducePlan {
+  Place at;
+  uint32_t phase = 0;
+
+  void init(CollRun& run) { at.init(run, run.rank); }
+
+  bool next(CollRun& run, uint32_t, Phase* ph) {
+    const off::BufRef src = run.d->src;
+    const off::BufRef dst = run.d->dst;
+    for (; phase < 3; ++phase) {
+      if (phase == 0 && at.nsize > 1) {
+        ph->init(run, &kReduceBinomial, off::CollType::kReduce, at.node_ranks,
+                 0, at.nsize, at.lrank, 0, src, dst);
+      } else if (phase == 0) {
+        // Alone on the node: the leaders' phase starts from our dst.
+        Status st = run.copy_uu(Buf::kDst, 0, Buf::kSrc, 0,
+                                run.d->count * run.esize);
+        if (failed(st)) {
+          failure = st;
+          return false;
+        }
+        continue;
+      } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
+        ph->init(run, &kAllreduceRecursiveDoubling, off::CollType::kAllreduce,
+                 at.nm->leaders, 0, at.nm->nnodes, at.node, 0, dst, dst);
+      } else if (phase == 2 && at.nsize > 1) {
+        ph->init(run, &kBcastBinomial, off::CollType::kBcast, at.node_ranks, 0,
+                 at.nsize, at.lrank, 0, dst, dst);
+      } else {
+        continue;
+      }
+      ++phase;
+      return true;
+    }
+    return false;
+  }
+  Status finish(CollRun& run) {
+    if (failed(failure)) return failure;
+    return run.finish_avg(Buf::kDst, 0, run.d->count);
+  }
+
+  Status failure = Status::kOk;
+};
+
+template <typename Plan>
+constexpr AlgInfo make_hier() {
+  return AlgInfo{&alg_start<Phased<Plan>, kMaxAlgState>,
+                 &alg_progress<Phased<Plan>>, false, true};
+}
+
+}  // namespace
+
+const AlgInfo kBarrierHier = make_hier<BarrierPlan>();
+const AlgInfo kBcastHier = make_hier<BcastPlan>();
+const AlgInfo kReduceHier = make_hier<ReducePlan>();
+const AlgInfo kAllreduceHier = make_hier<AllreducePlan>();
+
+}  // namespace ucc::dev
