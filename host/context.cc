@@ -10,6 +10,7 @@
 #include "host/datatype.h"
 #include "host/objects.h"
 #include "host/request.h"
+#include "offload/team_addr.h"
 #include "platform/mem/cma.h"
 #include "platform/os/host_id.h"
 #include "platform/os/log.h"
@@ -82,9 +83,9 @@ ucc_status_t context_wireup(ucc_context* ctx) {
   if (st == UCC_OK) {
     int32_t my_st = ucc::off::failed(ms) ? ucc::host::to_ucc(ms) : UCC_OK;
     for (uint32_t i = 0; i < n; ++i) {
-      const bool here = all[i].host[0] == mine.host[0] &&
-                        all[i].host[1] == mine.host[1];
-      addrs[i] = here ? all[i].mbox : ucc::plat::shm::MailboxAddr{};
+      addrs[i] = ucc::off::same_host(all[i].host, mine.host)
+                     ? all[i].mbox
+                     : ucc::plat::shm::MailboxAddr{};
     }
     if (my_st == UCC_OK && ucc::off::failed(ctx->mbox.attach(addrs)))
       my_st = UCC_ERR_NO_MESSAGE;

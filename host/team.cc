@@ -143,9 +143,7 @@ ucc_status_t boot_step(ucc_team* t, uint32_t phase, const void* src, void* dst,
   return oob_step(t, const_cast<void*>(src), dst, len);
 }
 
-bool same_host(const ucc::off::TeamAddr& a, const ucc::off::TeamAddr& b) {
-  return a.host[0] == b.host[0] && a.host[1] == b.host[1];
-}
+using ucc::off::same_host;
 
 // Several hosts among the members, and one with two of them.
 bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {

@@ -8,9 +8,7 @@
 namespace ucc::dev {
 namespace {
 
-bool same_host(const off::TeamAddr& a, const off::TeamAddr& b) {
-  return a.host[0] == b.host[0] && a.host[1] == b.host[1];
-}
+using off::same_host;
 
 plat::FabricAddr fabric_addr(const uint8_t (&bytes)[off::kTransportAddrBytes]) {
   static_assert(sizeof(plat::FabricAddr) == off::kTransportAddrBytes);

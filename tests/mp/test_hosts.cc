@@ -49,23 +49,25 @@ bool set_link(int h, const char* state) {
   return std::system(cmd.c_str()) == 0;
 }
 
-// Under hosts.sh with `per` ranks per host; else skipped.
-#define NEED_NS_HOSTS(per)                                                  \
-  do {                                                                      \
-    const char* k_ = getenv("UCCT_RANKS_PER_HOST");                         \
-    if (ns_hosts() == nullptr || k_ == nullptr || atoi(k_) != (per))        \
-      GTEST_SKIP() << "needs tests/multihost/hosts.sh (network namespaces) " \
-                      "with UCCT_RANKS_PER_HOST=" #per;                     \
-  } while (0)
+// Why a test placed `per` ranks per host cannot run here, or "": under
+// hosts.sh the harness's placement (UCCT_RANKS_PER_HOST) must be `per`;
+// an ns_only test needs hosts.sh.
+std::string placement_problem(int per, bool ns_only) {
+  const char* k = getenv("UCCT_RANKS_PER_HOST");
+  const std::string want = "UCCT_RANKS_PER_HOST=" + std::to_string(per);
+  if (ns_hosts() == nullptr)
+    return ns_only ? "needs tests/multihost/hosts.sh (network namespaces) "
+                     "with " + want
+                   : "";
+  return k != nullptr && atoi(k) == per
+             ? ""
+             : "under hosts.sh this test needs " + want;
+}
 
-// Under hosts.sh, also with UCCT_RANKS_PER_HOST set: the test's own
-// placement must agree with the harness's.
-#define SAME_PLACEMENT(per)                                                  \
-  do {                                                                       \
-    const char* k_ = getenv("UCCT_RANKS_PER_HOST");                          \
-    if (ns_hosts() != nullptr && (k_ == nullptr || atoi(k_) != (per)))       \
-      GTEST_SKIP() << "under hosts.sh this test needs UCCT_RANKS_PER_HOST=" \
-                   #per;                                                     \
+#define PLACED(per, ns_only)                                   \
+  do {                                                         \
+    const std::string why_ = placement_problem(per, ns_only);  \
+    if (!why_.empty()) GTEST_SKIP() << why_;                   \
   } while (0)
 
 bool ended_in_error(ucc_status_t st, double took, double limit) {
@@ -95,7 +97,7 @@ TEST(Hosts, NetTcpWithoutInterfaceFailsContextCreation) {
 }
 
 TEST(Hosts, NoNetworkRefusesATeamAcrossHosts) {
-  SAME_PLACEMENT(1);
+  PLACED(1, false);
   bool ok = ucct::run_ranks(2, [](ucct::Rank& r) {
     ucct::World w;
     w.env = {{"UCC_NET", "none"}};
@@ -128,7 +130,7 @@ std::string alg_at(ucc_team_h team, ucc_coll_type_t coll, uint64_t bytes) {
 // a team on one host, or with one rank per host, runs the flat ones; a
 // knob brings the flat one back.
 TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
-  SAME_PLACEMENT(2);
+  PLACED(2, false);
   bool ok = ucct::run_ranks(4, [](ucct::Rank& r) {
     ucct::World w;
     on_host(w, r.rank, 2);
@@ -165,7 +167,7 @@ TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
 // flight; host 0's ranks, one waiting, one posting after the death, end
 // in an error.
 TEST(Hosts, HostKilledMidCollective) {
-  SAME_PLACEMENT(2);
+  PLACED(2, false);
   bool ok = ucct::run_ranks(
       4,
       [](ucct::Rank& r) {
@@ -204,7 +206,7 @@ TEST(Hosts, HostKilledMidCollective) {
 // collective on host 0 fails once the peer has been silent for the
 // timeout, not before.
 TEST(Hosts, StoppedHostTimesOut) {
-  SAME_PLACEMENT(1);
+  PLACED(1, false);
   auto* pid1 = static_cast<std::atomic<int>*>(
       mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
            -1, 0));
@@ -253,7 +255,7 @@ TEST(Hosts, StoppedHostTimesOut) {
 // collective in an error once its peers have been silent for the
 // timeout: not before, and never a hang.
 TEST(Hosts, HostCutOffTimesOut) {
-  NEED_NS_HOSTS(2);
+  PLACED(2, true);
   bool ok = ucct::run_ranks(4, [](ucct::Rank& r) {
     ucct::World w;
     w.env = {{"UCC_NET_PEER_TIMEOUT", "1500ms"}};

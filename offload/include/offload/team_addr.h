@@ -28,4 +28,12 @@ struct TeamAddr {
 static_assert(sizeof(TeamAddr) == 152);
 static_assert(std::is_trivially_copyable_v<TeamAddr>);
 
+// Two host identities (platform/os/host_id.h) name the same host.
+inline bool same_host(const uint64_t (&a)[2], const uint64_t (&b)[2]) {
+  return a[0] == b[0] && a[1] == b[1];
+}
+inline bool same_host(const TeamAddr& a, const TeamAddr& b) {
+  return same_host(a.host, b.host);
+}
+
 }  // namespace ucc::off
