@@ -74,10 +74,8 @@ DpdkPort::~DpdkPort() {
   flush();
   for (uint32_t i = 0; i < ntx_; ++i)
     rte_pktmbuf_free(static_cast<rte_mbuf*>(txq_[i]));
-  if (started_) {
-    rte_eth_dev_stop(port_);
-    rte_eth_dev_close(port_);
-  }
+  if (started_) rte_eth_dev_stop(port_);
+  if (configured_) rte_eth_dev_close(port_);
   free(lin_);
 }
 
@@ -104,14 +102,21 @@ Status DpdkPort::open(const char* vdev, uint32_t max_frame) {
   if (r == 0) {
     // Some PMDs (memif) take any MTU, some cannot change it: best effort.
     rte_eth_dev_set_mtu(port_, static_cast<uint16_t>(max_frame - kEthHdr));
+    configured_ = true;
     r = rte_eth_dev_start(port_);
   }
-  if (r != 0) {
+  // A memif client whose server has not made its socket yet cannot start
+  // (the daemons of a mesh come up in any order): it stays down and
+  // maintain() starts it again until the server is there.
+  const bool client = strstr(vdev, "role=client") != nullptr;
+  if (r != 0 && !(configured_ && client)) {
     UCC_ERROR("wire: cannot start DPDK port %s: %s", name_, rte_strerror(-r));
     return Status::kError;
   }
-  started_ = true;
-  rte_eth_promiscuous_enable(port_);
+  started_ = r == 0;
+  if (started_) rte_eth_promiscuous_enable(port_);
+  if (!started_)
+    UCC_DEBUG("wire: port %s: no server yet, starting it later", name_);
   rte_ether_addr a;
   rte_eth_macaddr_get(port_, &a);
   memcpy(mac_.b, a.addr_bytes, 6);
@@ -183,12 +188,13 @@ void DpdkPort::maintain(uint64_t now_ns) {
     down_since_ = now_ns;
     return;
   }
-  // A memif client that came before its server, or lost it: restart the
+  // A memif client that came before its server, or lost it: (re)start the
   // port, which connects again.
   if (now_ns - down_since_ > 500000000ull) {
     UCC_DEBUG("wire: port %s down for 500 ms: restarting it", name_);
-    rte_eth_dev_stop(port_);
-    rte_eth_dev_start(port_);
+    if (started_) rte_eth_dev_stop(port_);
+    started_ = rte_eth_dev_start(port_) == 0;
+    if (started_) rte_eth_promiscuous_enable(port_);
     down_since_ = now_ns;
   }
 }

@@ -37,7 +37,9 @@ class DpdkPort final : public FramePort {
   ~DpdkPort() override;
 
   // Configures and starts the ethdev of this vdev (its name is the part
-  // before the first comma). kError when it does not exist or fails.
+  // before the first comma). kError when it does not exist or fails; a
+  // memif client whose server is not there yet opens stopped and is
+  // started by maintain() once it is.
   Status open(const char* vdev, uint32_t max_frame);
 
   bool tx(const void* frame, uint32_t len) override;
@@ -51,7 +53,8 @@ class DpdkPort final : public FramePort {
  private:
   static constexpr uint32_t kBurst = 32;
   uint16_t port_ = 0;
-  bool started_ = false;
+  bool configured_ = false;
+  bool started_ = false;  // rte_eth_dev_start succeeded (rx/tx allowed)
   Mac mac_{};
   uint32_t max_frame_ = 0;
   void* txq_[kBurst] = {};

@@ -59,7 +59,9 @@ if [ $afp = 1 ]; then
       { echo "cannot set up the veth of node $n"; exit 1; }
   done
 fi
-for ((n = 0; n < nodes; n++)); do
+# Highest node first: it is a memif client of every lower node, so each
+# run checks that a client which comes before its server connects later.
+for ((n = nodes - 1; n >= 0; n--)); do
   if [ $afp = 1 ]; then
     ip netns exec "$tag-$n" "$fw" --socket "$dir/node$n.sock" \
       --wire-port "net_af_packet0,iface=ucc-v$n" --wire-frame 1514 \
@@ -68,11 +70,18 @@ for ((n = 0; n < nodes; n++)); do
     "$fw" --socket "$dir/node$n.sock" --wire-mesh "$dir:$n:$nodes" \
       --sleep-ms 1 "${fw_args[@]}" >"$dir/node$n.log" 2>&1 &
   fi
-  pids+=($!)
-  socks+=("$dir/node$n.sock")
+  pids[$n]=$!
+  socks[$n]="$dir/node$n.sock"
 done
-for s in "${socks[@]}"; do
-  for _ in $(seq 500); do [ -S "$s" ] && break; sleep 0.01; done
+for ((n = 0; n < nodes; n++)); do
+  for _ in $(seq 3000); do
+    [ -S "${socks[$n]}" ] && break
+    kill -0 "${pids[$n]}" 2>/dev/null || break
+    sleep 0.01
+  done
+  if [ ! -S "${socks[$n]}" ]; then
+    echo "firmware_sim node $n did not come up:"; cat "$dir/node$n.log"; exit 1
+  fi
 done
 list=$(IFS=,; echo "${socks[*]}")
 UCC_OFFLOAD=emu UCC_FIRMWARE_SIM=none UCC_FIRMWARE_SOCKET="$list" "$@"
