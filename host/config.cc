@@ -105,27 +105,27 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
     {"REDUCE_ALG", "auto", Scope::kContext,
      "Reduce algorithm: auto, binomial, hier (node-aware)"},
     {"ALLREDUCE_ALG", "auto", Scope::kContext,
-     "Allreduce algorithm: auto, rd (recursive doubling), ring, hier "
-     "(node-aware)"},
+     "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
+     "hier_ring (node-aware: leaders, or the ring host by host)"},
     {"ALLGATHER_ALG", "auto", Scope::kContext,
-     "Allgather algorithm: auto, ring, cma (cma: single copy, where UCC_CMA "
-     "allows it; elsewhere the default)"},
+     "Allgather algorithm: auto, ring, cma, hier (cma: single copy, where "
+     "UCC_CMA allows it; elsewhere the default; hier: node-aware ring)"},
     {"ALLTOALL_ALG", "auto", Scope::kContext,
      "Alltoall algorithm: auto, pairwise, cma (cma: single copy, where UCC_CMA "
      "allows it; elsewhere the default)"},
     {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
-     "Reduce-scatter algorithm: auto, ring"},
+     "Reduce-scatter algorithm: auto, ring, hier (node-aware ring)"},
     {"GATHER_ALG", "auto", Scope::kContext, "Gather algorithm: auto, linear"},
     {"GATHERV_ALG", "auto", Scope::kContext, "Gatherv algorithm: auto, linear"},
     {"SCATTER_ALG", "auto", Scope::kContext, "Scatter algorithm: auto, linear"},
     {"SCATTERV_ALG", "auto", Scope::kContext,
      "Scatterv algorithm: auto, linear"},
     {"ALLGATHERV_ALG", "auto", Scope::kContext,
-     "Allgatherv algorithm: auto, pairwise"},
+     "Allgatherv algorithm: auto, pairwise, hier (node-aware ring)"},
     {"ALLTOALLV_ALG", "auto", Scope::kContext,
      "Alltoallv algorithm: auto, pairwise"},
     {"REDUCE_SCATTERV_ALG", "auto", Scope::kContext,
-     "Reduce-scatterv algorithm: auto, ring"},
+     "Reduce-scatterv algorithm: auto, ring, hier (node-aware ring)"},
     {"FANIN_ALG", "auto", Scope::kContext, "Fanin algorithm: auto, binomial"},
     {"FANOUT_ALG", "auto", Scope::kContext, "Fanout algorithm: auto, binomial"},
 };

@@ -32,5 +32,10 @@ extern const AlgInfo kBarrierHier;
 extern const AlgInfo kBcastHier;
 extern const AlgInfo kReduceHier;
 extern const AlgInfo kAllreduceHier;
+extern const AlgInfo kAllreduceHierRing;
+extern const AlgInfo kAllgatherHier;
+extern const AlgInfo kAllgathervHier;
+extern const AlgInfo kReduceScatterHier;
+extern const AlgInfo kReduceScattervHier;
 
 }  // namespace ucc::dev

@@ -188,15 +188,19 @@ struct BcastPlan {
 // its node). Leaders cannot reduce into a buffer of their own first:
 // only the root has a destination.
 
+// A team rank's place in the node order (NodeMap::order).
+uint32_t node_pos(const NodeMap& nm, uint32_t rank) {
+  return nm.node_first[nm.node[rank]] + nm.local_rank[rank];
+}
+
 struct ReducePlan {
   uint32_t pos = 0;  // the root's place in the node order
   uint32_t me = 0;   // ours
 
   void init(CollRun& run) {
     const NodeMap& nm = run.port->links().nodes();
-    const uint32_t r = run.d->root;
-    pos = nm.node_first[nm.node[r]] + nm.local_rank[r];
-    me = nm.node_first[nm.node[run.rank]] + nm.local_rank[run.rank];
+    pos = node_pos(nm, run.d->root);
+    me = node_pos(nm, run.rank);
   }
 
   bool next(CollRun& run, uint32_t step, Phase* ph) {
@@ -259,6 +263,28 @@ struct AllreducePlan {
   Status failure = Status::kOk;
 };
 
+// --- the pipelined ring over the ranks host by host (allreduce at large
+// sizes, allgather(v), reduce_scatter(v)): one phase over the whole team
+// in node order, so that the ring crosses each host boundary once
+// whatever the rank numbering (round-robin placement makes every hop of
+// the ring in rank order cross hosts). Blocks stay where the team's
+// layout puts them: the ring reads the team's block tables by team rank
+// (CollRun::tab).
+
+template <const AlgInfo* kRing>
+struct NodeRingPlan {
+  void init(CollRun&) {}
+  bool next(CollRun& run, uint32_t step, Phase* ph) {
+    if (step != 0) return false;
+    const NodeMap& nm = run.port->links().nodes();
+    ph->init(run, kRing, run.d->coll, nm.order, 0, run.size,
+             node_pos(nm, run.rank), 0, run.d->src, run.d->dst);
+    ph->run.avg = run.avg;  // one phase over the whole team
+    return true;
+  }
+  Status finish(CollRun&) { return Status::kOk; }
+};
+
 template <typename Plan>
 constexpr AlgInfo make_hier() {
   return AlgInfo{&alg_start<Phased<Plan>, kMaxAlgState>,
@@ -271,5 +297,12 @@ const AlgInfo kBarrierHier = make_hier<BarrierPlan>();
 const AlgInfo kBcastHier = make_hier<BcastPlan>();
 const AlgInfo kReduceHier = make_hier<ReducePlan>();
 const AlgInfo kAllreduceHier = make_hier<AllreducePlan>();
+const AlgInfo kAllreduceHierRing = make_hier<NodeRingPlan<&kAllreduceRing>>();
+const AlgInfo kAllgatherHier = make_hier<NodeRingPlan<&kAllgatherRing>>();
+const AlgInfo kAllgathervHier = make_hier<NodeRingPlan<&kAllgatherRing>>();
+const AlgInfo kReduceScatterHier =
+    make_hier<NodeRingPlan<&kReduceScatterRing>>();
+const AlgInfo kReduceScattervHier =
+    make_hier<NodeRingPlan<&kReduceScattervRing>>();
 
 }  // namespace ucc::dev

@@ -22,8 +22,8 @@ struct Linear {
 
   Status start(CollRun& run) {
     const uint64_t es = run.esize;
-    const uint32_t r = run.rank;
-    if (r != run.d->root) {
+    const uint32_t r = run.tab(run.rank);
+    if (run.rank != run.d->root) {
       if (kGather)
         tx.init(run, run.d->root, Buf::kSrc, run.src_off[r] * es,
                 run.src_cnt[r] * es);
@@ -54,12 +54,13 @@ struct Linear {
     for (; peer < run.size; ++peer) {
       if (peer == run.rank) continue;
       if (!started) {
+        const uint32_t t = run.tab(peer);
         if (kGather)
-          rx.init(run, peer, Buf::kDst, run.dst_off[peer] * es,
-                  run.dst_cnt[peer] * es, false);
+          rx.init(run, peer, Buf::kDst, run.dst_off[t] * es,
+                  run.dst_cnt[t] * es, false);
         else
-          tx.init(run, peer, Buf::kSrc, run.src_off[peer] * es,
-                  run.src_cnt[peer] * es);
+          tx.init(run, peer, Buf::kSrc, run.src_off[t] * es,
+                  run.src_cnt[t] * es);
         started = true;
       }
       Status st = kGather ? rx.progress(run) : tx.progress(run);

@@ -27,27 +27,28 @@ struct Pairwise {
   Status progress(CollRun& run) {
     const uint64_t es = run.esize;
     while (step < run.size) {
-      uint32_t p = pat::pair_partner(run.rank, run.size, step);
-      uint64_t soff = run.src_off[p] * es, doff = run.dst_off[p] * es;
+      const uint32_t p = pat::pair_partner(run.rank, run.size, step);
+      const uint32_t t = run.tab(p);
+      const uint64_t soff = run.src_off[t] * es, doff = run.dst_off[t] * es;
+      const uint64_t sbytes = run.src_cnt[t] * es, dbytes = run.dst_cnt[t] * es;
       if (p == run.rank) {
-        if (run.src_cnt[p] != run.dst_cnt[p]) return Status::kInvalidParam;
-        Status st =
-            run.copy_uu(Buf::kDst, doff, Buf::kSrc, soff, run.dst_cnt[p] * es);
+        if (sbytes != dbytes) return Status::kInvalidParam;
+        Status st = run.copy_uu(Buf::kDst, doff, Buf::kSrc, soff, dbytes);
         if (failed(st)) return st;
         ++step;
         continue;
       }
       if (!started) {
-        tx.init(run, p, Buf::kSrc, soff, run.src_cnt[p] * es);
-        rx.init(run, p, Buf::kDst, doff, run.dst_cnt[p] * es, false);
+        tx.init(run, p, Buf::kSrc, soff, sbytes);
+        rx.init(run, p, Buf::kDst, doff, dbytes, false);
         started = true;
       }
       Status st = tx.progress(run);
       if (failed(st)) return st;
       // Receiving into bytes we still have to send (in place): never
       // overtake our own sending.
-      bool aliased = run.overlap(Buf::kSrc, soff, run.src_cnt[p] * es,
-                                 Buf::kDst, doff, run.dst_cnt[p] * es);
+      bool aliased = run.overlap(Buf::kSrc, soff, sbytes, Buf::kDst, doff,
+                                 dbytes);
       st = rx.progress(run, aliased ? tx.done : UINT32_MAX);
       if (failed(st)) return st;
       if (!tx.finished() || !rx.finished()) return Status::kInProgress;

@@ -44,10 +44,12 @@ struct Ring {
   // input blocks when reducing, the output blocks when gathering (the run's
   // block tables, blocks.h).
   uint64_t block_off(const CollRun& run, uint32_t b) const {
-    return kMode == RingMode::kAllgather ? run.dst_off[b] : run.src_off[b];
+    const uint32_t i = run.tab(b);
+    return kMode == RingMode::kAllgather ? run.dst_off[i] : run.src_off[i];
   }
   uint64_t block_cnt(const CollRun& run, uint32_t b) const {
-    return kMode == RingMode::kAllgather ? run.dst_cnt[b] : run.src_cnt[b];
+    const uint32_t i = run.tab(b);
+    return kMode == RingMode::kAllgather ? run.dst_cnt[i] : run.src_cnt[i];
   }
   // Byte offset (in the vector) and length of segment k of block b.
   void seg(const CollRun& run, uint32_t b, uint64_t* off, uint32_t* len) const {
@@ -71,7 +73,7 @@ struct Ring {
     right = blk(run, int64_t{run.rank} + 1);
     arrivals = kMode == RingMode::kAllreduce ? 2 * n - 2 : n - 1;
     Status st = Status::kOk;
-    uint32_t r = run.rank;
+    const uint32_t r = run.tab(run.rank);
     if (kMode == RingMode::kAllgather) {
       // Our contribution goes to its place in dst (a no-op in place).
       st = run.copy_uu(Buf::kDst, run.dst_off[r] * run.esize, Buf::kSrc,
@@ -89,7 +91,7 @@ struct Ring {
 
   // Where a segment of our finished reduce-scatter block goes in dst.
   uint64_t rs_result_off(const CollRun& run, uint64_t vec_off) const {
-    uint32_t r = run.rank;
+    const uint32_t r = run.tab(run.rank);
     return run.dst_off[r] * run.esize + (vec_off - run.src_off[r] * run.esize);
   }
 

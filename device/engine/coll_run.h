@@ -56,8 +56,8 @@ struct CollRun {
   off::ROp rop = off::ROp::kNone;  // combining op (avg combines as sum)
   bool avg = false;
   off::UserReduce user{};  // reductions of DType::kGeneric (EngineEnv)
-  // Block tables (blocks.h), in elements, indexed by rank: where rank i's
-  // part lies in this rank's src and dst.
+  // Block tables (blocks.h), in elements: where a rank's part lies in this
+  // rank's src and dst. Indexed by tab(position).
   const uint64_t* src_cnt = nullptr;
   const uint64_t* src_off = nullptr;
   const uint64_t* dst_cnt = nullptr;
@@ -173,6 +173,12 @@ struct CollRun {
     }
     return static_cast<uint32_t>(int64_t{set_start} +
                                  int64_t{peer} * int64_t{set_stride});
+  }
+  // The block-table index of set position pos: the position itself, or
+  // in a phase over a mapped set (whose tables are the team's), the team
+  // rank it maps to.
+  uint32_t tab(uint32_t pos) const {
+    return set_map != nullptr ? team_rank(pos) : pos;
   }
   void* reserve(uint32_t peer) const {
     return port->reserve(team_rank(peer), id);

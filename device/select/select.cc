@@ -19,17 +19,18 @@ constexpr ById kById[] = {
      &kBarrierHier},
     {nullptr, &kBcastBinomial, &kBcastSingleCopy, &kBcastHier},
     {nullptr, &kReduceBinomial, &kReduceHier},
-    {nullptr, &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceHier},
-    {nullptr, &kAllgatherRing, &kAllgatherSingleCopy},
+    {nullptr, &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceHier,
+     &kAllreduceHierRing},
+    {nullptr, &kAllgatherRing, &kAllgatherSingleCopy, &kAllgatherHier},
     {nullptr, &kAlltoallPairwise, &kAlltoallSingleCopy},
-    {nullptr, &kReduceScatterRing},
+    {nullptr, &kReduceScatterRing, &kReduceScatterHier},
     {nullptr, &kGatherLinear},
     {nullptr, &kGathervLinear},
     {nullptr, &kScatterLinear},
     {nullptr, &kScattervLinear},
-    {nullptr, &kAllgathervPairwise},
+    {nullptr, &kAllgathervPairwise, &kAllgathervHier},
     {nullptr, &kAlltoallvPairwise},
-    {nullptr, &kReduceScattervRing},
+    {nullptr, &kReduceScattervRing, &kReduceScattervHier},
     {nullptr, &kFaninBinomial},
     {nullptr, &kFanoutBinomial},
 };
@@ -51,19 +52,26 @@ struct Rule {
 };
 
 // Node-aware algorithms where the team's shape calls for them (several
-// hosts, some with several ranks): at every size for the trees; for
-// allreduce below the ring's threshold (the ring already crosses each
-// host boundary once, and moves the data through every rank, where the
-// node-aware one moves it all through one rank per host).
+// hosts, some with several ranks): at every size for the trees and the
+// rings; for allreduce the leaders' algorithm below the ring's threshold
+// and the ring in node order above it (it moves the data through every
+// rank, where the leaders' one moves it all through one rank per host).
+// Alltoall(v) has none: its pairwise exchange sends every block straight
+// to its destination, over the network exactly once.
 constexpr Rule kRules[] = {
     {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
     {CollType::kBcast, From::kCmaMin, off::When::kSingleCopy, 2},
     {CollType::kBcast, From::kZero, off::When::kNodeAware, 3},
     {CollType::kReduce, From::kZero, off::When::kNodeAware, 2},
     {CollType::kAllgather, From::kCmaMin, off::When::kSingleCopy, 2},
+    {CollType::kAllgather, From::kZero, off::When::kNodeAware, 3},
     {CollType::kAlltoall, From::kCmaMin, off::When::kSingleCopy, 2},
+    {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kNodeAware, 4},
     {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kAlways, 2},
     {CollType::kAllreduce, From::kZero, off::When::kNodeAware, 3},
+    {CollType::kReduceScatter, From::kZero, off::When::kNodeAware, 2},
+    {CollType::kAllgatherv, From::kZero, off::When::kNodeAware, 2},
+    {CollType::kReduceScatterv, From::kZero, off::When::kNodeAware, 2},
 };
 
 uint64_t threshold(const off::EngineConfig& cfg, From f) {

@@ -51,17 +51,21 @@ constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kSplit),
     side(E, Extent::kCount, kSame, Layout::kSplit)},
-   3, {{1, "rd", "recursive doubling with a fold for non-powers of two"},
+   4, {{1, "rd", "recursive doubling with a fold for non-powers of two"},
        {2, "ring", "pipelined ring: reduce-scatter then allgather"},
        {3, "hier", "node-aware: reduce to each host's first rank, "
-                   "recursive doubling among them, bcast within hosts"}}},
+                   "recursive doubling among them, bcast within hosts"},
+       {4, "hier_ring", "node-aware: the pipelined ring over the ranks "
+                        "host by host"}}},
   {CollType::kAllgather, "allgather", false, false, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
     side(E, Extent::kTeam, kSame, Layout::kTeam)},
-   2, {{1, "ring", "pipelined ring"},
+   3, {{1, "ring", "pipelined ring"},
        {2, "cma", "every rank reads every other rank's block (cross-memory "
-                  "attach)"}}},
+                  "attach)"},
+       {3, "hier", "node-aware: the pipelined ring over the ranks host by "
+                   "host"}}},
   {CollType::kAlltoall, "alltoall", false, false, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kTeam, kSame, Layout::kTeam),
@@ -73,7 +77,9 @@ constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
    InPlaceRule::kEveryone, Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kTeam, kSame, Layout::kTeam),
     side(E, Extent::kCount, kOther, Layout::kOwn)},
-   1, {{1, "ring", "pipelined ring"}}},
+   2, {{1, "ring", "pipelined ring"},
+       {2, "hier", "node-aware: the pipelined ring over the ranks host by "
+                   "host"}}},
   {CollType::kGather, "gather", true, false, InPlaceRule::kRoot,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
@@ -98,8 +104,10 @@ constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
    Side::kDst, CountFrom::kMine,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
     side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)},
-   1, {{1, "pairwise", "n steps of symmetric pairwise exchange of our "
-                       "block"}}},
+   2, {{1, "pairwise", "n steps of symmetric pairwise exchange of our "
+                       "block"},
+       {2, "hier", "node-aware: the pipelined ring over the ranks host by "
+                   "host"}}},
   {CollType::kAlltoallv, "alltoallv", false, false, InPlaceRule::kRefused,
    Side::kDst, CountFrom::kNone,
    {side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls),
@@ -109,7 +117,9 @@ constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
    InPlaceRule::kEveryone, Side::kDst, CountFrom::kTotal,
    {side(E, Extent::kCount, kSame, Layout::kDstVecPacked),
     side(E, Extent::kVecMine, kOther, Layout::kOwn, Arrays::kCounts)},
-   1, {{1, "ring", "pipelined ring over blocks of any size"}}},
+   2, {{1, "ring", "pipelined ring over blocks of any size"},
+       {2, "hier", "node-aware: the pipelined ring over the ranks host by "
+                   "host"}}},
   {CollType::kFanin, "fanin", true, false, InPlaceRule::kIgnored,
    Side::kDst, CountFrom::kNone, {kNoSide, kNoSide},
    1, {{1, "binomial", "empty messages up a binomial tree to the root"}}},

@@ -54,18 +54,22 @@ void bind_to_cpu(int r) {
   }
 }
 
-// Where rank r runs. UCCT_RANKS_PER_HOST=k puts ranks r and r' on one
-// host when r / k == r' / k: by default hosts are told apart by
+// Where rank r of n runs. UCCT_RANKS_PER_HOST=k puts ranks r and r' on
+// one host when r / k == r' / k, or with UCCT_HOST_PLACEMENT=cyclic when
+// r % h == r' % h for h = ceil(n / k) hosts (round-robin placement, as
+// `mpirun --map-by node` does): by default hosts are told apart by
 // UCC_HOST_ID alone (shared memory within, TCP on loopback between); with
 // UCCT_HOST_PIDS (comma-separated, one per host) the rank also joins the
 // network, UTS and mount namespaces of that host's process
 // (tests/multihost/hosts.sh makes them), so it has the host's address,
 // hostname and private /dev/shm.
-void place(int r) {
+void place(int r, int n) {
   const char* per = getenv("UCCT_RANKS_PER_HOST");
   const int k = per != nullptr ? atoi(per) : 0;
   if (k <= 0) return;
-  const int host = r / k;
+  const char* how = getenv("UCCT_HOST_PLACEMENT");
+  const bool cyclic = how != nullptr && std::strcmp(how, "cyclic") == 0;
+  const int host = cyclic ? r % ((n + k - 1) / k) : r / k;
   const char* pids = getenv("UCCT_HOST_PIDS");
   if (pids == nullptr || *pids == '\0') {
     const std::string id = "ucct-host-" + std::to_string(host);
@@ -104,7 +108,7 @@ void place(int r) {
 #endif
   if (bind) bind_to_cpu(r);
   if (getppid() != parent) _exit(126);  // parent died before prctl took effect
-  place(r);
+  place(r, n);
   std::vector<int> mine;
   if (r == 0) {
     mine = root_end;

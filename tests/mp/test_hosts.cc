@@ -59,6 +59,9 @@ std::string placement_problem(int per, bool ns_only) {
     return ns_only ? "needs tests/multihost/hosts.sh (network namespaces) "
                      "with " + want
                    : "";
+  const char* how = getenv("UCCT_HOST_PLACEMENT");
+  if (how != nullptr && std::string(how) == "cyclic")
+    return "under hosts.sh this test needs ranks placed host by host";
   return k != nullptr && atoi(k) == per
              ? ""
              : "under hosts.sh this test needs " + want;
@@ -125,8 +128,9 @@ std::string alg_at(ucc_team_h team, ucc_coll_type_t coll, uint64_t bytes) {
   return r[i].alg_name;
 }
 
-// Two hosts of two ranks: small allreduce, bcast, reduce and barrier run
-// node-aware (the collective matrices check their results across hosts);
+// Two hosts of two ranks: every collective but alltoall(v) and the rooted
+// linear ones runs node-aware (the collective matrices check their
+// results across hosts, with ranks placed host by host and round-robin);
 // a team on one host, or with one rank per host, runs the flat ones; a
 // knob brings the flat one back.
 TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
@@ -135,17 +139,25 @@ TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
     ucct::World w;
     on_host(w, r.rank, 2);
     if (w.init(r) != UCC_OK) return 1;
-    const ucc_coll_type_t colls[] = {UCC_COLL_TYPE_ALLREDUCE,
-                                     UCC_COLL_TYPE_BCAST, UCC_COLL_TYPE_REDUCE,
-                                     UCC_COLL_TYPE_BARRIER};
+    const ucc_coll_type_t colls[] = {
+        UCC_COLL_TYPE_ALLREDUCE,       UCC_COLL_TYPE_BCAST,
+        UCC_COLL_TYPE_REDUCE,          UCC_COLL_TYPE_BARRIER,
+        UCC_COLL_TYPE_ALLGATHER,       UCC_COLL_TYPE_ALLGATHERV,
+        UCC_COLL_TYPE_REDUCE_SCATTER,  UCC_COLL_TYPE_REDUCE_SCATTERV};
     for (ucc_coll_type_t c : colls) {
-      if (alg_at(w.team, c, 8) != "hier") {
-        std::fprintf(stderr, "rank %d: coll %#x runs %s\n", r.rank,
-                     static_cast<unsigned>(c), alg_at(w.team, c, 8).c_str());
-        return 2;
+      for (uint64_t bytes : {uint64_t{8}, uint64_t{16} << 20}) {
+        const std::string want =
+            c == UCC_COLL_TYPE_ALLREDUCE && bytes > 8 ? "hier_ring" : "hier";
+        if (alg_at(w.team, c, bytes) != want) {
+          std::fprintf(stderr, "rank %d: coll %#x runs %s at %llu B\n",
+                       r.rank, static_cast<unsigned>(c),
+                       alg_at(w.team, c, bytes).c_str(),
+                       static_cast<unsigned long long>(bytes));
+          return 2;
+        }
       }
     }
-    if (alg_at(w.team, UCC_COLL_TYPE_ALLREDUCE, 16 << 20) != "ring") return 3;
+    if (alg_at(w.team, UCC_COLL_TYPE_ALLTOALL, 8) != "pairwise") return 3;
     std::vector<int32_t> s(1000, r.rank + 1), d(1000, 0);
     ucc_coll_args_t a = allreduce_i32(s, d);
     if (w.run(a) != UCC_OK || d[999] != 10) return 4;

@@ -175,7 +175,8 @@ TEST(Traits, AlgorithmCatalogue) {
   EXPECT_EQ(find_alg_name(CollType::kAllreduce, "auto"), nullptr);
   EXPECT_EQ(find_alg_id(CollType::kAllreduce, 0), nullptr);
   EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 3)->name, "hier");
-  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 4), nullptr);
+  EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 4)->name, "hier_ring");
+  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 5), nullptr);
   EXPECT_EQ(find_alg_id(CollType::kCount, 1), nullptr);
 }
 
