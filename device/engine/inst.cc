@@ -151,7 +151,7 @@ void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
 
 uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
   if (in.deadline != 0 && now >= in.deadline && !in.reported) {
-    if (in.phase == Inst::Phase::kRun) {
+    if (in.phase == Inst::Phase::kRun || in.phase == Inst::Phase::kFlush) {
       UCC_DEBUG("%s timed out on rank %u", off::coll_type_name(in.d.coll),
                 in.run.rank);
       alg_ended(t, in, Status::kTimedOut, true);
@@ -171,6 +171,10 @@ uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
       alg_ended(t, in, st, true);
       return 1;
     }
+    case Inst::Phase::kFlush:
+      if (!t.port.links().tx_flushed()) return 0;
+      alg_ended(t, in, Status::kOk, true);
+      return 1;
     case Inst::Phase::kNotify:
       return notify(t, in);
     case Inst::Phase::kAgree:
@@ -182,6 +186,11 @@ uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
 }
 
 void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
+  if (st == Status::kOk && in.phase == Inst::Phase::kRun &&
+      !t.port.links().tx_flushed()) {
+    in.phase = Inst::Phase::kFlush;
+    return;
+  }
   in.st = st;
   t.port.drop_reservations(in.run.id);
   if (failed(st) && st != Status::kTimedOut)

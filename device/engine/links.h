@@ -124,6 +124,7 @@ class Links {
   bool peer_lost() const {
     return shm_.peer_lost() || (net_ != nullptr && net_->peer_lost());
   }
+  bool tx_flushed() const { return net_ == nullptr || net_->tx_flushed(); }
 
  private:
   Status build_nodes(const off::TeamAddr* addrs);

@@ -12,13 +12,15 @@
 namespace ucc::dev {
 
 // One running collective. Its life: kRun (the algorithm moves data), then
+// where the team reaches peers over a network, kFlush until what it sent
+// has left the process (Fabric::tx_flushed), then
 // on failure kNotify (aborts go to every other member of its set, so none
 // waits for us forever), then with a global error type kAgree (the members
 // agree on the worst status), then back to kFree. The completion word is
 // written exactly once: when the final status is known, which for a local
 // failure is before its aborts have all gone out.
 struct Engine::Inst {
-  enum class Phase : uint8_t { kFree, kRun, kNotify, kAgree };
+  enum class Phase : uint8_t { kFree, kRun, kFlush, kNotify, kAgree };
   Phase phase = Phase::kFree;
   bool global = false;    // error_type GLOBAL: agree on the status
   bool reported = false;  // completion word written

@@ -116,6 +116,21 @@ bool TcpFabric::peer_lost() const {
   return false;
 }
 
+bool TcpFabric::tx_flushed() const {
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    const Link& l = links_[r];
+    // A connection not made yet, or broken and made again, needs our
+    // progress too; one given up on has failed its links.
+    if (l.state != Link::State::kLive || l.conn == nullptr ||
+        l.conn->state == Conn::State::kDead)
+      continue;
+    // Our own thread wrote head (tx_commit): relaxed.
+    if (l.msgs != l.shadow.ctl->head.load(std::memory_order_relaxed))
+      return false;
+  }
+  return true;
+}
+
 uint32_t TcpFabric::attention() const {
   return seg_header(seg_)->attention.load(std::memory_order_acquire);
 }

@@ -83,6 +83,7 @@ class TcpFabric final : public Fabric {
   bool peer_lost() const override;
   uint32_t attention() const override;
   uint64_t events() const override { return events_; }
+  bool tx_flushed() const override;
 
   // --- for the net ------------------------------------------------------------
   uint32_t id() const { return id_; }

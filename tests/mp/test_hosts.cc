@@ -261,6 +261,36 @@ TEST(Hosts, StoppedHostTimesOut) {
   EXPECT_TRUE(ok);
 }
 
+// A rank whose collective has completed owes its peers nothing it would
+// only send at its next call: rank 0 (the bcast's root) completes, then
+// waits in an OOB barrier without progressing the library (as a rank
+// does in MPI, or computing), and rank 1 must still complete. The
+// delay knob holds every frame 50 ms inside the sender, so the root's
+// data is still in its process when its algorithm has finished.
+TEST(Hosts, CompletedRankOwesNothing) {
+  PLACED(1, false);
+  bool ok = ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_NET_FAULTS", "delay=50000"}};
+    on_host(w, r.rank, 1);
+    if (w.init(r) != UCC_OK) return 1;
+    std::vector<int32_t> buf(1 << 14, r.rank == 0 ? 7 : -1);
+    ucc_coll_args_t a{};
+    a.coll_type = UCC_COLL_TYPE_BCAST;
+    a.root = 0;
+    a.src.info = {buf.data(), buf.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    const ucc_status_t st = w.run(a, 20);
+    if (st != UCC_OK || buf[0] != 7 || buf.back() != 7) {
+      std::fprintf(stderr, "rank %d: bcast %s, %d..%d\n", r.rank,
+                   ucct::status_name(st), buf[0], buf.back());
+      return 2;
+    }
+    // No ctx: this barrier does not progress the library.
+    return ucct::oob_barrier(r.oob, nullptr, 30) == UCC_OK ? 0 : 3;
+  });
+  EXPECT_TRUE(ok);
+}
+
 // Host 1 is cut off: its interface goes down in its network namespace,
 // its processes live on and nothing reaches them or comes from them (no
 // reset, unlike a killed process). Every rank, on either side, ends the
