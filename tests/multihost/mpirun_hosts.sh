@@ -2,6 +2,10 @@
 # Runs ucc_perftest under Open MPI's mpirun with its ranks on the emulated
 # hosts of hosts.sh (run this under it):
 #   mpirun_hosts.sh RANKS_PER_HOST PERFTEST [PERFTEST ARGS...]
+# Every UCC_* variable of the caller's environment goes to the ranks
+# (e.g. UCC_ALLREDUCE_ALG=rd for the flat algorithm). UCCT_MAP_BY=node
+# places the ranks round-robin over the hosts (mpirun --map-by node)
+# instead of host by host.
 # mpirun runs in the bridge namespace, from where it reaches every host;
 # it starts its daemons on the hosts through ns_rsh.sh, as it would
 # through ssh. Exits 77 where mpirun is missing or ucc_perftest was built
@@ -24,6 +28,9 @@ for a in "${addrs[@]}"; do hostlist+="${hostlist:+,}$a:$per"; done
 n=$((per * ${#addrs[@]}))
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+pass=()
+for v in $(compgen -e | grep '^UCC_'); do pass+=(-x "$v"); done
+[ -n "${UCCT_MAP_BY:-}" ] && pass+=(--map-by "$UCCT_MAP_BY")
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 nsenter -t "$UCCT_BRIDGE_PID" -n -- \
@@ -31,7 +38,7 @@ nsenter -t "$UCCT_BRIDGE_PID" -n -- \
     --mca plm_rsh_agent "$here/ns_rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl tcp,self,vader --mca btl_tcp_if_include 10.77.0.0/24 \
     --mca oob_tcp_if_include 10.77.0.0/24 \
-    -x UCC_OFFLOAD -x UCC_NET_FAULTS -x UCC_LOG_LEVEL \
+    "${pass[@]}" \
     "$perftest" "$@" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 [ "$rc" = 0 ] || exit "$rc"
