@@ -56,8 +56,8 @@ constexpr KnobInfo kKnobs[kNumKnobs] = {
      "is a registration the daemon holds until ucc_mem_unmap"},
     {"POLL_SPIN", "auto", Scope::kContext,
      "Idle ucc_context_progress calls before each further idle call "
-     "yields the CPU; auto: 2 when a team has more ranks than this process "
-     "has CPUs or with UCC_OFFLOAD=emu, 128 otherwise"},
+     "yields the CPU; auto: 2 when a team has more ranks on this host than "
+     "the host has CPUs online, or with UCC_OFFLOAD=emu; 128 otherwise"},
     {"HOST_ID", "", Scope::kContext,
      "The host this process counts as on: ranks with the same host share "
      "memory, the others use the network. Empty: the kernel's boot id and "

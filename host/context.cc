@@ -111,16 +111,18 @@ ucc_status_t context_wireup(ucc_context* ctx) {
 
 namespace ucc::host {
 
-void context_fit_spin(ucc_context* ctx, uint32_t team_size) {
+void context_fit_spin(ucc_context* ctx, uint32_t host_ranks) {
   uint32_t spin = ctx->settings.poll_spin;
   if (spin == kPollSpinAuto) {
     // Oversubscribed ranks must hand their core over almost at once; ranks
-    // with a core each may spin a little longer for lower latency.
-    cpu_set_t set;
-    long ncpu =
-        sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-    if (team_size > ctx->max_team_seen) ctx->max_team_seen = team_size;
-    spin = ctx->max_team_seen > ncpu ? 2 : 128;
+    // with a core each may spin a little longer for lower latency. The
+    // machine's CPUs, not this thread's affinity: a launcher that binds
+    // each rank to one core (mpirun, ucc_perftest) has not oversubscribed
+    // anything.
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const long ncpu = online > 0 ? online : 1;
+    if (host_ranks > ctx->max_host_ranks) ctx->max_host_ranks = host_ranks;
+    spin = ctx->max_host_ranks > ncpu ? 2 : 128;
     // Emu: nothing to do here while waiting; the daemon needs the CPU.
     if (ctx->settings.link.emu) spin = 2;
   }

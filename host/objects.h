@@ -132,7 +132,7 @@ struct ucc_context {
   ucc::plat::Backoff backoff;
   ucc::host::Request* posted;  // head of the posted list
   int nteams;
-  uint32_t max_team_seen;  // largest team created (idle back-off)
+  uint32_t max_host_ranks;  // most ranks on our host in a team (back-off)
   ucc_team* dead_teams;    // destroyed teams, kept until the context goes
   // ucc_mem_map handles (mem_map.h), and the next context in the
   // process-wide list ucc_mem_unmap searches.

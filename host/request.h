@@ -44,8 +44,9 @@ ucc_status_t split_exchange(ucc_team* t, const void* src, void* dst,
 // Frees the destroyed team objects a context kept (team.cc).
 void dead_teams_free(ucc_context* ctx);
 
-// Sets the context's idle spin limit for a team of `team_size` ranks.
-void context_fit_spin(ucc_context* ctx, uint32_t team_size);
+// Sets the context's idle spin limit (UCC_POLL_SPIN=auto) for a team with
+// `host_ranks` of its ranks on this host.
+void context_fit_spin(ucc_context* ctx, uint32_t host_ranks);
 
 // Translates and validates user arguments into a descriptor (coll_args.cc).
 // Logs one line and returns the public error on bad input.

@@ -156,6 +156,13 @@ bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {
   return several && shared;
 }
 
+// The members on the same host as member `me`, itself included.
+uint32_t host_ranks(const ucc::off::TeamAddr* addrs, uint32_t n, uint32_t me) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n; ++i) k += same_host(addrs[me], addrs[i]) ? 1 : 0;
+  return k;
+}
+
 // Creation failed: remember why, and stop waiting for messages.
 ucc_status_t fail(ucc_team* t, ucc_status_t st) {
   t->state = ucc_team::State::kFailed;
@@ -310,7 +317,8 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       ucc::host::mbox_end(t);
       if (!t->excluded) {
         t->ctx->engine->team_seal(t->eng_idx);
-        ucc::host::context_fit_spin(t->ctx, t->size);
+        ucc::host::context_fit_spin(t->ctx,
+                                    host_ranks(t->addrs, t->size, t->rank));
       }
       t->state = ucc_team::State::kReady;
       return UCC_OK;

@@ -40,6 +40,10 @@ struct Config {
   bool overlap = false;    // --overlap: also post / compute / wait
   bool compare = false;    // --compare mpi: MPI's collective beside ours
   bool under_mpi = false;  // started by mpirun (not a command-line flag)
+  // CPUs the ranks of this host share: the launching process's affinity
+  // before any rank is bound, or under mpirun the CPUs online (not a
+  // command-line flag).
+  int cpus = 1;
   // Across hosts without MPI: `nodes` perftests, this one `node_rank`,
   // each forking `ranks` ranks, meet at `bootstrap` (HOST:PORT, where
   // node 0 listens) through ucc_ext_oob_tcp_create.

@@ -347,8 +347,9 @@ void print_selection(ucc_team_h team) {
 
 // Where the ranks run: each rank's host (UCC_HOST_ID where set, else its
 // hostname), gathered over the OOB; "name: k ranks" per host, in order of
-// first appearance. Every rank takes part.
-std::string gather_hosts(const Rank& rk, ucc_context_h ctx) {
+// first appearance; *most: the most ranks on one host. Every rank takes
+// part.
+std::string gather_hosts(const Rank& rk, ucc_context_h ctx, int* most) {
   constexpr size_t kName = 64;
   char me[kName] = {0};
   const char* id = getenv("UCC_HOST_ID");
@@ -369,6 +370,8 @@ std::string gather_hosts(const Rank& rk, ucc_context_h ctx) {
     else
       ++it->second;
   }
+  *most = 0;
+  for (const auto& h : hosts) *most = h.second > *most ? h.second : *most;
   std::string out = std::to_string(hosts.size()) + " (";
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (i == 4 && hosts.size() > 5) {
@@ -381,8 +384,9 @@ std::string gather_hosts(const Rank& rk, ucc_context_h ctx) {
   return out + ")";
 }
 
+// per_host: the most ranks on one host.
 void print_header(const Config& cfg, int n, ucc_team_h team,
-                  const std::string& hosts) {
+                  const std::string& hosts, int per_host) {
   const CollSpec& cs = *cfg.coll;
   const bool barrier = cs.type == UCC_COLL_TYPE_BARRIER;
   Setup probe{cs.type, cfg.dt, cfg.op, 0, n, 1, cfg.root, cfg.inplace};
@@ -397,17 +401,17 @@ void print_header(const Config& cfg, int n, ucc_team_h team,
               "Inplace:", cs.has_inplace ? (cfg.inplace ? "1" : "0") : "N/A");
   if (cs.rooted) std::printf("# %-20s %" PRIu64 "\n", "Root:", cfg.root);
   if (cfg.under_mpi) {
-    std::printf("# %-20s %d MPI processes, %ld CPUs, bound by mpirun\n",
-                "Ranks:", n, sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf("# %-20s %d MPI processes, %d CPUs, bound by mpirun\n",
+                "Ranks:", n, cfg.cpus);
   } else if (cfg.bootstrap != nullptr) {
     std::printf(
         "# %-20s %d on %d hosts (%d each; bootstrap %s), %d CPUs here, "
         "bound: %s\n",
-        "Ranks:", n, cfg.nodes, cfg.ranks, cfg.bootstrap, usable_cpus(),
+        "Ranks:", n, cfg.nodes, cfg.ranks, cfg.bootstrap, cfg.cpus,
         cfg.bind ? "core" : "none");
   } else {
     std::printf("# %-20s %d local processes, %d CPUs, bound: %s\n", "Ranks:", n,
-                usable_cpus(), cfg.bind ? "core" : "none");
+                cfg.cpus, cfg.bind ? "core" : "none");
   }
   std::printf("# %-20s %s\n", "Hosts:", hosts.c_str());
   if (cfg.compare) {
@@ -416,7 +420,7 @@ void print_header(const Config& cfg, int n, ucc_team_h team,
         " ours)\n",
         "Compared with:", mpi_library_version().c_str());
   }
-  if (n > (cfg.under_mpi ? sysconf(_SC_NPROCESSORS_ONLN) : usable_cpus())) {
+  if (per_host > cfg.cpus) {
     std::printf(
         "# %-20s more ranks than CPUs: timings include scheduling delays\n",
         "Note:");
@@ -530,8 +534,9 @@ int rank_main(Rank& rk, const Config& cfg) {
   {
     World w;
     if (w.init(rk) != UCC_OK) return 1;
-    const std::string hosts = gather_hosts(rk, w.ctx);
-    if (w.rank == 0) print_header(cfg, w.size, w.team, hosts);
+    int per_host = w.size;
+    const std::string hosts = gather_hosts(rk, w.ctx, &per_host);
+    if (w.rank == 0) print_header(cfg, w.size, w.team, hosts, per_host);
     std::vector<uint64_t> counts;
     if (cfg.coll->type == UCC_COLL_TYPE_BARRIER) {
       counts.push_back(0);
@@ -586,6 +591,9 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  cfg.cpus = mpi_size > 0 ? static_cast<int>(online > 0 ? online : 1)
+                          : ucct::usable_cpus();
   auto fn = [&](ucct::Rank& r) { return perf::rank_main(r, cfg); };
   if (mpi_size > 0) {
     if (cfg.ranks != mpi_size) {
