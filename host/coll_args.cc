@@ -211,8 +211,8 @@ ucc_status_t buffer(const char* coll, const char* which,
   if (info.mem_type != UCC_MEMORY_TYPE_HOST &&
       info.mem_type != UCC_MEMORY_TYPE_UNKNOWN) {
     if (static_cast<unsigned>(info.mem_type) < UCC_MEMORY_TYPE_LAST)
-      ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: %s memory type %d not supported",
-                coll, which, static_cast<int>(info.mem_type));
+      ARG_REFUSED("%s: %s memory type %d not supported", coll, which,
+                  static_cast<int>(info.mem_type));
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s memory type %d is invalid", coll,
               which, static_cast<int>(info.mem_type));
   }
@@ -236,13 +236,12 @@ ucc_status_t dtype(const char* coll, const char* which, ucc_datatype_t udt,
   const auto v = static_cast<unsigned long long>(udt);
   Status st = map_dtype(udt, &d->dtype, &g);
   if (st == Status::kNotSupported && generic && !g.contig)
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
-              "%s: %s generic datatype %#llx is not contiguous (pack/unpack "
-              "types are not supported)",
-              coll, which, v);
+    ARG_REFUSED(
+        "%s: %s generic datatype %#llx is not contiguous (pack/unpack "
+        "types are not supported)",
+        coll, which, v);
   if (st == Status::kNotSupported)
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: %s datatype %#llx not supported",
-              coll, which, v);
+    ARG_REFUSED("%s: %s datatype %#llx not supported", coll, which, v);
   if (failed(st) && generic)
     ARG_ERROR(UCC_ERR_INVALID_PARAM,
               "%s: %s datatype %#llx is not a live generic datatype "
@@ -266,8 +265,7 @@ ucc_status_t reduction_op(const off::EngineCaps& caps, const char* coll,
   const DType t = d->dtype;
   Status st = map_op(op, out);
   if (st == Status::kNotSupported)
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %d not supported", coll,
-              static_cast<int>(op));
+    ARG_REFUSED("%s: op %d not supported", coll, static_cast<int>(op));
   if (failed(st))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: invalid op %d", coll,
               static_cast<int>(op));
@@ -277,26 +275,25 @@ ucc_status_t reduction_op(const off::EngineCaps& caps, const char* coll,
       ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: generic datatype was destroyed",
                 coll);
     if (!g.reduce)
-      ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
-                "%s: generic datatype has no reduction "
-                "(UCC_GENERIC_DT_OPS_FLAG_REDUCE)",
-                coll);
+      ARG_REFUSED(
+          "%s: generic datatype has no reduction "
+          "(UCC_GENERIC_DT_OPS_FLAG_REDUCE)",
+          coll);
     if (!generic_reducible(g, *out))
-      ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
-                "%s: op %s is not defined for generic datatypes", coll,
-                off::rop_name(*out));
+      ARG_REFUSED("%s: op %s is not defined for generic datatypes", coll,
+                  off::rop_name(*out));
     return UCC_OK;
   }
   if (!long_double_is_binary128() &&
       (t == DType::kFloat128 || t == DType::kFloat128Complex))
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
-              "%s: %s is C long double in UCC, which is not IEEE binary128 "
-              "on this machine: reductions on it are not supported (moving "
-              "it is)",
-              coll, off::dtype_name(t));
+    ARG_REFUSED(
+        "%s: %s is C long double in UCC, which is not IEEE binary128 "
+        "on this machine: reductions on it are not supported (moving "
+        "it is)",
+        coll, off::dtype_name(t));
   if (!reducible(caps, t, *out))
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: op %s is not defined for %s", coll,
-              off::rop_name(*out), off::dtype_name(t));
+    ARG_REFUSED("%s: op %s is not defined for %s", coll, off::rop_name(*out),
+                off::dtype_name(t));
   return UCC_OK;
 }
 
@@ -313,15 +310,15 @@ ucc_status_t whole_elements(const off::EngineCaps& caps, const char* coll,
                             const off::CollDesc& d) {
   if (!off::coll_traits(d.coll)->reduces) return UCC_OK;
   if (d.dtype == DType::kGeneric && caps.user_reduce == 0)
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
-              "%s: a generic datatype's reduction callback lives in this "
-              "process; the engine of UCC_OFFLOAD=emu cannot call it",
-              coll);
+    ARG_REFUSED(
+        "%s: a generic datatype's reduction callback lives in this "
+        "process; the engine of UCC_OFFLOAD=emu cannot call it",
+        coll);
   if (off::elem_size(d) > caps.max_reduce_elem)
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED,
-              "%s: elements of %u bytes exceed the %u-byte message slot "
-              "(UCC_SHM_SEG_SIZE)",
-              coll, off::elem_size(d), caps.max_reduce_elem);
+    ARG_REFUSED(
+        "%s: elements of %u bytes exceed the %u-byte message slot "
+        "(UCC_SHM_SEG_SIZE)",
+        coll, off::elem_size(d), caps.max_reduce_elem);
   return UCC_OK;
 }
 

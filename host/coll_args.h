@@ -1,10 +1,13 @@
 // Internal to the argument lowering (coll_lower.cc, coll_args.cc,
 // coll_args_match.cc): ucc.h's encodings and the checks every collective
 // shares. Each logs one line naming the collective and returns the public
-// status on bad input.
+// status on bad input (an error), or on a valid request it refuses (info,
+// once per place).
 #pragma once
 
 #include <ucc/api/ucc.h>
+
+#include <atomic>
 
 #include "host/datatype.h"
 #include "offload/caps.h"
@@ -15,6 +18,20 @@
   do {                      \
     UCC_ERROR(__VA_ARGS__); \
     return st;              \
+  } while (0)
+
+// A valid request this library refuses (UCC_ERR_NOT_SUPPORTED): not an
+// error, and runtimes fall back on every such call (Open MPI's coll/ucc
+// for in-place alltoallv, long double reductions). Logged at info the
+// first time at each place, at debug after that.
+#define ARG_REFUSED(...)                                              \
+  do {                                                                \
+    static std::atomic<bool> said_{false};                            \
+    if (!said_.exchange(true, std::memory_order_relaxed))            \
+      UCC_INFO(__VA_ARGS__);                                          \
+    else                                                              \
+      UCC_DEBUG(__VA_ARGS__);                                         \
+    return UCC_ERR_NOT_SUPPORTED;                                     \
   } while (0)
 
 namespace ucc::host::args {

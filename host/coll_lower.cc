@@ -60,7 +60,7 @@ struct Lowering {
 ucc_status_t lower_in_place(Lowering& lo, uint64_t flags) {
   const bool flag = (flags & UCC_COLL_ARGS_FLAG_IN_PLACE) != 0;
   if (flag && lo.t.in_place == off::InPlaceRule::kRefused)
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "%s: in-place is not supported", lo.coll);
+    ARG_REFUSED("%s: in-place is not supported", lo.coll);
   lo.r.in_place = off::in_place_applies(lo.t, flag, lo.r.root);
   for (Side s : {Side::kSrc, Side::kDst})
     lo.described[static_cast<int>(s)] = off::side_described(lo.t, s, lo.r);
@@ -207,8 +207,8 @@ ucc_status_t lower_coll_type(const ucc_coll_args_t& a, off::CollDesc* d,
                              const char** coll) {
   if (map_coll(a.coll_type, &d->coll, coll)) return UCC_OK;
   if (known_coll(a.coll_type))
-    ARG_ERROR(UCC_ERR_NOT_SUPPORTED, "collective type %#x not supported yet",
-              static_cast<unsigned>(a.coll_type));
+    ARG_REFUSED("collective type %#x not supported yet",
+                static_cast<unsigned>(a.coll_type));
   ARG_ERROR(UCC_ERR_INVALID_PARAM, "unknown collective type %#x",
             static_cast<unsigned>(a.coll_type));
 }

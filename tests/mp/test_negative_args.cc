@@ -11,7 +11,11 @@
 // test_negative_objects.cc.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -319,6 +323,62 @@ class NegativeArgs : public ::testing::TestWithParam<int> {};
 
 TEST_P(NegativeArgs, CollArgs) {
   EXPECT_TRUE(on_ranks(GetParam(), bad_coll_args));
+}
+
+// A valid request the library refuses (UCC_ERR_NOT_SUPPORTED: in-place
+// alltoallv, which Open MPI's coll/ucc sends and then falls back on) is no
+// error: one line at info the first time, none after that at info level.
+TEST(NegativeArgsLog, RefusalLogsOnceAtInfo) {
+  const bool ok = ucct::run_ranks(1, [](ucct::Rank& r) {
+    char path[] = "/tmp/ucct-refusal-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) return 1;
+    unlink(path);
+    const int saved = dup(2);
+    dup2(fd, 2);
+    ucct::World w;
+    w.env = {{"UCC_LOG_LEVEL", "info"}};
+    if (w.init(r) != UCC_OK) return 2;
+    std::vector<int32_t> buf(4, 0);
+    std::vector<uint32_t> cnt(1, 1);
+    ucc_coll_args_t t{};
+    t.coll_type = UCC_COLL_TYPE_ALLTOALLV;
+    t.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+    t.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+    t.src.info_v = {buf.data(), reinterpret_cast<ucc_count_t*>(cnt.data()),
+                    nullptr, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    t.dst.info_v = t.src.info_v;
+    for (int i = 0; i < 3; ++i) {
+      ucc_coll_req_h req = nullptr;
+      if (ucc_collective_init(&t, &req, w.team) != UCC_ERR_NOT_SUPPORTED)
+        return 3;
+    }
+    dup2(saved, 2);
+    std::string log;
+    char chunk[4096];
+    ssize_t k;
+    lseek(fd, 0, SEEK_SET);
+    while ((k = read(fd, chunk, sizeof(chunk))) > 0) log.append(chunk, k);
+    close(fd);
+    int lines = 0, errors = 0;
+    for (size_t at = 0; at < log.size();) {
+      const size_t end = log.find('\n', at);
+      const std::string line = log.substr(at, end - at);
+      if (line.find("in-place is not supported") != std::string::npos) {
+        ++lines;
+        if (line.find(" info ") == std::string::npos) ++errors;
+      }
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    if (lines != 1 || errors != 0) {
+      std::fprintf(stderr, "%d refusal lines (%d not at info):\n%s", lines,
+                   errors, log.c_str());
+      return 4;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ok);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, NegativeArgs, ::testing::Values(1, 2, 3),
