@@ -77,6 +77,19 @@ struct Place {
     node_ranks = nm->order + nm->node_first[node];
   }
   bool leader() const { return lrank == 0; }
+
+  // Sets *ph up as a phase over our node's ranks, or over the leaders
+  // (one per node); root: a position in that group.
+  void in_node(const CollRun& run, Phase* ph, const AlgInfo* a, off::CollType c,
+               uint32_t root, const off::BufRef& src,
+               const off::BufRef& dst) const {
+    ph->init(run, a, c, node_ranks, 0, nsize, lrank, root, src, dst);
+  }
+  void among_leaders(const CollRun& run, Phase* ph, const AlgInfo* a,
+                     off::CollType c, uint32_t root, const off::BufRef& src,
+                     const off::BufRef& dst) const {
+    ph->init(run, a, c, nm->leaders, 0, nm->nnodes, node, root, src, dst);
+  }
 };
 
 // Runs the phases a Plan lists, one after another. A plan's next() sets
@@ -120,14 +133,14 @@ struct BarrierPlan {
     const off::BufRef none = run.d->src;
     for (; phase < 3; ++phase) {
       if (phase == 0 && at.nsize > 1) {
-        ph->init(run, &kFaninBinomial, off::CollType::kFanin, at.node_ranks, 0,
-                 at.nsize, at.lrank, 0, none, none);
+        at.in_node(run, ph, &kFaninBinomial, off::CollType::kFanin, 0, none,
+                   none);
       } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
-        ph->init(run, &kBarrierDissemination, off::CollType::kBarrier,
-                 at.nm->leaders, 0, at.nm->nnodes, at.node, 0, none, none);
+        at.among_leaders(run, ph, &kBarrierDissemination,
+                         off::CollType::kBarrier, 0, none, none);
       } else if (phase == 2 && at.nsize > 1) {
-        ph->init(run, &kFanoutBinomial, off::CollType::kFanout, at.node_ranks,
-                 0, at.nsize, at.lrank, 0, none, none);
+        at.in_node(run, ph, &kFanoutBinomial, off::CollType::kFanout, 0, none,
+                   none);
       } else {
         continue;
       }
@@ -161,15 +174,15 @@ struct BcastPlan {
     const bool root_here = at.node == root_node;
     for (; phase < 3; ++phase) {
       if (phase == 0 && root_here && root_lrank != 0) {
-        ph->init(run, &kBcastBinomial, off::CollType::kBcast, at.node_ranks, 0,
-                 at.nsize, at.lrank, root_lrank, buf, buf);
+        at.in_node(run, ph, &kBcastBinomial, off::CollType::kBcast, root_lrank,
+                   buf, buf);
       } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
-        ph->init(run, &kBcastBinomial, off::CollType::kBcast, at.nm->leaders,
-                 0, at.nm->nnodes, at.node, root_node, buf, buf);
+        at.among_leaders(run, ph, &kBcastBinomial, off::CollType::kBcast,
+                         root_node, buf, buf);
       } else if (phase == 2 && at.nsize > 1 &&
                  !(root_here && root_lrank != 0)) {
-        ph->init(run, &kBcastBinomial, off::CollType::kBcast, at.node_ranks, 0,
-                 at.nsize, at.lrank, 0, buf, buf);
+        at.in_node(run, ph, &kBcastBinomial, off::CollType::kBcast, 0, buf,
+                   buf);
       } else {
         continue;
       }
@@ -230,23 +243,23 @@ struct AllreducePlan {
     const off::BufRef dst = run.d->dst;
     for (; phase < 3; ++phase) {
       if (phase == 0 && at.nsize > 1) {
-        ph->init(run, &kReduceBinomial, off::CollType::kReduce, at.node_ranks,
-                 0, at.nsize, at.lrank, 0, src, dst);
+        at.in_node(run, ph, &kReduceBinomial, off::CollType::kReduce, 0, src,
+                   dst);
       } else if (phase == 0) {
         // Alone on the node: the leaders' phase starts from our dst.
-        Status st = run.copy_uu(Buf::kDst, 0, Buf::kSrc, 0,
-                                run.d->count * run.esize);
+        Status st =
+            run.copy_uu(Buf::kDst, 0, Buf::kSrc, 0, run.d->count * run.esize);
         if (failed(st)) {
           failure = st;
           return false;
         }
         continue;
       } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
-        ph->init(run, &kAllreduceRecursiveDoubling, off::CollType::kAllreduce,
-                 at.nm->leaders, 0, at.nm->nnodes, at.node, 0, dst, dst);
+        at.among_leaders(run, ph, &kAllreduceRecursiveDoubling,
+                         off::CollType::kAllreduce, 0, dst, dst);
       } else if (phase == 2 && at.nsize > 1) {
-        ph->init(run, &kBcastBinomial, off::CollType::kBcast, at.node_ranks, 0,
-                 at.nsize, at.lrank, 0, dst, dst);
+        at.in_node(run, ph, &kBcastBinomial, off::CollType::kBcast, 0, dst,
+                   dst);
       } else {
         continue;
       }
