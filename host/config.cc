@@ -15,121 +15,6 @@ namespace {
 
 using off::CollType;
 
-constexpr KnobInfo kKnobs[kNumKnobs] = {
-    {"LOG_LEVEL", "warn", Scope::kLib,
-     "Log level: error, warn, info, debug, trace"},
-    {"OFFLOAD", "inline", Scope::kContext,
-     "Where the collective engine runs: inline (in this process, "
-     "progressed by ucc_context_progress) or emu (in this node's "
-     "firmware_sim daemon, the emulated DPU; started if none runs)"},
-    {"FIRMWARE_SOCKET", "", Scope::kContext,
-     "emu: the daemon's unix socket; empty: "
-     "/tmp/ucc-firmware-sim-<uid>.sock. A comma-separated list spreads "
-     "contexts over several daemons (emulated nodes): OOB rank r takes "
-     "entry r mod n"},
-    {"FIRMWARE_SIM", "auto", Scope::kContext,
-     "emu: the firmware_sim binary to start when no daemon listens; auto: "
-     "the build tree's or the installed one; none: never start one"},
-    {"FIRMWARE_TIMEOUT", "10s", Scope::kContext,
-     "emu: how long to wait for the daemon to start and for each of its "
-     "answers (a number with ms or s; s if none)"},
-    {"MAX_TEAMS", "64", Scope::kContext, "Teams a context can hold at once"},
-    {"TEAM_MAX_COLLS", "128", Scope::kContext,
-     "Collective requests preallocated per team (rounded up to a power "
-     "of two); bounds outstanding collectives"},
-    {"TEAM_CREATE_TIMEOUT", "60s", Scope::kContext,
-     "How long creating a team over an ep_map waits for all members before "
-     "it fails with UCC_ERR_TIMED_OUT (a number with ms or s; s if none)"},
-    {"SHM_SEG_SIZE", "64K", Scope::kContext,
-     "Bytes per shared-memory message slot (multiple of 64)"},
-    {"SHM_NSEGS", "8", Scope::kContext,
-     "Message slots per peer inbox (power of two, 2..64)"},
-    {"TEAM_INFLIGHT", "8", Scope::kContext,
-     "Collectives of one team the engine runs at once (1..64); later ones "
-     "wait, in posting order"},
-    {"UNEXPECTED_SLOTS", "16", Scope::kContext,
-     "Messages (of UCC_SHM_SEG_SIZE bytes each) the engine can set aside "
-     "when inboxes are full of messages it cannot consume yet (0..4096)"},
-    {"MEM_MAP_HANDLES", "64", Scope::kContext,
-     "Handles ucc_mem_map can hand out per context at once (0..4096), each "
-     "of up to 16 segments; taken at context creation. emu: every segment "
-     "is a registration the daemon holds until ucc_mem_unmap"},
-    {"POLL_SPIN", "auto", Scope::kContext,
-     "Idle ucc_context_progress calls before each further idle call "
-     "yields the CPU; auto: 2 when a team has more ranks on this host than "
-     "the host has CPUs online, or with UCC_OFFLOAD=emu; 128 otherwise"},
-    {"HOST_ID", "", Scope::kContext,
-     "The host this process counts as on: ranks with the same host share "
-     "memory, the others use the network. Empty: the kernel's boot id and "
-     "the hostname (so network namespaces with their own hostnames are "
-     "hosts of their own)"},
-    {"NET", "auto", Scope::kContext,
-     "How ranks reach ranks on other hosts: tcp (context creation fails "
-     "without it), none (teams must then sit on one host), auto (tcp where "
-     "a socket can listen, else none with a warning)"},
-    {"NET_IF", "", Scope::kContext,
-     "The interface (name, or its IPv4 address) TCP listens on and "
-     "advertises; empty: the first one up that is not loopback, else "
-     "loopback"},
-    {"NET_PEER_TIMEOUT", "30s", Scope::kContext,
-     "A rank on another host that closes, dies or stays silent this long "
-     "while a collective waits for it fails that collective, and every "
-     "later one on the team (a number with ms or s; s if none). Peers that "
-     "do not call ucc_context_progress for longer look silent"},
-    {"NET_FAULTS", "", Scope::kContext,
-     "Tests only: faults TCP injects, comma-separated: split=N (write at "
-     "most 1..N bytes per call), delay=US (hold every frame US "
-     "microseconds), drop=P (break the connection after a message with "
-     "probability P; it is made again), seed=S"},
-    {"ALLREDUCE_RING_MIN", "64K", Scope::kContext,
-     "Allreduce vectors of at least this many bytes use the ring "
-     "algorithm, smaller ones recursive doubling"},
-    {"CMA", "no", Scope::kContext,
-     "Single-copy transfers of large messages between ranks (inline "
-     "engine): a rank reads its peer's buffer with cross-memory attach "
-     "(process_vm_readv) instead of both copying through shared memory. "
-     "no (default: measured slower here, docs/performance.md); auto: where "
-     "the kernel allows it (Yama ptrace_scope 0 or 1; with 1 each process "
-     "lets processes of its user attach)"},
-    {"CMA_MIN", "64K", Scope::kContext,
-     "Blocks of at least this many bytes (the bcast vector, one rank's "
-     "allgather or alltoall block) move by single copy when UCC_CMA "
-     "allows it"},
-    {"BARRIER_ALG", "auto", Scope::kContext,
-     "Barrier algorithm: auto, dissemination, rd, hier (hier: node-aware, "
-     "the default where a team spans hosts and some host has several of "
-     "its ranks)"},
-    {"BCAST_ALG", "auto", Scope::kContext,
-     "Bcast algorithm: auto, binomial, cma, hier (cma: single copy, where "
-     "UCC_CMA allows it; elsewhere the default; hier: node-aware)"},
-    {"REDUCE_ALG", "auto", Scope::kContext,
-     "Reduce algorithm: auto, binomial, hier (node-aware)"},
-    {"ALLREDUCE_ALG", "auto", Scope::kContext,
-     "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
-     "hier_ring (node-aware: leaders, or the ring host by host)"},
-    {"ALLGATHER_ALG", "auto", Scope::kContext,
-     "Allgather algorithm: auto, ring, cma, hier (cma: single copy, where "
-     "UCC_CMA allows it; elsewhere the default; hier: node-aware ring)"},
-    {"ALLTOALL_ALG", "auto", Scope::kContext,
-     "Alltoall algorithm: auto, pairwise, cma (cma: single copy, where UCC_CMA "
-     "allows it; elsewhere the default)"},
-    {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
-     "Reduce-scatter algorithm: auto, ring, hier (node-aware ring)"},
-    {"GATHER_ALG", "auto", Scope::kContext, "Gather algorithm: auto, linear"},
-    {"GATHERV_ALG", "auto", Scope::kContext, "Gatherv algorithm: auto, linear"},
-    {"SCATTER_ALG", "auto", Scope::kContext, "Scatter algorithm: auto, linear"},
-    {"SCATTERV_ALG", "auto", Scope::kContext,
-     "Scatterv algorithm: auto, linear"},
-    {"ALLGATHERV_ALG", "auto", Scope::kContext,
-     "Allgatherv algorithm: auto, pairwise, hier (node-aware ring)"},
-    {"ALLTOALLV_ALG", "auto", Scope::kContext,
-     "Alltoallv algorithm: auto, pairwise"},
-    {"REDUCE_SCATTERV_ALG", "auto", Scope::kContext,
-     "Reduce-scatterv algorithm: auto, ring, hier (node-aware ring)"},
-    {"FANIN_ALG", "auto", Scope::kContext, "Fanin algorithm: auto, binomial"},
-    {"FANOUT_ALG", "auto", Scope::kContext, "Fanout algorithm: auto, binomial"},
-};
-
 // The collective an *_ALG knob selects for, or kCount for other knobs.
 CollType alg_knob_coll(Knob k) {
   switch (k) {
@@ -252,6 +137,25 @@ bool parse_alg(CollType c, const char* name, uint8_t* id) {
   return true;
 }
 
+// A comma-separated list of names (letters, digits, '_', '/'), as UCC's
+// component lists are.
+bool name_list(const char* v) {
+  bool name = false;
+  for (const char* p = v;; ++p) {
+    const char ch = *p;
+    if (ch == ',' || ch == '\0') {
+      if (!name) return false;
+      if (ch == '\0') return true;
+      name = false;
+    } else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+               (ch >= '0' && ch <= '9') || ch == '_' || ch == '/') {
+      name = true;
+    } else {
+      return false;
+    }
+  }
+}
+
 // Checks one value for one knob.
 bool valid(Knob k, const char* v) {
   uint64_t u = 0;
@@ -287,7 +191,8 @@ bool valid(Knob k, const char* v) {
     case Knob::kFirmwareTimeout:
       return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
     case Knob::kMaxTeams:
-      return parse_size(v, &u) && u >= 1 && u <= 4096;
+      return strcasecmp(v, "auto") == 0 ||
+             (parse_size(v, &u) && u >= 1 && u <= off::kMaxTeamsLimit);
     case Knob::kTeamMaxColls:
       return parse_size(v, &u) && u >= 1 && u <= 65536;
     case Knob::kTeamCreateTimeout:  // 1 ms to one day
@@ -309,6 +214,18 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u);
     case Knob::kCma:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
+    case Knob::kCls:
+      return name_list(v);
+    case Knob::kEstimatedNumEps:
+    case Knob::kEstimatedNumPpn:
+    case Knob::kNodeLocalId:
+    case Knob::kTeamIdsPoolSize:
+    case Knob::kThrottleProgress:
+      return parse_size(v, &u) && u <= UINT32_MAX;
+    case Knob::kLockFreeProgressQ:
+      return parse_size(v, &u) && u <= 1;
+    case Knob::kInternalOob:
+      return parse_size(v, &u) && u <= 2;
     default: {
       uint8_t id;
       CollType c = alg_knob_coll(k);
@@ -320,8 +237,8 @@ bool valid(Knob k, const char* v) {
 Status set(ConfigValues* c, Knob k, const char* v, const char* origin) {
   int i = static_cast<int>(k);
   if (strlen(v) >= static_cast<size_t>(kValueLen) || !valid(k, v)) {
-    UCC_ERROR("invalid value '%s' for UCC_%s (from %s): %s", v, kKnobs[i].name,
-              origin, kKnobs[i].doc);
+    UCC_ERROR("invalid value '%s' for UCC_%s (from %s): %s", v, kKnobTable[i].name,
+              origin, kKnobTable[i].doc);
     return Status::kInvalidParam;
   }
   strcpy(c->value[i], v);
@@ -331,7 +248,7 @@ Status set(ConfigValues* c, Knob k, const char* v, const char* origin) {
 bool find(const char* name, Knob* out) {
   if (strncasecmp(name, "UCC_", 4) == 0) name += 4;
   for (int i = 0; i < kNumKnobs; ++i) {
-    if (strcasecmp(name, kKnobs[i].name) == 0) {
+    if (strcasecmp(name, kKnobTable[i].name) == 0) {
       *out = static_cast<Knob>(i);
       return true;
     }
@@ -376,7 +293,7 @@ Status read_file(ConfigValues* c, const char* filename) {
       UCC_WARN("config file %s: unknown knob %s", filename, name);
       continue;
     }
-    if (kKnobs[static_cast<int>(k)].scope == c->scope)
+    if (kKnobTable[static_cast<int>(k)].scope == c->scope)
       st = set(c, k, value, filename);
   }
   fclose(f);
@@ -385,7 +302,7 @@ Status read_file(ConfigValues* c, const char* filename) {
 
 }  // namespace
 
-const KnobInfo& knob_info(Knob k) { return kKnobs[static_cast<int>(k)]; }
+const KnobInfo& knob_info(Knob k) { return kKnobTable[static_cast<int>(k)]; }
 
 int config_unknown_env(const char* env_prefix) {
   char prefixed[80] = "";
@@ -405,8 +322,8 @@ int config_unknown_env(const char* env_prefix) {
     size_t len = eq != nullptr ? static_cast<size_t>(eq - name) : strlen(name);
     bool known = false;
     for (int i = 0; i < kNumKnobs && !known; ++i)
-      known = strlen(kKnobs[i].name) == len &&
-              strncmp(kKnobs[i].name, name, len) == 0;
+      known = strlen(kKnobTable[i].name) == len &&
+              strncmp(kKnobTable[i].name, name, len) == 0;
     if (!known) {
       UCC_WARN("unknown configuration knob in the environment: %.*s (ignored)",
                static_cast<int>(eq != nullptr ? eq - *e : strlen(*e)), *e);
@@ -420,19 +337,19 @@ Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
                    const char* filename) {
   c->scope = scope;
   if (scope == Scope::kLib) config_unknown_env(env_prefix);
-  for (int i = 0; i < kNumKnobs; ++i) strcpy(c->value[i], kKnobs[i].def);
+  for (int i = 0; i < kNumKnobs; ++i) strcpy(c->value[i], kKnobTable[i].def);
   if (filename != nullptr && filename[0] != '\0') {
     Status st = read_file(c, filename);
     if (failed(st)) return st;
   }
   for (int i = 0; i < kNumKnobs; ++i) {
-    if (kKnobs[i].scope != scope) continue;
+    if (kKnobTable[i].scope != scope) continue;
     char var[160];
-    snprintf(var, sizeof(var), "UCC_%s", kKnobs[i].name);
+    snprintf(var, sizeof(var), "UCC_%s", kKnobTable[i].name);
     const char* v = getenv(var);
     if (env_prefix != nullptr && env_prefix[0] != '\0') {
       char pvar[160];
-      snprintf(pvar, sizeof(pvar), "%s_UCC_%s", env_prefix, kKnobs[i].name);
+      snprintf(pvar, sizeof(pvar), "%s_UCC_%s", env_prefix, kKnobTable[i].name);
       const char* pv = getenv(pvar);
       if (pv != nullptr) {
         v = pv;
@@ -450,7 +367,7 @@ Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
 Status config_modify(ConfigValues* c, const char* name, const char* value) {
   Knob k;
   if (name == nullptr || value == nullptr || !find(name, &k) ||
-      kKnobs[static_cast<int>(k)].scope != c->scope) {
+      kKnobTable[static_cast<int>(k)].scope != c->scope) {
     UCC_ERROR("unknown configuration knob '%s'", name ? name : "(null)");
     return Status::kInvalidParam;
   }
@@ -463,9 +380,9 @@ void config_print(const ConfigValues& c, FILE* stream, const char* title,
   if (header)
     fprintf(stream, "#\n# %s\n#\n", title ? title : "UCC configuration");
   for (int i = 0; i < kNumKnobs; ++i) {
-    if (kKnobs[i].scope != c.scope) continue;
-    if (doc) fprintf(stream, "#\n# %s\n#\n", kKnobs[i].doc);
-    fprintf(stream, "UCC_%s=%s\n", kKnobs[i].name, c.value[i]);
+    if (kKnobTable[i].scope != c.scope) continue;
+    if (doc) fprintf(stream, "#\n# %s\n#\n", kKnobTable[i].doc);
+    fprintf(stream, "UCC_%s=%s\n", kKnobTable[i].name, c.value[i]);
   }
 }
 
@@ -507,10 +424,24 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   uint64_t fw_ms = 10000;
   parse_time_ms(c.value[static_cast<int>(Knob::kFirmwareTimeout)], &fw_ms);
   l.timeout_ms = static_cast<uint32_t>(fw_ms);
-  e.max_teams = static_cast<uint32_t>(num(Knob::kMaxTeams));
   uint64_t q = 1;
   while (q < num(Knob::kTeamMaxColls)) q <<= 1;
   e.team_queue = static_cast<uint32_t>(q);
+  const uint64_t fit = off::kMaxCompletionWords / q;
+  if (strcasecmp(c.value[static_cast<int>(Knob::kMaxTeams)], "auto") == 0) {
+    e.max_teams = static_cast<uint32_t>(std::min<uint64_t>(off::kAutoMaxTeams, fit));
+  } else {
+    e.max_teams = static_cast<uint32_t>(num(Knob::kMaxTeams));
+    if (e.max_teams > fit) {
+      UCC_ERROR(
+          "UCC_MAX_TEAMS=%u with UCC_TEAM_MAX_COLLS=%llu needs more than "
+          "%llu completion words; at most %llu teams at this depth",
+          e.max_teams, static_cast<unsigned long long>(q),
+          static_cast<unsigned long long>(off::kMaxCompletionWords),
+          static_cast<unsigned long long>(fit));
+      return Status::kInvalidParam;
+    }
+  }
   e.slot_size = static_cast<uint32_t>(num(Knob::kShmSegSize));
   e.nslots = static_cast<uint32_t>(num(Knob::kShmNsegs));
   e.inflight = static_cast<uint32_t>(num(Knob::kTeamInflight));

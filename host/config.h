@@ -58,6 +58,14 @@ enum class Knob : uint8_t {
   kReduceScattervAlg,
   kFaninAlg,
   kFanoutAlg,
+  kCls,
+  kEstimatedNumEps,
+  kEstimatedNumPpn,
+  kNodeLocalId,
+  kLockFreeProgressQ,
+  kTeamIdsPoolSize,
+  kInternalOob,
+  kThrottleProgress,
   kCount
 };
 
@@ -71,6 +79,8 @@ struct KnobInfo {
   const char* doc;
 };
 const KnobInfo& knob_info(Knob k);
+// The table itself (config_knobs.cc), indexed by Knob.
+extern const KnobInfo kKnobTable[kNumKnobs];
 
 // A set of knob values (as text, already validated).
 struct ConfigValues {

@@ -171,8 +171,23 @@ ucc_status_t ucc_context_config_modify(ucc_context_config_h config,
     UCC_ERROR("ucc_context_config_modify: config is NULL");
     return UCC_ERR_INVALID_PARAM;
   }
-  if (component != nullptr) {
-    UCC_ERROR("ucc_context_config_modify: unknown component '%s'", component);
+  // As in UCC: NULL names the core table, "all" every collective layer
+  // (here the one table), and "cl/<name>" or "tl/<name>" lists name
+  // components, of which this library has none: not found, said at info
+  // level, since runtimes probe for optional components this way.
+  if (component != nullptr && strcmp(component, "all") != 0) {
+    const bool named = strncmp(component, "cl/", 3) == 0 ||
+                       strncmp(component, "tl/", 3) == 0;
+    if (!named) {
+      UCC_ERROR(
+          "ucc_context_config_modify: invalid component '%s' (expected "
+          "cl/<name> or tl/<name>)",
+          component);
+      return UCC_ERR_INVALID_PARAM;
+    }
+    UCC_INFO("ucc_context_config_modify: component %s is not part of this "
+             "library",
+             component);
     return UCC_ERR_NOT_FOUND;
   }
   return ucc::host::to_ucc(

@@ -2,6 +2,7 @@
 // advanced by ucc_context_progress, and reach ranks on other hosts over
 // its TCP net (UCC_NET). The one file of host/ that includes the engine
 // (the seam between host and device).
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -19,16 +20,17 @@ class InlineLink final : public off::EngineLink {
   ~InlineLink() override {
     engine_.fini();  // its teams leave the net first
     tcp_.fini();     // which delivers what they still owe
-    free(mem_);
+    if (mem_ != nullptr) munmap(mem_, bytes_);
   }
 
   Status open(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
               off::Channel* ch) {
-    const size_t bytes = off::Channel::bytes_needed(sq_capacity, ncomp);
-    if (posix_memalign(&mem_, 64, bytes) != 0) {
-      mem_ = nullptr;
-      return Status::kNoMemory;
-    }
+    // Fresh anonymous pages: zero-filled, and taken only as used.
+    bytes_ = off::Channel::bytes_needed(sq_capacity, ncomp);
+    void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return Status::kNoMemory;
+    mem_ = m;
     ch->init(mem_, sq_capacity, ncomp);
     dev::EngineEnv env;
     env.user_reduce = cfg.user_reduce;
@@ -93,6 +95,7 @@ class InlineLink final : public off::EngineLink {
   bool has_net_ = false;
   uint32_t quiet_ = 0;  // engine passes in a row without events
   void* mem_ = nullptr;
+  size_t bytes_ = 0;
   int pid_ = getpid();
 };
 

@@ -28,11 +28,11 @@ Status Engine::init(const off::EngineConfig& cfg, const EngineEnv& env,
   if (env_.mem.mode() != plat::MemAccess::Mode::kDirect) cfg_.cma_min = 0;
   fill_caps();
   ch_ = ch;
-  void* mem = nullptr;
-  if (posix_memalign(&mem, 64, sizeof(Team) * cfg.max_teams) != 0)
-    return Status::kNoMemory;
-  teams_ = static_cast<Team*>(mem);
-  for (uint32_t i = 0; i < cfg.max_teams; ++i) new (&teams_[i]) Team;
+  // A slot's Team is made when a team first opens in it (team_open) and
+  // kept for the next team there: contexts may allow many teams
+  // (UCC_MAX_TEAMS) and pay only for those they open.
+  teams_ = static_cast<Team**>(calloc(cfg.max_teams, sizeof(Team*)));
+  if (teams_ == nullptr) return Status::kNoMemory;
   busy_ = static_cast<uint32_t*>(calloc(cfg.max_teams, sizeof(uint32_t)));
   nbusy_ = 0;
   if (busy_ == nullptr) {
@@ -66,8 +66,11 @@ void Engine::fill_caps() {
 void Engine::fini(bool lost) {
   if (teams_ == nullptr) return;
   for (uint32_t i = 0; i < cfg_.max_teams; ++i) {
-    if (teams_[i].state != Team::State::kFree) team_close(i, lost);
-    teams_[i].~Team();
+    Team* t = teams_[i];
+    if (t == nullptr) continue;
+    if (t->state != Team::State::kFree) team_close(i, lost);
+    t->~Team();
+    free(t);
   }
   free(teams_);
   teams_ = nullptr;
@@ -98,13 +101,20 @@ void free_team_memory(off::CollDesc*& q, uint64_t*& qd, void*& inst,
 Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
                          off::TeamAddr* addr) {
   uint32_t i = 0;
-  while (i < cfg_.max_teams && teams_[i].state != Team::State::kFree) ++i;
+  while (i < cfg_.max_teams && teams_[i] != nullptr &&
+         teams_[i]->state != Team::State::kFree)
+    ++i;
   if (i == cfg_.max_teams) {
     UCC_ERROR("all %u engine team slots are in use (UCC_MAX_TEAMS)",
               cfg_.max_teams);
     return Status::kNoResource;
   }
-  Team& t = teams_[i];
+  if (teams_[i] == nullptr) {
+    void* tm = nullptr;
+    if (posix_memalign(&tm, 64, sizeof(Team)) != 0) return Status::kNoMemory;
+    teams_[i] = new (tm) Team;
+  }
+  Team& t = *teams_[i];
   const uint32_t k = cfg_.inflight;
   off::CollDesc* q = nullptr;
   uint64_t* qd = nullptr;
@@ -159,28 +169,28 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
 }
 
 Status Engine::team_connect(uint32_t idx, const off::TeamAddr* addrs) {
-  if (idx >= cfg_.max_teams || teams_[idx].state != Team::State::kOpen)
+  Team* t = team_at(idx);
+  if (t == nullptr || t->state != Team::State::kOpen)
     return Status::kInvalidParam;
-  Status st = teams_[idx].port.links().connect(addrs);
-  if (ok(st)) teams_[idx].state = Team::State::kConnected;
+  Status st = t->port.links().connect(addrs);
+  if (ok(st)) t->state = Team::State::kConnected;
   return st;
 }
 
 uint32_t Engine::team_size(uint32_t idx) const {
-  if (teams_ == nullptr || idx >= cfg_.max_teams ||
-      teams_[idx].state == Team::State::kFree)
-    return 0;
-  return teams_[idx].size;
+  const Team* t = team_at(idx);
+  return t == nullptr || t->state == Team::State::kFree ? 0 : t->size;
 }
 
 void Engine::team_seal(uint32_t idx) {
-  if (idx < cfg_.max_teams) teams_[idx].port.links().seal();
+  Team* t = team_at(idx);
+  if (t != nullptr && t->state != Team::State::kFree) t->port.links().seal();
 }
 
 void Engine::team_close(uint32_t idx, bool lost) {
-  if (idx >= cfg_.max_teams) return;
-  Team& t = teams_[idx];
-  if (t.state == Team::State::kFree) return;
+  Team* tp = team_at(idx);
+  if (tp == nullptr || tp->state == Team::State::kFree) return;
+  Team& t = *tp;
   // Descriptors of this team may still sit in the submission ring: queue
   // them now so they end with an error instead of meeting a later team
   // that reuses the slot.
@@ -237,7 +247,7 @@ void Engine::take(const CollDesc& d) {
     if (d.comp_slot < ch_->ncomp()) ch_->complete(d.comp_slot, d.gen, st);
     return;
   }
-  Team& t = teams_[d.team];
+  Team& t = *teams_[d.team];  // validate() found it connected
   if (t.broken) {
     ch_->complete(d.comp_slot, d.gen, Status::kError);
     return;
@@ -294,7 +304,7 @@ void Engine::set_busy(Team& t, uint32_t idx) {
 void Engine::set_idle(Team& t) {
   const uint32_t last = busy_[--nbusy_];
   busy_[t.busy_at] = last;
-  teams_[last].busy_at = t.busy_at;
+  teams_[last]->busy_at = t.busy_at;
   t.busy_at = UINT32_MAX;
 }
 
@@ -304,7 +314,7 @@ uint64_t Engine::progress() {
   // number of teams open.
   for (uint32_t k = 0; k < nbusy_;) {
     const uint32_t i = busy_[k];
-    Team& t = teams_[i];
+    Team& t = *teams_[i];
     uint64_t before = t.port.links().events();
     uint64_t ev = advance(t);
     ev += t.port.links().events() - before;

@@ -124,7 +124,12 @@ class Engine {
   EngineEnv env_{};
   off::EngineCaps caps_{};
   off::Channel* ch_ = nullptr;
-  Team* teams_ = nullptr;
+  // The team in slot idx, or nullptr (out of range, or never opened).
+  Team* team_at(uint32_t idx) const {
+    return teams_ != nullptr && idx < cfg_.max_teams ? teams_[idx] : nullptr;
+  }
+
+  Team** teams_ = nullptr;  // max_teams slots, each made on first use
   Store store_;
   // The teams with queued or running collectives (indices), in no
   // particular order; Team::busy_at is each one's place here.

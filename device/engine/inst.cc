@@ -220,7 +220,7 @@ void Engine::report(Inst& in, Status st) {
   if (in.reported) return;
   in.reported = true;
   if (in.deadline != 0) {
-    Team& t = teams_[in.d.team];
+    Team& t = *teams_[in.d.team];
     --t.ntimed;
   }
   ch_->complete(in.d.comp_slot, in.d.gen, st);

@@ -106,13 +106,14 @@ Status Engine::validate(const off::CollDesc& d) const {
   const off::CollTraits* tp = off::coll_traits(d.coll);
   Status st = check_header(d, tp);
   if (failed(st)) return st;
-  if (d.comp_slot >= ch_->ncomp() || d.team >= cfg_.max_teams ||
-      teams_[d.team].state != Team::State::kConnected)
+  const Team* team_p = team_at(d.team);
+  if (d.comp_slot >= ch_->ncomp() || team_p == nullptr ||
+      team_p->state != Team::State::kConnected)
     return Status::kInvalidParam;
   const off::CollTraits& t = *tp;
   st = check_op(d, t, env_.user_reduce.fn != nullptr, cfg_.slot_size);
   if (failed(st)) return st;
-  const Team& team = teams_[d.team];
+  const Team& team = *team_p;
   off::Role r{d.count, 0, 0, false, (d.flags & off::kDescInPlace) != 0};
   if (!set_ok(d, team.size, team.rank, &r.n, &r.me))
     return Status::kInvalidParam;

@@ -10,9 +10,9 @@ bool pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 }  // namespace
 
 bool engine_config_ok(const EngineConfig& c) {
-  if (c.max_teams == 0 || c.max_teams > 4096) return false;
+  if (c.max_teams == 0 || c.max_teams > kMaxTeamsLimit) return false;
   if (!pow2(c.team_queue) || c.team_queue > 65536) return false;
-  if (uint64_t{c.max_teams} * c.team_queue > (1u << 24)) return false;
+  if (uint64_t{c.max_teams} * c.team_queue > kMaxCompletionWords) return false;
   if (c.slot_size < 64 || c.slot_size % 64 != 0 || c.slot_size > (64u << 20))
     return false;
   if (!pow2(c.nslots) || c.nslots < 2 || c.nslots > 64) return false;

@@ -40,8 +40,11 @@ void Channel::init(void* mem, uint32_t sq_capacity, uint32_t ncomp) {
   hdr_ = hdr;
   auto* idx = new (base + o.idx) RingIndices;
   sq_.init(idx, reinterpret_cast<CollDesc*>(base + o.sq), sq_capacity);
+  // The completion words are left as they are (zero: the block comes
+  // zero-filled): a context may have room for many teams, and only the
+  // pages of the teams it creates should be touched. A slot is armed
+  // before each post anyway.
   comp_ = reinterpret_cast<std::atomic<uint64_t>*>(base + o.comp);
-  for (uint32_t i = 0; i < ncomp; ++i) new (&comp_[i]) std::atomic<uint64_t>(0);
   ncomp_ = ncomp;
 }
 

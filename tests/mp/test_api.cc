@@ -108,6 +108,8 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
         },
         lc);
     check(lp.find("UCC_LOG_LEVEL=") != std::string::npos, "lib print");
+    check(ucc_lib_config_modify(lc, "CLS", "basic") == UCC_OK,
+          "what Open MPI's coll/ucc sets");
     ucc_lib_config_release(lc);
     ucc_context_config_h cc = nullptr;
     check(ucc_context_config_read(w.lib, nullptr, &cc) == UCC_OK, "ctx cfg");
@@ -129,6 +131,21 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
     check(
         ucc_context_config_modify(cc, "tl/ucp", "X", "1") == UCC_ERR_NOT_FOUND,
         "unknown component");
+    check(ucc_context_config_modify(cc, "cl/basic,tl/ucp", "X", "1") ==
+              UCC_ERR_NOT_FOUND,
+          "unknown component list");
+    check(ucc_context_config_modify(cc, "ucp", "X", "1") ==
+              UCC_ERR_INVALID_PARAM,
+          "malformed component");
+    check(ucc_context_config_modify(cc, "all", "ALLREDUCE_ALG", "rd") == UCC_OK,
+          "all components: the one table");
+    check(ucc_context_config_modify(cc, nullptr, "ESTIMATED_NUM_EPS", "2") ==
+                  UCC_OK &&
+              ucc_context_config_modify(cc, nullptr, "ESTIMATED_NUM_PPN",
+                                        "2") == UCC_OK &&
+              ucc_context_config_modify(cc, nullptr, "NODE_LOCAL_ID", "0") ==
+                  UCC_OK,
+          "what Open MPI's coll/ucc sets");
     ucc_context_config_release(cc);
 
     // Capability query: answers match what init accepts.

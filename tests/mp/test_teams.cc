@@ -256,3 +256,46 @@ TEST(TeamParams, OutstandingCollsBoundsRequests) {
 }
 
 }  // namespace
+
+namespace {
+
+// Runtimes make a team per communicator (Open MPI's coll/ucc: every
+// MPI_Comm_dup, MPI_Comm_split), and programs keep hundreds alive: 1,000
+// teams at once, each running its own allreduce while the others exist,
+// then all destroyed. With a small fixed number of team slots the 65th
+// creation failed and coll/ucc's error path hung MPI_Comm_dup.
+TEST(TeamParams, ThousandTeamsAlive) {
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    constexpr int kTeams = 1000;
+    std::vector<ucc_team_h> teams(kTeams, nullptr);
+    for (int i = 0; i < kTeams; ++i) {
+      ucc_team_params_t p{};
+      p.mask = UCC_TEAM_PARAM_FIELD_OOB;
+      p.oob = w.oob;
+      CK(ucc_team_create_post(&w.ctx, 1, &p, &teams[i]));
+      CK(finish_create(w, teams[i]));
+    }
+    // Every team works while all exist; the last ones first.
+    for (int i = kTeams; i-- > 0;) {
+      int32_t in[2] = {r.rank + i, 1}, out[2] = {-1, -1};
+      ucc_coll_args_t a{};
+      a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+      a.op = UCC_OP_SUM;
+      a.src.info = {in, 2, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+      a.dst.info = {out, 2, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+      CK(run_on(w, teams[i], a));
+      const int32_t want = r.size * i + r.size * (r.size - 1) / 2;
+      if (out[0] != want || out[1] != r.size) {
+        std::fprintf(stderr, "rank %d: team %d: %d %d, expected %d %d\n",
+                     r.rank, i, out[0], out[1], want, r.size);
+        return 2;
+      }
+    }
+    for (int i = 0; i < kTeams; ++i) CK(destroy(w, teams[i]));
+    return 0;
+  }));
+}
+
+}  // namespace

@@ -118,6 +118,93 @@ TEST(Config, ModifyAndFile) {
             Status::kInvalidParam);
 }
 
+// The names real runtimes set through ucc_*_config_modify: Open MPI's
+// coll/ucc (CLS; ESTIMATED_NUM_EPS, ESTIMATED_NUM_PPN; NODE_LOCAL_ID in
+// later 4.1.x), MPICH and UCC's perftest (ESTIMATED_NUM_*), and the rest
+// of UCC's core context table. Refusing any of them made coll/ucc switch
+// itself off.
+TEST(Config, UccStandardNamesAreAccepted) {
+  ConfigValues lib;
+  ASSERT_EQ(ucc::host::config_read(&lib, Scope::kLib, nullptr, nullptr),
+            Status::kOk);
+  EXPECT_EQ(ucc::host::config_modify(&lib, "CLS", "basic"), Status::kOk);
+  EXPECT_EQ(ucc::host::config_modify(&lib, "CLS", "basic,hier"), Status::kOk);
+  EXPECT_EQ(ucc::host::config_modify(&lib, "UCC_CLS", "all"), Status::kOk);
+  EXPECT_EQ(value(lib, Knob::kCls), "all");
+  EXPECT_EQ(ucc::host::config_modify(&lib, "CLS", ""), Status::kInvalidParam);
+  EXPECT_EQ(ucc::host::config_modify(&lib, "CLS", "basic,,hier"),
+            Status::kInvalidParam);
+  EXPECT_EQ(ucc::host::config_modify(&lib, "CLS", "basic hier"),
+            Status::kInvalidParam);
+  // Context names are not library names.
+  EXPECT_EQ(ucc::host::config_modify(&lib, "ESTIMATED_NUM_EPS", "4"),
+            Status::kInvalidParam);
+
+  ConfigValues ctx;
+  ASSERT_EQ(ucc::host::config_read(&ctx, Scope::kContext, nullptr, nullptr),
+            Status::kOk);
+  const char* numeric[] = {"ESTIMATED_NUM_EPS", "ESTIMATED_NUM_PPN",
+                           "NODE_LOCAL_ID", "TEAM_IDS_POOL_SIZE",
+                           "THROTTLE_PROGRESS"};
+  for (const char* n : numeric) {
+    EXPECT_EQ(ucc::host::config_modify(&ctx, n, "4"), Status::kOk) << n;
+    EXPECT_EQ(ucc::host::config_modify(&ctx, n, "4096"), Status::kOk) << n;
+    EXPECT_EQ(ucc::host::config_modify(&ctx, n, "-1"), Status::kInvalidParam)
+        << n;
+    EXPECT_EQ(ucc::host::config_modify(&ctx, n, "many"), Status::kInvalidParam)
+        << n;
+  }
+  EXPECT_EQ(value(ctx, Knob::kEstimatedNumEps), "4096");
+  EXPECT_EQ(ucc::host::config_modify(&ctx, "LOCK_FREE_PROGRESS_Q", "1"),
+            Status::kOk);
+  EXPECT_EQ(ucc::host::config_modify(&ctx, "LOCK_FREE_PROGRESS_Q", "2"),
+            Status::kInvalidParam);
+  EXPECT_EQ(ucc::host::config_modify(&ctx, "INTERNAL_OOB", "2"), Status::kOk);
+  EXPECT_EQ(ucc::host::config_modify(&ctx, "INTERNAL_OOB", "3"),
+            Status::kInvalidParam);
+  // Accepted and ignored: the settings a context runs with are those of
+  // the defaults.
+  ConfigValues plain;
+  ASSERT_EQ(ucc::host::config_read(&plain, Scope::kContext, nullptr, nullptr),
+            Status::kOk);
+  ucc::host::ContextSettings a, b;
+  ASSERT_EQ(ucc::host::context_settings(ctx, &a), Status::kOk);
+  ASSERT_EQ(ucc::host::context_settings(plain, &b), Status::kOk);
+  EXPECT_EQ(a.link.engine.max_teams, b.link.engine.max_teams);
+  EXPECT_EQ(a.link.engine.team_queue, b.link.engine.team_queue);
+  EXPECT_EQ(a.poll_spin, b.poll_spin);
+}
+
+// UCC_MAX_TEAMS=auto: 16384 teams, fewer where deep request pools would
+// pass the limit of completion words; an explicit value that passes it
+// is refused where the context is made, with the numbers.
+TEST(Config, MaxTeamsAutoFitsTheCompletionWords) {
+  ConfigValues c;
+  ASSERT_EQ(ucc::host::config_read(&c, Scope::kContext, nullptr, nullptr),
+            Status::kOk);
+  ucc::host::ContextSettings s;
+  ASSERT_EQ(ucc::host::context_settings(c, &s), Status::kOk);
+  EXPECT_EQ(s.link.engine.max_teams, ucc::off::kAutoMaxTeams);
+  EXPECT_TRUE(ucc::off::engine_config_ok(s.link.engine));
+  ASSERT_EQ(ucc::host::config_modify(&c, "TEAM_MAX_COLLS", "4096"),
+            Status::kOk);
+  ASSERT_EQ(ucc::host::context_settings(c, &s), Status::kOk);
+  EXPECT_EQ(uint64_t{s.link.engine.max_teams} * s.link.engine.team_queue,
+            ucc::off::kMaxCompletionWords);
+  EXPECT_TRUE(ucc::off::engine_config_ok(s.link.engine));
+  ASSERT_EQ(ucc::host::config_modify(&c, "MAX_TEAMS", "65536"), Status::kOk);
+  EXPECT_EQ(ucc::host::context_settings(c, &s), Status::kInvalidParam);
+  ASSERT_EQ(ucc::host::config_modify(&c, "TEAM_MAX_COLLS", "128"),
+            Status::kOk);
+  ASSERT_EQ(ucc::host::context_settings(c, &s), Status::kOk);
+  EXPECT_EQ(s.link.engine.max_teams, 65536u);
+  EXPECT_TRUE(ucc::off::engine_config_ok(s.link.engine));
+  EXPECT_EQ(ucc::host::config_modify(&c, "MAX_TEAMS", "65537"),
+            Status::kInvalidParam);
+  EXPECT_EQ(ucc::host::config_modify(&c, "MAX_TEAMS", "0"),
+            Status::kInvalidParam);
+}
+
 TEST(Config, PrintListsEveryKnobOfItsScope) {
   ConfigValues c;
   ASSERT_EQ(ucc::host::config_read(&c, Scope::kContext, nullptr, nullptr),

@@ -40,7 +40,9 @@ constexpr uint32_t kSlot = 256;  // small: multi-segment paths early
 
 // One rank: its channel, its engine, its registrations.
 struct Rank {
-  Rank() : chmem(aligned_alloc(64, Channel::bytes_needed(16, 16))) {}
+  Rank() : chmem(aligned_alloc(64, Channel::bytes_needed(16, 16))) {
+    memset(chmem, 0, Channel::bytes_needed(16, 16));  // as init() wants it
+  }
   ~Rank() {
     eng.fini();
     free(chmem);

@@ -44,8 +44,11 @@ TEST(Layout, CompletionWordRoundTrip) {
 }
 
 struct AlignedBlock {
+  // Zero-filled, as Channel::init wants its block.
   explicit AlignedBlock(size_t n)
-      : p(aligned_alloc(64, (n + 63) & ~size_t{63})) {}
+      : p(aligned_alloc(64, (n + 63) & ~size_t{63})) {
+    memset(p, 0, (n + 63) & ~size_t{63});
+  }
   ~AlignedBlock() { free(p); }
   void* p;
 };

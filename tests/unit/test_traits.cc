@@ -273,6 +273,11 @@ TEST(EngineConfig, Limits) {
     return !ucc::off::engine_config_ok(x);
   };
   EXPECT_TRUE(bad([](auto& x) { x.max_teams = 0; }));
+  EXPECT_TRUE(bad([](auto& x) { x.max_teams = ucc::off::kMaxTeamsLimit + 1; }));
+  EXPECT_FALSE(bad([](auto& x) {
+    x.max_teams = ucc::off::kMaxTeamsLimit;
+    x.team_queue = 256;
+  }));
   EXPECT_TRUE(bad([](auto& x) { x.team_queue = 3; }));
   EXPECT_TRUE(bad([](auto& x) { x.slot_size = 100; }));
   EXPECT_TRUE(bad([](auto& x) { x.nslots = 128; }));

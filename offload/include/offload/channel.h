@@ -35,7 +35,9 @@ class Channel {
   // descriptors and `ncomp` completion words.
   static size_t bytes_needed(uint32_t sq_capacity, uint32_t ncomp);
 
-  // Lays the channel out in `mem` (64-byte aligned, bytes_needed() long).
+  // Lays the channel out in `mem` (64-byte aligned, bytes_needed() long,
+  // zero-filled: fresh anonymous or memfd pages, whose completion words
+  // are then touched only where used).
   void init(void* mem, uint32_t sq_capacity, uint32_t ncomp);
   // Attaches to a block another party laid out; kInvalidParam when the
   // header does not match this build's layout.

@@ -14,6 +14,16 @@
 
 namespace ucc::off {
 
+// Limits of the team slots: at most kMaxTeamsLimit teams per engine, and
+// max_teams * team_queue completion words (8 bytes each: 128 MiB of
+// address space at the limit; the channel's pages are taken only as
+// teams use them, channel.h).
+inline constexpr uint32_t kMaxTeamsLimit = 65536;
+inline constexpr uint64_t kMaxCompletionWords = uint64_t{1} << 24;
+// UCC_MAX_TEAMS=auto: this many teams, fewer where the queue is so deep
+// that the completion words would pass their limit.
+inline constexpr uint32_t kAutoMaxTeams = 16384;
+
 struct EngineConfig {
   uint32_t max_teams = 64;
   uint32_t team_queue = 256;       // collectives queued per team; power of 2
