@@ -35,15 +35,24 @@ void unlink_posted(ucc_context* ctx, Request* r) {
   r->linked = false;
 }
 
-bool request_pool_init(ucc_team* team, uint32_t n) {
+bool request_pool_init(ucc_team* team, uint32_t n, uint32_t size) {
+  // The v-array copies: untouched until a v-collective uses them (a large
+  // block comes as fresh pages), and requests are reused most recent
+  // first, so a few requests' worth is all that is ever touched.
+  const size_t per = 4 * size_t{size};
+  team->varr = static_cast<uint64_t*>(malloc(sizeof(uint64_t) * per * n));
   team->reqs = static_cast<Request*>(calloc(n, sizeof(Request)));
-  if (team->reqs == nullptr) return false;
+  if (team->reqs == nullptr || team->varr == nullptr) {
+    request_pool_fini(team);
+    return false;
+  }
   team->nreqs = n;
   team->free_reqs = nullptr;
   for (uint32_t i = n; i-- > 0;) {
     Request* r = new (&team->reqs[i]) Request();
     r->index = i;
     r->team = team;
+    r->varr = team->varr + per * i;
     r->next = team->free_reqs;
     team->free_reqs = r;
   }
@@ -52,9 +61,37 @@ bool request_pool_init(ucc_team* team, uint32_t n) {
 
 void request_pool_fini(ucc_team* team) {
   free(team->reqs);
+  free(team->varr);
   team->reqs = nullptr;
+  team->varr = nullptr;
   team->free_reqs = nullptr;
 }
+
+namespace {
+
+// Takes a request from the team's pool (the context's lock held);
+// nullptr (one log line) when all are in use.
+Request* take_request(ucc_team* team) {
+  Request* r = team->free_reqs;
+  if (r == nullptr) {
+    UCC_ERROR(
+        "ucc_collective_init: all %u requests of the team are in use "
+        "(UCC_TEAM_MAX_COLLS)",
+        team->nreqs);
+    return nullptr;
+  }
+  team->free_reqs = r->next;
+  r->next = r->prev = nullptr;
+  return r;
+}
+
+// Puts back a request that never became the user's.
+void return_request(ucc_team* team, Request* r) {
+  r->next = team->free_reqs;
+  team->free_reqs = r;
+}
+
+}  // namespace
 
 // Release store: whoever reads the status (ucc_collective_test is an
 // inline plain read in ucc.h) then sees the collective's data. Its own
@@ -131,29 +168,24 @@ ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
         "ucc_team_create_test until UCC_OK)");
     return UCC_ERR_INVALID_PARAM;
   }
-  ucc::off::CollDesc d;
-  ucc_status_t st = ucc::host::build_desc(*args, *team, &d);
-  if (st != UCC_OK) return st;
   ucc_context* ctx = team->ctx;
   ucc::host::Guard g(ctx->lock, ctx->mt);
+  // The request first: lowering copies the v-arrays into it.
+  Request* r = ucc::host::take_request(team);
+  if (r == nullptr) return UCC_ERR_NO_RESOURCE;
+  ucc::off::CollDesc d;
+  ucc_status_t st = ucc::host::build_desc(*args, *team, r->varr, &d);
   // Buffers in memory mapped with ucc_mem_map: checked against their
   // handles and, in emu, named by their pinned registrations.
-  st = ucc::host::memh_resolve(ctx, *args, &d);
-  if (st != UCC_OK) return st;
+  if (st == UCC_OK) st = ucc::host::memh_resolve(ctx, *args, &d);
   // Emu: the daemon reaches only registered memory.
-  ucc::off::Status cs =
-      ctx->engine->cover(d, d.set_size != 0 ? d.set_size : team->size);
-  if (ucc::off::failed(cs)) return ucc::host::to_ucc(cs);
-  Request* r = team->free_reqs;
-  if (r == nullptr) {
-    UCC_ERROR(
-        "ucc_collective_init: all %u requests of the team are in use "
-        "(UCC_TEAM_MAX_COLLS)",
-        team->nreqs);
-    return UCC_ERR_NO_RESOURCE;
+  if (st == UCC_OK)
+    st = ucc::host::to_ucc(
+        ctx->engine->cover(d, d.set_size != 0 ? d.set_size : team->size));
+  if (st != UCC_OK) {
+    ucc::host::return_request(team, r);
+    return st;
   }
-  team->free_reqs = r->next;
-  r->next = r->prev = nullptr;
   r->magic = ucc::host::kReqMagic;
   r->desc = d;
   r->desc.comp_slot = team->comp_base + r->index;

@@ -30,13 +30,13 @@ ucc_status_t matching(const char* coll, const ucc_coll_args_t& a,
                                        : static_cast<uint64_t>(a.timeout * 1e9);
     if (d->timeout_ns == 0) d->timeout_ns = 1;
   }
+  // error_type has no mask bit in ucc.h, and runtimes leave it as the
+  // stack had it (PyTorch's ProcessGroupUCC never sets it): GLOBAL asks
+  // for agreement, every other value is the default, LOCAL.
   int et;
   static_assert(sizeof(et) == sizeof(a.error_type));
   memcpy(&et, &a.error_type, sizeof(et));
-  if (et == UCC_ERR_TYPE_GLOBAL)
-    d->flags |= off::kDescErrGlobal;
-  else if (et != UCC_ERR_TYPE_LOCAL)
-    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: unknown error_type %d", coll, et);
+  if (et == UCC_ERR_TYPE_GLOBAL) d->flags |= off::kDescErrGlobal;
   bool has_tag = (a.mask & UCC_COLL_ARGS_FIELD_TAG) != 0;
   if (has_tag) d->tag = a.tag;
   if (!posts_in_order(team.ordering)) {

@@ -51,6 +51,13 @@ struct Lowering {
   bool count64, displ64;
   bool described[2];
   off::VecFacts facts[2];
+  // v sides: the request's copies of the arrays (lower_arrays), 64-bit,
+  // and how many elements the side's buffer moved up by (the first
+  // element of its lowest non-empty block, which the copied
+  // displacements then count from).
+  uint64_t* varr;
+  uint64_t counts[2], displs[2];
+  uint64_t shift[2];
 
   UserSide side(Side s) const { return user_side(a, t, s); }
   bool has(Side s) const { return described[static_cast<int>(s)]; }
@@ -67,11 +74,40 @@ ucc_status_t lower_in_place(Lowering& lo, uint64_t flags) {
   return UCC_OK;
 }
 
+// One v side's arrays into the request's storage (`cnt`, `dsp`: n
+// entries each), widened to 64 bits, so that the engine never reads the
+// caller's arrays: runtimes free them as soon as a nonblocking call
+// returns (mpi4py after MPI_Ialltoallv). The displacements are rebased on
+// the lowest non-empty block, *shift elements up, so that a NULL buffer
+// with absolute addresses as displacements (PyTorch's allgather, gather,
+// scatter, alltoall over separate tensors) names the memory it uses.
+// false when a sum overflows.
+bool copy_arrays(const ucc_coll_buffer_info_v_t& v, bool wide_c, bool wide_d,
+                 bool displs, uint32_t n, uint64_t* cnt, uint64_t* dsp,
+                 uint64_t* shift) {
+  uint64_t low = UINT64_MAX, packed = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    cnt[i] = off::vec_entry(v.counts, wide_c, i);
+    const uint64_t at = displs ? off::vec_entry(v.displacements, wide_d, i)
+                               : packed;
+    if (__builtin_add_overflow(packed, cnt[i], &packed)) return false;
+    if (displs) dsp[i] = at;
+    if (cnt[i] != 0 && at < low) low = at;
+  }
+  *shift = displs && low != UINT64_MAX ? low : 0;
+  if (*shift != 0)
+    for (uint32_t i = 0; i < n; ++i) dsp[i] = cnt[i] != 0 ? dsp[i] - *shift : 0;
+  return true;
+}
+
 // The count and displacement arrays of every described v side: present,
-// and what they say (lo.facts).
+// copied into the request (copy_arrays), and what they say (lo.facts).
 ucc_status_t lower_arrays(Lowering& lo) {
+  const uint32_t n = lo.r.n;
   for (Side s : {Side::kSrc, Side::kDst}) {
     const UserSide u = lo.side(s);
+    const int i = static_cast<int>(s);
+    lo.counts[i] = lo.displs[i] = lo.shift[i] = 0;
     if (!u.vec || !lo.has(s)) continue;
     const char* which = side_name(s);
     if (u.info_v->counts == nullptr)
@@ -79,13 +115,17 @@ ucc_status_t lower_arrays(Lowering& lo) {
                 which);
     const bool displs = lo.t.of(s).arrays == off::Arrays::kCountsDispls &&
                         u.info_v->displacements != nullptr;
-    if (!off::vec_scan(
-            off::DirectReader{}, reinterpret_cast<uintptr_t>(u.info_v->counts),
-            displs ? reinterpret_cast<uintptr_t>(u.info_v->displacements) : 0,
-            lo.count64, lo.displ64, lo.r.n, lo.r.me,
-            &lo.facts[static_cast<int>(s)]))
+    uint64_t* cnt = lo.varr + 2 * size_t{n} * i;
+    uint64_t* dsp = cnt + n;
+    if (!copy_arrays(*u.info_v, lo.count64, lo.displ64, displs, n, cnt, dsp,
+                     &lo.shift[i]) ||
+        !off::vec_scan(off::DirectReader{}, reinterpret_cast<uintptr_t>(cnt),
+                       displs ? reinterpret_cast<uintptr_t>(dsp) : 0, true,
+                       true, n, lo.r.me, &lo.facts[i]))
       ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s counts/displacements overflow",
                 lo.coll, which);
+    lo.counts[i] = reinterpret_cast<uintptr_t>(cnt);
+    lo.displs[i] = displs ? reinterpret_cast<uintptr_t>(dsp) : 0;
   }
   return UCC_OK;
 }
@@ -150,16 +190,23 @@ ucc_status_t lower_side(Lowering& lo, Side s, off::CollDesc* d) {
                 static_cast<ull>(elems));
     return buffer(lo.coll, which, *u.info, *d, elems, ref);
   }
-  const ucc_coll_buffer_info_t flat{u.info_v->buffer, elems, u.info_v->datatype,
-                                    u.info_v->mem_type};
+  // The buffer starts at the lowest block (lower_arrays): base + shift
+  // elements, computed as an address so that a NULL base is no pointer
+  // arithmetic on nullptr.
+  const int i = static_cast<int>(s);
+  uint64_t moved, start;
+  if (__builtin_mul_overflow(lo.shift[i], uint64_t{off::elem_size(*d)},
+                             &moved) ||
+      __builtin_add_overflow(reinterpret_cast<uintptr_t>(u.info_v->buffer),
+                             moved, &start))
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s displacements overflow", lo.coll,
+              which);
+  const ucc_coll_buffer_info_t flat{reinterpret_cast<void*>(start), elems,
+                                    u.info_v->datatype, u.info_v->mem_type};
   ucc_status_t st = buffer(lo.coll, which, flat, *d, elems, ref);
   if (st != UCC_OK) return st;
-  const auto counts = reinterpret_cast<uintptr_t>(u.info_v->counts);
-  const auto displs = lo.t.of(s).arrays == off::Arrays::kCountsDispls
-                          ? reinterpret_cast<uintptr_t>(u.info_v->displacements)
-                          : 0;
-  (s == Side::kSrc ? d->src_counts : d->dst_counts) = counts;
-  (s == Side::kSrc ? d->src_displs : d->dst_displs) = displs;
+  (s == Side::kSrc ? d->src_counts : d->dst_counts) = lo.counts[i];
+  (s == Side::kSrc ? d->src_displs : d->dst_displs) = lo.displs[i];
   return UCC_OK;
 }
 
@@ -216,7 +263,7 @@ ucc_status_t lower_coll_type(const ucc_coll_args_t& a, off::CollDesc* d,
 }  // namespace
 
 ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
-                        off::CollDesc* d) {
+                        uint64_t* varr, off::CollDesc* d) {
   memset(d, 0, sizeof(*d));
   d->magic = off::kDescMagic;
   d->version = off::kDescVersion;
@@ -236,7 +283,11 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
               (flags & UCC_COLL_ARGS_FLAG_COUNT_64BIT) != 0,
               (flags & UCC_COLL_ARGS_FLAG_DISPLACEMENTS_64BIT) != 0,
               {false, false},
-              {}};
+              {},
+              varr,
+              {0, 0},
+              {0, 0},
+              {0, 0}};
   st = matching(coll, a, flags, team, d, &lo.r.n, &lo.r.me);
   if (st == UCC_OK && t.rooted)
     st = root_position(coll, a.root, *d, team.size, &d->root);
@@ -251,10 +302,8 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
                              &total))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: count %llu overflows", coll,
               static_cast<ull>(d->count));
-  if (t.vector()) {
-    if (lo.count64) d->flags |= off::kDescCount64;
-    if (lo.displ64) d->flags |= off::kDescDispl64;
-  }
+  // The arrays the descriptor names are the request's 64-bit copies.
+  if (t.vector()) d->flags |= off::kDescCount64 | off::kDescDispl64;
   return whole_elements(team.ctx->engine->caps(), coll, *d);
 }
 

@@ -96,7 +96,9 @@ class DaemonLink final : public off::EngineLink {
   Status hello(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
                int memfd);
   void check_daemon();
-  Status cover_range(uint64_t addr, uint64_t len);
+  Status cover_range(uint64_t addr, uint64_t len, bool quiet = false);
+  Status cover_side(const off::BufRef& b, uint64_t counts, uint64_t displs,
+                    uint32_t n, uint32_t esize);
   // One registration request to the daemon and its key (never 0), or the
   // daemon's refusal; and its end.
   Status register_range(uint64_t addr, uint64_t len, uint32_t* key);
@@ -259,7 +261,7 @@ void DaemonLink::submitted() {
   plat::sock::send_all(sock_, &h, sizeof(h), nullptr, 0);
 }
 
-Status DaemonLink::cover_range(uint64_t addr, uint64_t len) {
+Status DaemonLink::cover_range(uint64_t addr, uint64_t len, bool quiet) {
   if (len == 0) return Status::kOk;
   uint64_t end;
   if (__builtin_add_overflow(addr, len, &end)) return Status::kInvalidParam;
@@ -282,19 +284,60 @@ Status DaemonLink::cover_range(uint64_t addr, uint64_t len) {
   uint32_t key = 0;
   Status st = register_range(base, end - base, &key);
   if (failed(st)) {
-    UCC_ERROR("emu: the daemon refused to register [%#llx, %#llx)",
-              static_cast<unsigned long long>(base),
-              static_cast<unsigned long long>(end));
+    if (!quiet)
+      UCC_ERROR("emu: the daemon refused to register [%#llx, %#llx)",
+                static_cast<unsigned long long>(base),
+                static_cast<unsigned long long>(end));
     return st;
   }
   regs_[nregs_++] = Reg{base, end, key, tick_};
   return Status::kOk;
 }
 
+// A side's buffer as a whole; where that is refused and the side's own
+// displacements place its blocks (they may be separate allocations
+// named from a NULL base: PyTorch's allgather over a list of tensors),
+// each non-empty block. The arrays are the request's 64-bit copies
+// (coll_lower.cc), in this process.
+Status DaemonLink::cover_side(const off::BufRef& b, uint64_t counts,
+                              uint64_t displs, uint32_t n, uint32_t esize) {
+  if (b.key != 0) return Status::kOk;  // inside a ucc_mem_map pin
+  const bool blocks = counts != 0 && displs != 0;
+  Status st = cover_range(b.addr, b.bytes, blocks);
+  if (st != Status::kInvalidParam || !blocks) return st;
+  const auto* cnt = reinterpret_cast<const uint64_t*>(counts);
+  const auto* dsp = reinterpret_cast<const uint64_t*>(displs);
+  uint32_t used = 0;
+  for (uint32_t i = 0; i < n; ++i) used += cnt[i] != 0 ? 1 : 0;
+  if (used > kRegs / 2) {
+    UCC_ERROR(
+        "emu: %u separate blocks are more than the registration cache "
+        "holds for one buffer (%u); map the memory with ucc_mem_map",
+        used, kRegs / 2);
+    return Status::kNoResource;
+  }
+  st = Status::kOk;
+  for (uint32_t i = 0; i < n && ok(st); ++i)
+    if (cnt[i] != 0)
+      st = cover_range(b.addr + dsp[i] * esize, cnt[i] * esize);
+  return st;
+}
+
 Status DaemonLink::cover(const off::CollDesc& d, uint32_t n) {
+  const bool wide = (d.flags & off::kDescCount64) && (d.flags & off::kDescDispl64);
+  const uint32_t es = off::elem_size(d);
   Status st = Status::kOk;
-  if (d.src.key == 0) st = cover_range(d.src.addr, d.src.bytes);
-  if (ok(st) && d.dst.key == 0) st = cover_range(d.dst.addr, d.dst.bytes);
+  if (d.flags & off::kDescInPlace) {
+    // One buffer under both names: cover it once, by the arrays that
+    // describe it.
+    const bool by_dst = d.dst_displs != 0;
+    st = cover_side(d.dst, wide ? (by_dst ? d.dst_counts : d.src_counts) : 0,
+                    by_dst ? d.dst_displs : d.src_displs, n, es);
+  } else {
+    st = cover_side(d.src, wide ? d.src_counts : 0, d.src_displs, n, es);
+    if (ok(st))
+      st = cover_side(d.dst, wide ? d.dst_counts : 0, d.dst_displs, n, es);
+  }
   const uint64_t cw = (d.flags & off::kDescCount64) ? 8 : 4;
   const uint64_t dw = (d.flags & off::kDescDispl64) ? 8 : 4;
   if (ok(st) && d.src_counts != 0) st = cover_range(d.src_counts, cw * n);

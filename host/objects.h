@@ -53,6 +53,7 @@ struct Request {
   bool linked;  // on the context's list of posted requests
   ucc_coll_callback_t cb;
   bool has_cb;
+  uint64_t* varr;  // 4 * team size entries: the v-arrays the desc names
   off::CollDesc desc;
   Request* next;  // posted list, or free list while unused
   Request* prev;
@@ -166,6 +167,7 @@ struct ucc_team {
   bool has_id;
   ucc_post_ordering_t ordering;
   ucc::host::Request* reqs;
+  uint64_t* varr;  // the requests' v-array copies (request_pool_init)
   uint32_t nreqs;
   uint32_t comp_base;
   ucc::host::Request* free_reqs;

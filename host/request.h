@@ -11,8 +11,10 @@ namespace ucc::host {
 
 inline size_t round64(size_t v) { return (v + 63) & ~size_t{63}; }
 
-// Builds the team's request pool; false when out of memory.
-bool request_pool_init(ucc_team* team, uint32_t n);
+// Builds the team's request pool, each request with room for the
+// v-arrays of a collective over the whole team (4 * size entries);
+// false when out of memory.
+bool request_pool_init(ucc_team* team, uint32_t n, uint32_t size);
 void request_pool_fini(ucc_team* team);
 
 // Removes a request from the context's posted list.
@@ -48,9 +50,12 @@ void dead_teams_free(ucc_context* ctx);
 // `host_ranks` of its ranks on this host.
 void context_fit_spin(ucc_context* ctx, uint32_t host_ranks);
 
-// Translates and validates user arguments into a descriptor (coll_args.cc).
-// Logs one line and returns the public error on bad input.
+// Translates and validates user arguments into a descriptor
+// (coll_lower.cc). A v-collective's count and displacement arrays are
+// copied into `varr` (the request's 4 * team size entries), which the
+// descriptor then names. Logs one line and returns the public error on
+// bad input.
 ucc_status_t build_desc(const ucc_coll_args_t& args, const ucc_team& team,
-                        off::CollDesc* d);
+                        uint64_t* varr, off::CollDesc* d);
 
 }  // namespace ucc::host

@@ -87,7 +87,7 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
   uint32_t stride = ctx->settings.link.engine.team_queue;
   uint32_t nreqs = t->nreqs != 0 && t->nreqs < stride ? t->nreqs : stride;
   if (t->eps == nullptr || t->addrs == nullptr || t->oks == nullptr ||
-      !request_pool_init(t, nreqs))
+      !request_pool_init(t, nreqs, size))
     return UCC_ERR_NO_MEMORY;
   Guard g(ctx->lock, ctx->mt);
   Status s = ctx->engine->team_open(size, rank, &t->eng_idx, &t->my_addr);

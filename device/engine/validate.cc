@@ -16,13 +16,22 @@ using off::Side;
 // A buffer the collective touches (need > 0 bytes): host memory, not
 // wrapping, long enough, and reachable through the memory adapter as a
 // whole (outside the host process: inside the host's registrations; each
-// access is checked again when it happens).
-bool fits(const plat::MemAccess& mem, const off::BufRef& r, uint64_t need) {
+// access is checked again when it happens). A side whose blocks its own
+// displacements place (`scattered`) may span memory it never touches
+// between them (separate tensors named by absolute addresses from a NULL
+// base), so only its blocks need to be reachable: the per-access checks
+// see to that.
+bool fits(const plat::MemAccess& mem, const off::BufRef& r, uint64_t need,
+          bool scattered) {
   if (need == 0) return true;
   if (r.mem_type != 0 || r.addr == 0) return false;
   uint64_t end;
   if (__builtin_add_overflow(r.addr, r.bytes, &end)) return false;
-  return r.bytes >= need && mem.check(r, 0, r.bytes);
+  return r.bytes >= need && (scattered || mem.check(r, 0, r.bytes));
+}
+
+bool scattered(const off::CollTraits& t, Side s) {
+  return t.of(s).arrays == off::Arrays::kCountsDispls;
 }
 
 // An active set must name distinct team ranks in range, this rank among
@@ -131,8 +140,9 @@ Status Engine::validate(const off::CollDesc& d) const {
   if (!off::side_extent(t, Side::kSrc, r, facts, &src) ||
       !off::side_extent(t, Side::kDst, r, facts, &dst) ||
       __builtin_mul_overflow(src, esize, &src) ||
-      __builtin_mul_overflow(dst, esize, &dst) || !fits(env_.mem, d.src, src) ||
-      !fits(env_.mem, d.dst, dst))
+      __builtin_mul_overflow(dst, esize, &dst) ||
+      !fits(env_.mem, d.src, src, scattered(t, Side::kSrc)) ||
+      !fits(env_.mem, d.dst, dst, scattered(t, Side::kDst)))
     return Status::kInvalidParam;
   return Status::kOk;
 }
