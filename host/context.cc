@@ -12,6 +12,7 @@
 #include "host/request.h"
 #include "offload/team_addr.h"
 #include "platform/mem/cma.h"
+#include "platform/os/clock.h"
 #include "platform/os/host_id.h"
 #include "platform/os/log.h"
 
@@ -314,17 +315,45 @@ ucc_status_t ucc_context_progress(ucc_context_h ctx) {
   return UCC_OK;
 }
 
+namespace {
+
+// How long destroying a context lets collectives already posted on its
+// teams run before it drops them (docs/api.md, "Contexts and teams").
+constexpr uint64_t kDestroyDrainNs = 1000000000ull;
+
+// The teams a context still has when it is destroyed (runtimes leave the
+// communicators a program never freed): their posted collectives run to
+// their end (peers may need our part of them) for up to kDestroyDrainNs,
+// then every team is destroyed. A team still being created is dropped:
+// an OOB exchange of the user's under way is left to the user.
+void reap_teams(ucc_context* ctx) {
+  UCC_DEBUG("ucc_context_destroy: destroying the %d teams still there",
+            ctx->nteams);
+  const uint64_t deadline = ucc::plat::now_ns() + kDestroyDrainNs;
+  while (ctx->posted != nullptr && ucc::plat::now_ns() < deadline) {
+    ucc::host::Request* due = nullptr;
+    uint64_t events = ctx->engine->progress();
+    events += ucc::host::reap(ctx, &due);
+    ucc::host::run_callbacks(due);
+    if (events == 0) sched_yield();
+  }
+  while (ctx->live_teams != nullptr) {
+    ucc_team* t = ctx->live_teams;
+    t->oob_req = nullptr;
+    t->boot_req = nullptr;  // a request of the parent team, dropped with it
+    ucc::host::team_teardown(ctx, t, ucc::host::kReapedMagic);
+  }
+}
+
+}  // namespace
+
 ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
   if (ctx == nullptr || ctx->magic != ucc::host::kCtxMagic) {
     UCC_ERROR("ucc_context_destroy: invalid context handle");
     return UCC_ERR_INVALID_PARAM;
   }
-  if (ctx->nteams != 0) {
-    UCC_ERROR("ucc_context_destroy: %d teams still exist", ctx->nteams);
-    return UCC_ERR_INVALID_PARAM;
-  }
+  if (ctx->nteams != 0) reap_teams(ctx);
   ctx->magic = ucc::host::kDeadMagic;
-  ucc::host::dead_teams_free(ctx);
   ucc::host::memmaps_fini(ctx);  // handles still mapped: unmapped now
   delete ctx->engine;
   --ctx->lib->ncontexts;

@@ -28,6 +28,10 @@ inline constexpr uint32_t kCtxMagic = 0x43545831;   // "CTX1"
 inline constexpr uint32_t kTeamMagic = 0x54454131;  // "TEA1"
 inline constexpr uint32_t kReqMagic = 0x52455131;   // "REQ1"
 inline constexpr uint32_t kDeadMagic = 0xdeadbeef;
+// A team its context's destruction destroyed: a later ucc_team_destroy
+// on the handle is quietly OK (MPI_Finalize order: the context goes with
+// MPI_COMM_WORLD, communicators the program never freed after it).
+inline constexpr uint32_t kReapedMagic = 0xdeadbea7;
 
 // The integer a caller stored in a field of (C) enum type E. User input
 // may hold any value, and loading one outside E's range as an E is
@@ -133,8 +137,8 @@ struct ucc_context {
   ucc::plat::Backoff backoff;
   ucc::host::Request* posted;  // head of the posted list
   int nteams;
+  ucc_team* live_teams;     // the nteams teams, linked by live_next/prev
   uint32_t max_host_ranks;  // most ranks on our host in a team (back-off)
-  ucc_team* dead_teams;    // destroyed teams, kept until the context goes
   // ucc_mem_map handles (mem_map.h), and the next context in the
   // process-wide list ucc_mem_unmap searches.
   ucc::host::MemMaps maps;
@@ -171,7 +175,9 @@ struct ucc_team {
   uint32_t nreqs;
   uint32_t comp_base;
   ucc::host::Request* free_reqs;
-  ucc_team* next_dead;  // link on the context's dead list
+  ucc_team* next_dead;  // link on the process's list of dead teams
+  ucc_team* live_next;  // the context's live teams
+  ucc_team* live_prev;
   // Split teams (ucc_team_create_from_parent): the parent team carries the
   // bootstrap exchanges instead of a user OOB.
   ucc_team* parent;         // nullptr for teams made from an OOB

@@ -27,10 +27,20 @@ void unlink_posted(ucc_context* ctx, Request* r);
 uint64_t reap(ucc_context* ctx, Request** callbacks);
 void run_callbacks(Request* due);
 
-// Team objects (team.cc): taken from the context's dead list or the heap,
-// and put back there (engine slot, pool and arrays released).
+// Team objects (team.cc): taken from the process's list of dead teams or
+// the heap, and put back there (engine slot, pool and arrays released)
+// with `magic` (kDeadMagic, or kReapedMagic from a context's destroy).
 ucc_team* team_alloc(ucc_context* ctx);
-void team_free(ucc_context* ctx, ucc_team* t);
+void team_free(ucc_context* ctx, ucc_team* t,
+               uint32_t magic = kDeadMagic);
+// A created team joins its context's live list (nteams counts it); and
+// leaves it. The context's lock held.
+void team_link_live(ucc_context* ctx, ucc_team* t);
+void team_unlink_live(ucc_context* ctx, ucc_team* t);
+// Destroys a ready (or failed) team: its posted requests are dropped
+// (the engine ends them on close), it leaves the live list and its object
+// goes to the dead list with `magic`. The context's lock held.
+void team_teardown(ucc_context* ctx, ucc_team* t, uint32_t magic);
 
 // Gives a team being created its size and rank: member arrays, request
 // pool, engine slot (team.cc).
@@ -43,8 +53,6 @@ ucc_status_t split_membership(ucc_team* t);
 ucc_status_t split_exchange(ucc_team* t, const void* src, void* dst,
                             size_t len);
 
-// Frees the destroyed team objects a context kept (team.cc).
-void dead_teams_free(ucc_context* ctx);
 
 // Sets the context's idle spin limit (UCC_POLL_SPIN=auto) for a team with
 // `host_ranks` of its ranks on this host.

@@ -32,16 +32,35 @@ bool valid_team(ucc_team_h t) {
 
 namespace ucc::host {
 
-// Team objects are never returned to the heap before their context is
-// destroyed: a destroyed team goes on the context's list of dead teams
-// (magic cleared), so a stale handle is reported as such rather than read
-// from freed memory, and the next team creation reuses the object.
-ucc_team* team_alloc(ucc_context* ctx) {
+// Team objects are never returned to the heap: a destroyed team goes on
+// a process-wide list of dead teams (magic cleared), so a stale handle is
+// reported as such rather than read from freed memory, also after its
+// context is gone, and later creations reuse the objects, oldest first,
+// so a stale handle stays recognisably dead as long as possible.
+namespace {
+
+struct DeadTeams {
+  SpinLock lock;
+  ucc_team* head = nullptr;
+  ucc_team* tail = nullptr;
+};
+DeadTeams& dead_teams() {
+  static DeadTeams d;
+  return d;
+}
+
+}  // namespace
+
+ucc_team* team_alloc(ucc_context*) {
   ucc_team* t = nullptr;
   {
-    Guard g(ctx->lock, ctx->mt);
-    t = ctx->dead_teams;
-    if (t != nullptr) ctx->dead_teams = t->next_dead;
+    DeadTeams& d = dead_teams();
+    Guard g(d.lock, true);
+    t = d.head;
+    if (t != nullptr) {
+      d.head = t->next_dead;
+      if (d.head == nullptr) d.tail = nullptr;
+    }
   }
   if (t == nullptr) {
     t = static_cast<ucc_team*>(malloc(sizeof(ucc_team)));
@@ -52,7 +71,7 @@ ucc_team* team_alloc(ucc_context* ctx) {
   return t;
 }
 
-void team_free(ucc_context* ctx, ucc_team* t) {
+void team_free(ucc_context* ctx, ucc_team* t, uint32_t magic) {
   mbox_end(t);
   if (t->eng_idx != UINT32_MAX) ctx->engine->team_close(t->eng_idx);
   ucc::host::request_pool_fini(t);
@@ -70,9 +89,45 @@ void team_free(ucc_context* ctx, ucc_team* t) {
   t->stage = nullptr;
   t->peer_nonce = nullptr;
   t->boot_bits = nullptr;
-  t->magic = ucc::host::kDeadMagic;
-  t->next_dead = ctx->dead_teams;
-  ctx->dead_teams = t;
+  t->magic = magic;
+  t->next_dead = nullptr;
+  DeadTeams& d = dead_teams();
+  Guard g(d.lock, true);
+  if (d.tail != nullptr)
+    d.tail->next_dead = t;
+  else
+    d.head = t;
+  d.tail = t;
+}
+
+void team_link_live(ucc_context* ctx, ucc_team* t) {
+  t->live_prev = nullptr;
+  t->live_next = ctx->live_teams;
+  if (ctx->live_teams != nullptr) ctx->live_teams->live_prev = t;
+  ctx->live_teams = t;
+  ++ctx->nteams;
+}
+
+void team_unlink_live(ucc_context* ctx, ucc_team* t) {
+  if (t->live_prev != nullptr)
+    t->live_prev->live_next = t->live_next;
+  else
+    ctx->live_teams = t->live_next;
+  if (t->live_next != nullptr) t->live_next->live_prev = t->live_prev;
+  t->live_next = t->live_prev = nullptr;
+  --ctx->nteams;
+}
+
+void team_teardown(ucc_context* ctx, ucc_team* t, uint32_t magic) {
+  for (uint32_t i = 0; i < t->nreqs; ++i) {
+    ucc::host::Request& r = t->reqs[i];
+    // Still posted: the engine ends it with an error on close; nobody
+    // may look at it after the team is gone.
+    if (r.linked) ucc::host::unlink_posted(ctx, &r);
+    r.magic = ucc::host::kDeadMagic;
+  }
+  team_unlink_live(ctx, t);
+  team_free(ctx, t, magic);
 }
 
 ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
@@ -97,14 +152,6 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
   }
   t->comp_base = t->eng_idx * stride;
   return UCC_OK;
-}
-
-void dead_teams_free(ucc_context* ctx) {
-  while (ctx->dead_teams != nullptr) {
-    ucc_team* t = ctx->dead_teams;
-    ctx->dead_teams = t->next_dead;
-    free(t);
-  }
 }
 
 }  // namespace ucc::host
@@ -271,7 +318,7 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
   t->magic = ucc::host::kTeamMagic;
   {
     ucc::host::Guard g(ctx->lock, ctx->mt);
-    ++ctx->nteams;
+    ucc::host::team_link_live(ctx, t);
   }
   *new_team = t;
   return UCC_OK;
@@ -332,6 +379,10 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
 }
 
 ucc_status_t ucc_team_destroy(ucc_team_h t) {
+  if (t != nullptr && t->magic == ucc::host::kReapedMagic) {
+    UCC_DEBUG("ucc_team_destroy: the team went with its context");
+    return UCC_OK;
+  }
   if (!valid_team(t)) {
     UCC_ERROR("ucc_team_destroy: invalid or destroyed team handle");
     return UCC_ERR_INVALID_PARAM;
@@ -355,15 +406,7 @@ ucc_status_t ucc_team_destroy(ucc_team_h t) {
     t->oob_req = nullptr;
   }
   ucc::host::Guard g(ctx->lock, ctx->mt);
-  for (uint32_t i = 0; i < t->nreqs; ++i) {
-    ucc::host::Request& r = t->reqs[i];
-    // Still posted: the engine ends it with an error on close; nobody
-    // may look at it after the team is gone.
-    if (r.linked) ucc::host::unlink_posted(ctx, &r);
-    r.magic = ucc::host::kDeadMagic;
-  }
-  --ctx->nteams;
-  ucc::host::team_free(ctx, t);
+  ucc::host::team_teardown(ctx, t, ucc::host::kDeadMagic);
   return UCC_OK;
 }
 

@@ -130,7 +130,7 @@ extern "C" ucc_status_t ucc_team_create_from_parent(uint64_t my_ep,
   t->magic = ucc::host::kTeamMagic;
   {
     ucc::host::Guard g(ctx->lock, ctx->mt);
-    ++ctx->nteams;
+    ucc::host::team_link_live(ctx, t);
   }
   *new_team = t;
   return UCC_OK;

@@ -2,10 +2,13 @@
 // ordering by key, collectives on the new team, members left out, nested
 // splits, and create/destroy cycles that must not leak descriptors.
 #include <dirent.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -294,6 +297,91 @@ TEST(TeamParams, ThousandTeamsAlive) {
       }
     }
     for (int i = 0; i < kTeams; ++i) CK(destroy(w, teams[i]));
+    return 0;
+  }));
+}
+
+}  // namespace
+
+namespace {
+
+// MPI programs rarely free their communicators, and at MPI_Finalize
+// Open MPI's coll/ucc destroys the context with MPI_COMM_WORLD while the
+// others' teams still exist (and may destroy those after it). Destroying
+// a context takes its teams with it, quietly: teams over an OOB, split
+// teams, a split that left this rank out, and one with a collective
+// posted that its peer never posts (dropped after a bounded wait). A team
+// destroyed afterwards through its old handle is quietly OK; anything
+// else on it is refused; finalize does not complain.
+TEST(TeamParams, ContextDestroyTakesItsTeams) {
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    ucc_team_params_t p{};
+    p.mask = UCC_TEAM_PARAM_FIELD_OOB;
+    p.oob = w.oob;
+    ucc_team_h t2 = nullptr, t3 = nullptr, t4 = nullptr;
+    CK(ucc_team_create_post(&w.ctx, 1, &p, &t2));
+    CK(finish_create(w, t2));
+    CK(ucc_team_create_from_parent(r.rank, 1, w.team, &t3));
+    CK(finish_create(w, t3));
+    CK(ucc_team_create_from_parent(0, r.rank == 0, w.team, &t4));
+    CK(finish_create(w, t4));
+    int32_t in[4] = {1, 2, 3, 4}, out[4] = {0, 0, 0, 0};
+    ucc_coll_args_t a{};
+    a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+    a.op = UCC_OP_SUM;
+    a.src.info = {in, 4, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    a.dst.info = {out, 4, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    CK(run_on(w, t2, a));
+    ucc_coll_req_h hanging = nullptr;
+    if (r.rank == 0) {  // its peer never posts this one
+      CK(ucc_collective_init(&a, &hanging, t3));
+      CK(ucc_collective_post(hanging));
+    }
+    // Everything logged from here on must be nothing.
+    char path[] = "/tmp/ucct-ctxdestroy-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) return 2;
+    unlink(path);
+    const int saved = dup(2);
+    dup2(fd, 2);
+    const double t0 = ucct::now_s();
+    const ucc_status_t dst = ucc_context_destroy(w.ctx);
+    const double took = ucct::now_s() - t0;
+    ucc_coll_req_h req = nullptr;
+    const ucc_status_t d2 = ucc_team_destroy(t2), d3 = ucc_team_destroy(t3),
+                       d4 = ucc_team_destroy(t4),
+                       d1 = ucc_team_destroy(w.team),
+                       init = ucc_collective_init(&a, &req, t2);
+    const ucc_status_t fin = ucc_finalize(w.lib);
+    w.team = nullptr;
+    w.ctx = nullptr;
+    w.lib = nullptr;
+    dup2(saved, 2);
+    char log[4096] = "";
+    lseek(fd, 0, SEEK_SET);
+    const ssize_t k = read(fd, log, sizeof(log) - 1);
+    close(fd);
+    if (k > 0) log[k] = '\0';
+    // The one line the stale collective_init earns is expected.
+    bool other_lines = false;
+    for (char* line = std::strtok(log, "\n"); line != nullptr;
+         line = std::strtok(nullptr, "\n"))
+      other_lines |= std::strstr(line, "ucc_collective_init") == nullptr;
+    if (dst != UCC_OK || d1 != UCC_OK || d2 != UCC_OK || d3 != UCC_OK ||
+        d4 != UCC_OK || init != UCC_ERR_INVALID_PARAM || fin != UCC_OK ||
+        took > 5 || other_lines) {
+      std::fprintf(stderr,
+                   "rank %d: context destroy %s in %.2f s; team destroys %s "
+                   "%s %s %s; init %s; finalize %s; other log lines: %d\n",
+                   r.rank, ucct::status_name(dst), took,
+                   ucct::status_name(d1), ucct::status_name(d2),
+                   ucct::status_name(d3), ucct::status_name(d4),
+                   ucct::status_name(init), ucct::status_name(fin),
+                   other_lines ? 1 : 0);
+      return 3;
+    }
     return 0;
   }));
 }
