@@ -17,12 +17,6 @@ bool valid_team(ucc_team_h team) {
   return team != nullptr && team->magic == kTeamMagic;
 }
 
-Request* as_request(ucc_coll_req_h h) {
-  auto* r = reinterpret_cast<Request*>(h);
-  if (r == nullptr || r->magic != kReqMagic) return nullptr;
-  return r;
-}
-
 }  // namespace
 
 void unlink_posted(ucc_context* ctx, Request* r) {
@@ -130,6 +124,51 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
   return done;
 }
 
+ucc_status_t postable(const Request* r, const char* who) {
+  if (r->pub.status == UCC_INPROGRESS) {
+    UCC_ERROR("%s: request is already in progress", who);
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (r->posted && !r->persistent) {
+    UCC_ERROR("%s: request was posted already and is not persistent", who);
+    return UCC_ERR_INVALID_PARAM;
+  }
+  return UCC_OK;
+}
+
+ucc_status_t post_request(ucc_context* ctx, Request* r) {
+  if (ctx->engine->dead()) {
+    UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
+    return UCC_ERR_NO_MESSAGE;
+  }
+  r->desc.gen = ++r->gen;
+  ctx->ch.arm(r->desc.comp_slot, r->gen);
+  if (!ctx->ch.submit(r->desc)) {
+    // Let the engine drain its ring (inline: here; emu: the daemon, woken
+    // up), then try again for a while.
+    bool in = false;
+    for (int i = 0; i < 10000 && !in; ++i) {
+      ctx->engine->progress();
+      ctx->engine->submitted();
+      in = ctx->ch.submit(r->desc);
+      if (!in && ctx->engine->remote()) sched_yield();
+    }
+    if (!in) {
+      UCC_ERROR("ucc_collective_post: submission ring full");
+      return UCC_ERR_NO_RESOURCE;
+    }
+  }
+  ctx->engine->submitted();
+  r->posted = true;
+  r->pub.status = UCC_INPROGRESS;
+  r->prev = nullptr;
+  r->next = ctx->posted;
+  if (ctx->posted != nullptr) ctx->posted->prev = r;
+  ctx->posted = r;
+  r->linked = true;
+  return UCC_OK;
+}
+
 void run_callbacks(Request* due) {
   while (due != nullptr) {
     Request* next = due->next;
@@ -206,48 +245,11 @@ ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
     UCC_ERROR("ucc_collective_post: invalid or finalized request");
     return UCC_ERR_INVALID_PARAM;
   }
-  if (r->pub.status == UCC_INPROGRESS) {
-    UCC_ERROR("ucc_collective_post: request is already in progress");
-    return UCC_ERR_INVALID_PARAM;
-  }
-  if (r->posted && !r->persistent) {
-    UCC_ERROR(
-        "ucc_collective_post: request was posted already and is not "
-        "persistent");
-    return UCC_ERR_INVALID_PARAM;
-  }
+  ucc_status_t st = ucc::host::postable(r, "ucc_collective_post");
+  if (st != UCC_OK) return st;
   ucc_context* ctx = r->team->ctx;
   ucc::host::Guard g(ctx->lock, ctx->mt);
-  if (ctx->engine->dead()) {
-    UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
-    return UCC_ERR_NO_MESSAGE;
-  }
-  r->desc.gen = ++r->gen;
-  ctx->ch.arm(r->desc.comp_slot, r->gen);
-  if (!ctx->ch.submit(r->desc)) {
-    // Let the engine drain its ring (inline: here; emu: the daemon, woken
-    // up), then try again for a while.
-    bool in = false;
-    for (int i = 0; i < 10000 && !in; ++i) {
-      ctx->engine->progress();
-      ctx->engine->submitted();
-      in = ctx->ch.submit(r->desc);
-      if (!in && ctx->engine->remote()) sched_yield();
-    }
-    if (!in) {
-      UCC_ERROR("ucc_collective_post: submission ring full");
-      return UCC_ERR_NO_RESOURCE;
-    }
-  }
-  ctx->engine->submitted();
-  r->posted = true;
-  r->pub.status = UCC_INPROGRESS;
-  r->prev = nullptr;
-  r->next = ctx->posted;
-  if (ctx->posted != nullptr) ctx->posted->prev = r;
-  ctx->posted = r;
-  r->linked = true;
-  return UCC_OK;
+  return ucc::host::post_request(ctx, r);
 }
 
 ucc_status_t ucc_collective_init_and_post(ucc_coll_args_t* args,

@@ -304,6 +304,7 @@ ucc_status_t ucc_context_progress(ucc_context_h ctx) {
     ucc::host::Guard g(ctx->lock, ctx->mt);
     events = ctx->engine->progress();
     events += ucc::host::reap(ctx, &due);
+    if (ctx->ees != nullptr) events += ucc::host::ee_progress(ctx);
   }
   // Yield outside the lock so other threads of a shared context go on.
   if (events == 0) {
@@ -353,6 +354,7 @@ ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
     return UCC_ERR_INVALID_PARAM;
   }
   if (ctx->nteams != 0) reap_teams(ctx);
+  ucc::host::ee_context_gone(ctx);
   ctx->magic = ucc::host::kDeadMagic;
   ucc::host::memmaps_fini(ctx);  // handles still mapped: unmapped now
   delete ctx->engine;

@@ -27,6 +27,7 @@ inline constexpr uint32_t kLibMagic = 0x4c494231;   // "LIB1"
 inline constexpr uint32_t kCtxMagic = 0x43545831;   // "CTX1"
 inline constexpr uint32_t kTeamMagic = 0x54454131;  // "TEA1"
 inline constexpr uint32_t kReqMagic = 0x52455131;   // "REQ1"
+inline constexpr uint32_t kEeMagic = 0x45454531;    // "EEE1"
 inline constexpr uint32_t kDeadMagic = 0xdeadbeef;
 // A team its context's destruction destroyed: a later ucc_team_destroy
 // on the handle is quietly OK (MPI_Finalize order: the context goes with
@@ -143,6 +144,35 @@ struct ucc_context {
   // process-wide list ucc_mem_unmap searches.
   ucc::host::MemMaps maps;
   ucc_context* maps_next;
+  ucc_ee* ees;  // execution engines of its teams (ee.cc)
+};
+
+// An execution engine (ee.cc): collectives triggered on it run in order,
+// one after another, as on a stream; its events are fixed pools taken at
+// ucc_ee_create.
+struct ucc_ee {
+  uint32_t magic;
+  ucc_ee_type_t type;
+  ucc_context* ctx;  // nullptr once its context is gone
+  ucc_team* team;    // nullptr once its team is gone
+  ucc_ee* next;      // the context's list
+  // Triggered collectives in stream order: a ring of team->nreqs.
+  ucc::host::Request** q;
+  uint32_t qcap, qhead, qtail;
+  bool head_posted;
+  // Events handed out by ucc_ee_get_event: `nev` slots, their state (0
+  // free, 1 queued, 2 with the user), a free stack and the out FIFO.
+  ucc_ev_t* ev;
+  uint8_t* ev_state;
+  uint32_t* ev_free;
+  uint32_t* out;
+  uint32_t nev, nfree, ohead, otail;
+  bool overflowed;     // an event was lost: UCC_EVENT_OVERFLOW is due
+  bool overflow_out;   // the overflow event is with the user
+  ucc_ev_t overflow_ev;
+  // Events the user set (ucc_ee_set_event), in order.
+  ucc_ev_t* in;
+  uint32_t incap, ihead, itail;
 };
 
 struct ucc_team {

@@ -11,11 +11,35 @@ namespace ucc::host {
 
 inline size_t round64(size_t v) { return (v + 63) & ~size_t{63}; }
 
+// The request behind a public handle, or nullptr for NULL or a handle
+// that names no live request.
+inline Request* as_request(ucc_coll_req_h h) {
+  auto* r = reinterpret_cast<Request*>(h);
+  if (r == nullptr || r->magic != kReqMagic) return nullptr;
+  return r;
+}
+
 // Builds the team's request pool, each request with room for the
 // v-arrays of a collective over the whole team (4 * size entries);
 // false when out of memory.
 bool request_pool_init(ucc_team* team, uint32_t n, uint32_t size);
 void request_pool_fini(ucc_team* team);
+
+// Execution engines (ee.cc), the context's lock held: advance every
+// engine's stream (after reap(), before the callbacks run); forget the
+// streams of a team being destroyed; detach every engine from a context
+// being destroyed (their handles stay valid for ucc_ee_destroy).
+uint64_t ee_progress(ucc_context* ctx);
+void ee_team_gone(ucc_context* ctx, ucc_team* t);
+void ee_context_gone(ucc_context* ctx);
+
+// Whether a request may be posted now: not in progress, and not posted
+// before unless persistent (UCC_ERR_INVALID_PARAM, one line naming `who`).
+ucc_status_t postable(const Request* r, const char* who);
+// Posts it to the engine and links it on the context's posted list (the
+// context's lock held): UCC_OK, UCC_ERR_NO_MESSAGE (the daemon has gone)
+// or UCC_ERR_NO_RESOURCE (the submission ring stayed full).
+ucc_status_t post_request(ucc_context* ctx, Request* r);
 
 // Removes a request from the context's posted list.
 void unlink_posted(ucc_context* ctx, Request* r);

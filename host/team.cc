@@ -126,6 +126,7 @@ void team_teardown(ucc_context* ctx, ucc_team* t, uint32_t magic) {
     if (r.linked) ucc::host::unlink_posted(ctx, &r);
     r.magic = ucc::host::kDeadMagic;
   }
+  ee_team_gone(ctx, t);
   team_unlink_live(ctx, t);
   team_free(ctx, t, magic);
 }

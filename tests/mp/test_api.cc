@@ -192,11 +192,16 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
             "every collective type answers");
     }
 
-    // Not implemented yet: a status, not a crash.
+    // GPU stream engines are refused (the zero type is CUDA_STREAM);
+    // CPU-thread engines are made (tests/mp/test_ee.cc).
     ucc_ee_h ee = nullptr;
     ucc_ee_params_t ep_params{};
-    check(ucc_ee_create(w.team, &ep_params, &ee) == UCC_ERR_NOT_IMPLEMENTED,
-          "ee_create");
+    check(ucc_ee_create(w.team, &ep_params, &ee) == UCC_ERR_NOT_SUPPORTED,
+          "ee_create CUDA stream");
+    ep_params.ee_type = UCC_EE_CPU_THREAD;
+    check(ucc_ee_create(w.team, &ep_params, &ee) == UCC_OK &&
+              ucc_ee_destroy(ee) == UCC_OK,
+          "ee_create CPU thread");
     size_t memh_size = 0;
     ucc_mem_map_mem_h memh = nullptr;
     ucc_mem_map_params_t mp{};
