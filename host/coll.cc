@@ -111,8 +111,22 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
     }
     if (ended) {
       unlink_posted(ctx, r);
-      publish_status(r, to_ucc(st));
       ++done;
+      Request* lead = r->lead;
+      if (lead != nullptr) {
+        // A member of a task list: the list ends with its last member,
+        // with the first error any of them had.
+        if (st != off::Status::kOk && lead->list_st == UCC_OK)
+          lead->list_st = to_ucc(st);
+        if (++lead->list_done < lead->list_n) {
+          r = next;
+          continue;
+        }
+        r = lead;
+        publish_status(r, r->list_st);
+      } else {
+        publish_status(r, to_ucc(st));
+      }
       if (r->has_cb) {
         r->next = due;
         due = r;
@@ -122,6 +136,69 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
   }
   *callbacks = due;
   return done;
+}
+
+ucc_status_t team_usable(ucc_team* team, const char* who) {
+  if (!valid_team(team)) {
+    UCC_ERROR("%s: invalid or destroyed team handle", who);
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (team->excluded) {
+    UCC_ERROR(
+        "%s: this rank is not a member of the team (left out of "
+        "ucc_team_create_from_parent)",
+        who);
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (team->state != ucc_team::State::kReady) {
+    UCC_ERROR(
+        "%s: team is not created yet (call ucc_team_create_test until "
+        "UCC_OK)",
+        who);
+    return UCC_ERR_INVALID_PARAM;
+  }
+  return UCC_OK;
+}
+
+ucc_status_t init_request(const ucc_coll_args_t& args, ucc_team* team,
+                          Request** out) {
+  ucc_context* ctx = team->ctx;
+  // The request first: lowering copies the v-arrays into it.
+  Request* r = take_request(team);
+  if (r == nullptr) return UCC_ERR_NO_RESOURCE;
+  off::CollDesc d;
+  ucc_status_t st = build_desc(args, *team, r->varr, &d);
+  // Buffers in memory mapped with ucc_mem_map: checked against their
+  // handles and, in emu, named by their pinned registrations.
+  if (st == UCC_OK) st = memh_resolve(ctx, args, &d);
+  // Emu: the daemon reaches only registered memory.
+  if (st == UCC_OK)
+    st = to_ucc(ctx->engine->cover(d, d.set_size != 0 ? d.set_size : team->size));
+  if (st != UCC_OK) {
+    return_request(team, r);
+    return st;
+  }
+  r->magic = kReqMagic;
+  r->desc = d;
+  r->desc.comp_slot = team->comp_base + r->index;
+  r->persistent = (args.mask & UCC_COLL_ARGS_FIELD_FLAGS) &&
+                  (args.flags & UCC_COLL_ARGS_FLAG_PERSISTENT);
+  r->posted = false;
+  r->linked = false;
+  r->has_cb = (args.mask & UCC_COLL_ARGS_FIELD_CB) && args.cb.cb != nullptr;
+  if (r->has_cb) r->cb = args.cb;
+  r->lead = nullptr;
+  r->list_next = nullptr;
+  r->list_n = 0;
+  r->pub.status = UCC_OPERATION_INITIALIZED;
+  *out = r;
+  return UCC_OK;
+}
+
+void release_request(ucc_team* team, Request* r) {
+  r->magic = kDeadMagic;
+  r->next = team->free_reqs;
+  team->free_reqs = r;
 }
 
 ucc_status_t postable(const Request* r, const char* who) {
@@ -136,7 +213,9 @@ ucc_status_t postable(const Request* r, const char* who) {
   return UCC_OK;
 }
 
-ucc_status_t post_request(ucc_context* ctx, Request* r) {
+namespace {
+
+ucc_status_t post_one(ucc_context* ctx, Request* r) {
   if (ctx->engine->dead()) {
     UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
     return UCC_ERR_NO_MESSAGE;
@@ -169,6 +248,33 @@ ucc_status_t post_request(ucc_context* ctx, Request* r) {
   return UCC_OK;
 }
 
+}  // namespace
+
+ucc_status_t post_request(ucc_context* ctx, Request* r) {
+  if (r->list_n == 0) return post_one(ctx, r);
+  // A task list (coll_list.cc): every member goes to the engine now, one
+  // after another, with no round trip between them; the list ends when
+  // the last of them does (reap()).
+  r->list_done = 0;
+  r->list_st = UCC_OK;
+  uint32_t posted = 0;
+  ucc_status_t st = UCC_OK;
+  for (Request* m = r; m != nullptr && st == UCC_OK; m = m->list_next) {
+    st = post_one(ctx, m);
+    if (st == UCC_OK) ++posted;
+  }
+  if (posted == 0) return st;
+  if (st != UCC_OK) {
+    // Members already posted run to their end; the list then reports
+    // the failure of the rest.
+    r->list_done = r->list_n - posted;
+    r->list_st = st;
+  }
+  r->posted = true;
+  r->pub.status = UCC_INPROGRESS;
+  return UCC_OK;
+}
+
 void run_callbacks(Request* due) {
   while (due != nullptr) {
     Request* next = due->next;
@@ -191,52 +297,14 @@ ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
     UCC_ERROR("ucc_collective_init: args and request must not be NULL");
     return UCC_ERR_INVALID_PARAM;
   }
-  if (!ucc::host::valid_team(team)) {
-    UCC_ERROR("ucc_collective_init: invalid or destroyed team handle");
-    return UCC_ERR_INVALID_PARAM;
-  }
-  if (team->excluded) {
-    UCC_ERROR(
-        "ucc_collective_init: this rank is not a member of the team "
-        "(left out of ucc_team_create_from_parent)");
-    return UCC_ERR_INVALID_PARAM;
-  }
-  if (team->state != ucc_team::State::kReady) {
-    UCC_ERROR(
-        "ucc_collective_init: team is not created yet (call "
-        "ucc_team_create_test until UCC_OK)");
-    return UCC_ERR_INVALID_PARAM;
-  }
+  ucc_status_t st = ucc::host::team_usable(team, "ucc_collective_init");
+  if (st != UCC_OK) return st;
   ucc_context* ctx = team->ctx;
   ucc::host::Guard g(ctx->lock, ctx->mt);
-  // The request first: lowering copies the v-arrays into it.
-  Request* r = ucc::host::take_request(team);
-  if (r == nullptr) return UCC_ERR_NO_RESOURCE;
-  ucc::off::CollDesc d;
-  ucc_status_t st = ucc::host::build_desc(*args, *team, r->varr, &d);
-  // Buffers in memory mapped with ucc_mem_map: checked against their
-  // handles and, in emu, named by their pinned registrations.
-  if (st == UCC_OK) st = ucc::host::memh_resolve(ctx, *args, &d);
-  // Emu: the daemon reaches only registered memory.
-  if (st == UCC_OK)
-    st = ucc::host::to_ucc(
-        ctx->engine->cover(d, d.set_size != 0 ? d.set_size : team->size));
-  if (st != UCC_OK) {
-    ucc::host::return_request(team, r);
-    return st;
-  }
-  r->magic = ucc::host::kReqMagic;
-  r->desc = d;
-  r->desc.comp_slot = team->comp_base + r->index;
-  r->persistent = (args->mask & UCC_COLL_ARGS_FIELD_FLAGS) &&
-                  (args->flags & UCC_COLL_ARGS_FLAG_PERSISTENT);
-  r->posted = false;
-  r->linked = false;
-  r->has_cb = (args->mask & UCC_COLL_ARGS_FIELD_CB) && args->cb.cb != nullptr;
-  if (r->has_cb) r->cb = args->cb;
-  r->pub.status = UCC_OPERATION_INITIALIZED;
-  *request = &r->pub;
-  return UCC_OK;
+  Request* r = nullptr;
+  st = ucc::host::init_request(*args, team, &r);
+  if (st == UCC_OK) *request = &r->pub;
+  return st;
 }
 
 ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
@@ -277,9 +345,12 @@ ucc_status_t ucc_collective_finalize(ucc_coll_req_h request) {
   }
   ucc_team* team = r->team;
   ucc::host::Guard g(team->ctx->lock, team->ctx->mt);
-  r->magic = ucc::host::kDeadMagic;
-  r->next = team->free_reqs;
-  team->free_reqs = r;
+  // A task list gives back every member.
+  for (Request* m = r; m != nullptr;) {
+    Request* next = m->list_next;
+    ucc::host::release_request(team, m);
+    m = next;
+  }
   return UCC_OK;
 }
 

@@ -59,6 +59,13 @@ struct Request {
   ucc_coll_callback_t cb;
   bool has_cb;
   uint64_t* varr;  // 4 * team size entries: the v-arrays the desc names
+  // Task lists (coll_list.cc): the list's first member leads it (its
+  // handle is the list's) and counts the members that ended; every
+  // member points at it. Standalone requests: lead nullptr, list_n 0.
+  Request* lead;
+  Request* list_next;
+  uint32_t list_n, list_done;
+  ucc_status_t list_st;  // the first error of a member, or UCC_OK
   off::CollDesc desc;
   Request* next;  // posted list, or free list while unused
   Request* prev;

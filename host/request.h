@@ -33,12 +33,23 @@ uint64_t ee_progress(ucc_context* ctx);
 void ee_team_gone(ucc_context* ctx, ucc_team* t);
 void ee_context_gone(ucc_context* ctx);
 
+// Whether a team takes collectives from this rank (valid, ready, this
+// rank a member); UCC_ERR_INVALID_PARAM and one line naming `who`.
+ucc_status_t team_usable(ucc_team* team, const char* who);
+// Lowers `args` into a request of the team's pool (the context's lock
+// held): the errors of ucc_collective_init.
+ucc_status_t init_request(const ucc_coll_args_t& args, ucc_team* team,
+                          Request** out);
+// Gives a request back to its team's pool (the context's lock held).
+void release_request(ucc_team* team, Request* r);
+
 // Whether a request may be posted now: not in progress, and not posted
 // before unless persistent (UCC_ERR_INVALID_PARAM, one line naming `who`).
 ucc_status_t postable(const Request* r, const char* who);
 // Posts it to the engine and links it on the context's posted list (the
-// context's lock held): UCC_OK, UCC_ERR_NO_MESSAGE (the daemon has gone)
-// or UCC_ERR_NO_RESOURCE (the submission ring stayed full).
+// context's lock held); a task list, every member: UCC_OK,
+// UCC_ERR_NO_MESSAGE (the daemon has gone) or UCC_ERR_NO_RESOURCE (the
+// submission ring stayed full).
 ucc_status_t post_request(ucc_context* ctx, Request* r);
 
 // Removes a request from the context's posted list.

@@ -2,7 +2,8 @@
  * ucc_ext.h - our extensions to the UCC 1.x API (included by ucc.h).
  *
  * Team queries from the UCC API drafts, a capability query in the spirit
- * of libfabric's fi_query_collective, and a TCP rendezvous for the
+ * of libfabric's fi_query_collective, task lists (the drafts' group
+ * submission, oneCCL's group calls), and a TCP rendezvous for the
  * out-of-band allgather.
  */
 #ifndef UCC_EXT_H_
@@ -92,6 +93,30 @@ ucc_status_t ucc_ext_oob_tcp_create(const ucc_ext_oob_tcp_params_t *params,
 /* Closes the connections (after every context and team made with *oob is
  * destroyed). */
 ucc_status_t ucc_ext_oob_tcp_destroy(ucc_oob_coll_t *oob);
+
+/* Task lists: n collectives of one team as one unit, one request, one
+ * completion. ucc_collective_list_init lowers args[0..n) as
+ * ucc_collective_init would, each into a request of the team's pool
+ * (n <= the team's outstanding collectives), and returns one request for
+ * the list. ucc_collective_post on it hands every member to the engine
+ * at once, in order, with no round trip to the caller between them (the
+ * engine runs them as it runs posted collectives: in posting order,
+ * UCC_TEAM_INFLIGHT at a time); its status (ucc_collective_test, or
+ * request->status) stays UCC_INPROGRESS until the last member has ended,
+ * then is UCC_OK or the first member's error, and `cb` (may be NULL) is
+ * called once then. ucc_collective_finalize releases every member. The
+ * list may be posted again when every member has
+ * UCC_COLL_ARGS_FLAG_PERSISTENT. Members may not have their own callback
+ * (UCC_COLL_ARGS_FIELD_CB). Every rank posts the same members in the same
+ * order, as for separate collectives. Errors: those of
+ * ucc_collective_init (the first failing member, with its log line; no
+ * request is kept), UCC_ERR_INVALID_PARAM for n = 0, NULL pointers or a
+ * member callback, UCC_ERR_NO_RESOURCE when the pool has fewer than n
+ * requests free. */
+ucc_status_t ucc_collective_list_init(ucc_coll_args_t *args, uint32_t n,
+                                      const ucc_coll_callback_t *cb,
+                                      ucc_coll_req_h *request,
+                                      ucc_team_h team);
 
 END_C_DECLS
 
