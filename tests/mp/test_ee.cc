@@ -159,6 +159,33 @@ TEST_P(Ee, PersistentRequestTriggeredRepeatedly) {
   }));
 }
 
+// A task list triggered on an engine: one POST and one COMPLETE event for
+// the list, every member's result right.
+TEST_P(Ee, TaskListTriggered) {
+  EXPECT_TRUE(ucct::run_ranks(GetParam(), [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    ucc_ee_h ee = make_ee(w);
+    EXPECT(ee != nullptr, "ucc_ee_create failed");
+    std::vector<Sum> c;
+    for (int k = 0; k < 4; ++k) c.emplace_back(r.rank, 20 + k, 500 * k + 1);
+    ucc_coll_args_t args[4];
+    for (int k = 0; k < 4; ++k) args[k] = c[k].args;
+    ucc_coll_req_h req = nullptr;
+    CK(ucc_collective_list_init(args, 4, nullptr, &req, w.team));
+    ucc_ev_t e = compute_done(req);
+    CK(ucc_collective_triggered_post(ee, &e));
+    if (take(w, ee, UCC_EVENT_COLLECTIVE_POST, req) != 0) return 1;
+    CK(ucc_ee_wait(ee, nullptr));
+    if (take(w, ee, UCC_EVENT_COLLECTIVE_COMPLETE, req) != 0) return 1;
+    CK(ucc_collective_test(req));
+    for (int k = 0; k < 4; ++k) EXPECT(c[k].right(r.size, 20 + k), "member %d", k);
+    CK(ucc_collective_finalize(req));
+    CK(ucc_ee_destroy(ee));
+    return 0;
+  }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, Ee, ::testing::Values(1, 2, 3, 4),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "n" + std::to_string(i.param);
