@@ -21,6 +21,7 @@
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
 #include "platform/os/sock.h"
+#include "platform/shm/segment.h"
 #include "platform/wire/wire.h"
 
 namespace ucc::fw {
@@ -30,6 +31,7 @@ namespace proto = off::proto;
 struct Server::Client {
   int fd = -1;
   int pid = -1;
+  int64_t uid = -1;  // the peer's, from the socket
   void* chmem = nullptr;
   size_t chbytes = 0;
   off::Channel ch;
@@ -103,7 +105,7 @@ void Server::accept_clients() {
       return;
     }
     c->fd = fd;
-    c->pid = plat::sock::peer_pid(fd);
+    if (!plat::sock::peer_cred(fd, &c->pid, &c->uid)) c->pid = -1;
     clients_[nclients_++] = c;
     UCC_DEBUG("firmware_sim: client pid %d connected", c->pid);
   }
@@ -204,14 +206,16 @@ bool Server::on_hello(Client& c, Msg& m) {
   hr.status = static_cast<int32_t>(Status::kInvalidParam);
   hr.daemon_pid = static_cast<int32_t>(getpid());
   proto::Hello hello;
-  struct stat sb;
   if (!c.ready && m.fd >= 0 && m.fixed(sizeof(hello))) {
     memcpy(&hello, m.body, sizeof(hello));
-    if (hello_ok(hello) && fstat(m.fd, &sb) == 0 &&
-        static_cast<uint64_t>(sb.st_size) >= hello.channel_bytes) {
-      void* p = mmap(nullptr, hello.channel_bytes, PROT_READ | PROT_WRITE,
-                     MAP_SHARED, m.fd, 0);
-      if (p != MAP_FAILED) {
+    // Only a sealed memfd of the client's own, of exactly the size the
+    // geometry needs: a file it could shrink would fault here, and any
+    // other file it opened (another user's, read-only) is not ours to
+    // map (segment.h).
+    void* p = nullptr;
+    if (hello_ok(hello) &&
+        ok(plat::shm::seg_map_fd(m.fd, hello.channel_bytes, c.uid, &p))) {
+      {
         c.chmem = p;
         c.chbytes = hello.channel_bytes;
         Status st = c.ch.attach(p, c.chbytes);
@@ -330,8 +334,17 @@ bool Server::on_stats(Client& c, const Msg& m) {
 
 uint64_t Server::progress() {
   uint64_t events = cfg_.wire != nullptr ? cfg_.wire->progress() : 0;
-  for (uint32_t i = 0; i < nclients_; ++i) {
-    if (clients_[i]->ready) events += clients_[i]->engine.progress();
+  for (uint32_t i = nclients_; i-- > 0;) {
+    Client& c = *clients_[i];
+    if (!c.ready) continue;
+    events += c.engine.progress();
+    if (c.ch.corrupt()) {
+      // Ring indices no honest host writes: serve it no longer.
+      UCC_ERROR("firmware_sim: pid %d wrote impossible ring indices; "
+                "dropping it", c.pid);
+      drop(i);
+      ++events;
+    }
   }
   return events;
 }

@@ -19,6 +19,7 @@
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
 #include "platform/os/sock.h"
+#include "platform/shm/segment.h"
 
 #ifndef UCC_FIRMWARE_SIM_BUILD_PATH
 #define UCC_FIRMWARE_SIM_BUILD_PATH ""
@@ -206,18 +207,12 @@ Status DaemonLink::open(const LinkConfig& cfg, uint32_t sq_capacity,
   ch_ = ch;
   bytes_ = off::Channel::bytes_needed(sq_capacity, ncomp);
   timeout_ms_ = cfg.timeout_ms;
-  // The channel lives in a memfd the daemon maps too.
-  int memfd = memfd_create("ucc-channel", MFD_CLOEXEC);
-  if (memfd < 0 || ftruncate(memfd, static_cast<off_t>(bytes_)) != 0) {
-    UCC_ERROR("emu: cannot create the channel segment: %s", strerror(errno));
-    if (memfd >= 0) close(memfd);
-    return Status::kNoMemory;
-  }
-  void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-  if (m == MAP_FAILED) {
-    close(memfd);
-    return Status::kNoMemory;
-  }
+  // The channel lives in a memfd the daemon maps too: sealed, so that
+  // neither side can make the other's mapping fault (segment.h).
+  int memfd = -1;
+  void* m = nullptr;
+  Status cs = plat::shm::seg_create("ucc-channel", bytes_, &memfd, &m);
+  if (failed(cs)) return cs;
   mem_ = m;
   ch->init(mem_, sq_capacity, ncomp);
   Status st = connect_daemon(cfg);

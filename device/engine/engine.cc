@@ -286,7 +286,11 @@ uint64_t Engine::advance(Team& t) {
 
 uint64_t Engine::drain() {
   uint64_t events = 0;
-  for (const CollDesc* d = ch_->next(); d != nullptr; d = ch_->next()) {
+  // At most a ring's worth per pass: a host that keeps producing cannot
+  // keep this engine (and a daemon's other clients) here.
+  const uint32_t most = ch_->sq_capacity();
+  for (const CollDesc* d = ch_->next(); d != nullptr && events < most;
+       d = ch_->next()) {
     CollDesc copy = *d;  // the ring slot is shared memory: read it once
     ch_->done();
     take(copy);

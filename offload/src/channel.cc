@@ -54,14 +54,17 @@ Status Channel::attach(void* mem, size_t bytes) {
   auto* hdr = reinterpret_cast<ChannelHeader*>(base);
   if (hdr->magic != kChannelMagic || hdr->version != kDescVersion)
     return Status::kInvalidParam;
-  uint32_t cap = hdr->sq_capacity;
+  // The geometry is read once, here, and kept: the other side may
+  // rewrite the header at any time.
+  const uint32_t cap = hdr->sq_capacity;
+  const uint32_t ncomp = hdr->ncomp;
   if (cap == 0 || (cap & (cap - 1)) != 0) return Status::kInvalidParam;
-  Offsets o = offsets(cap, hdr->ncomp);
+  Offsets o = offsets(cap, ncomp);
   if (o.total > bytes) return Status::kInvalidParam;
   sq_.attach(reinterpret_cast<RingIndices*>(base + o.idx),
-             reinterpret_cast<CollDesc*>(base + o.sq));
+             reinterpret_cast<CollDesc*>(base + o.sq), cap);
   comp_ = reinterpret_cast<std::atomic<uint64_t>*>(base + o.comp);
-  ncomp_ = hdr->ncomp;
+  ncomp_ = ncomp;
   hdr_ = hdr;
   return Status::kOk;
 }

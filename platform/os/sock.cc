@@ -130,14 +130,20 @@ int recv_all(int s, void* buf, size_t len, int timeout_ms, int* fd) {
       if (errno == EINTR) continue;
       return -1;
     }
+    // Every descriptor that came along is ours now: keep the first one
+    // asked for and close the rest (a peer may send several in one
+    // message; what did not fit the buffer the kernel has dropped).
     for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      int got_fd;
-      memcpy(&got_fd, CMSG_DATA(c), sizeof(int));
-      if (fd != nullptr && *fd < 0)
-        *fd = got_fd;
-      else
-        close(got_fd);
+      const size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < nfds; ++i) {
+        int got_fd;
+        memcpy(&got_fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        if (fd != nullptr && *fd < 0)
+          *fd = got_fd;
+        else
+          close(got_fd);
+      }
     }
     if (n == 0) return got == 0 ? 0 : -1;
     got += static_cast<size_t>(n);
@@ -150,6 +156,15 @@ int peer_pid(int s) {
   socklen_t l = sizeof(c);
   if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &c, &l) != 0) return -1;
   return c.pid;
+}
+
+bool peer_cred(int s, int* pid, int64_t* uid) {
+  ucred c{};
+  socklen_t l = sizeof(c);
+  if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &c, &l) != 0) return false;
+  *pid = c.pid;
+  *uid = c.uid;
+  return true;
 }
 
 }  // namespace ucc::plat::sock

@@ -28,5 +28,8 @@ int recv_all(int s, void* buf, size_t len, int timeout_ms, int* fd = nullptr);
 
 // The process id of the peer of a connected unix socket, or -1.
 int peer_pid(int s);
+// The peer's process id and user id as the kernel recorded them when the
+// connection was made (SO_PEERCRED); false when unknown.
+bool peer_cred(int s, int* pid, int64_t* uid);
 
 }  // namespace ucc::plat::sock

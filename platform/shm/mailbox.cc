@@ -1,5 +1,6 @@
 #include "platform/shm/mailbox.h"
 
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <new>
 
 #include "platform/os/log.h"
+#include "platform/shm/segment.h"
 
 namespace ucc::plat::shm {
 namespace {
@@ -85,25 +87,9 @@ Status Mailbox::open(uint32_t n_eps, uint32_t my_ep, MailboxAddr* out) {
   n_eps_ = n_eps;
   my_ep_ = my_ep;
   seg_bytes_ = segment_bytes(n_eps);
-  fd_ = memfd_create("ucc-mailbox", MFD_CLOEXEC);
-  if (fd_ < 0) {
-    UCC_ERROR("mailbox: memfd_create failed: %s", strerror(errno));
-    return Status::kNoMemory;
-  }
-  if (ftruncate(fd_, static_cast<off_t>(seg_bytes_)) != 0) {
-    UCC_ERROR("mailbox: ftruncate(%zu) failed: %s", seg_bytes_,
-              strerror(errno));
-    close();
-    return Status::kNoMemory;
-  }
-  void* p =
-      mmap(nullptr, seg_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (p == MAP_FAILED) {
-    UCC_ERROR("mailbox: mmap(%zu) failed: %s", seg_bytes_, strerror(errno));
-    seg_ = nullptr;
-    close();
-    return Status::kNoMemory;
-  }
+  void* p = nullptr;
+  Status st = seg_create("ucc-mailbox", seg_bytes_, &fd_, &p);
+  if (failed(st)) return st;
   seg_ = static_cast<char*>(p);
   // The file starts zeroed: every request is closed and every cell empty.
   for (uint32_t i = 0; i < kMboxRequests; ++i)
@@ -143,27 +129,11 @@ Status Mailbox::attach(const MailboxAddr* all) {
       peers_[i].base = seg_;
       continue;
     }
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/fd/%d", a.pid, a.fd);
-    int fd = ::open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-      UCC_ERROR("mailbox: cannot open ep %u's segment %s: %s", i, path,
-                strerror(errno));
+    // A sealed memfd of our own user and exactly this size (segment.h).
+    void* p = nullptr;
+    if (failed(seg_open_peer(a.pid, a.fd, a.bytes,
+                             static_cast<int64_t>(geteuid()), "mailbox", &p)))
       return Status::kError;
-    }
-    // A file shorter than it claims would fault (SIGBUS) when touched.
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || sb.st_size < static_cast<off_t>(a.bytes)) {
-      ::close(fd);
-      UCC_ERROR("mailbox: ep %u's segment is smaller than it claims", i);
-      return Status::kError;
-    }
-    void* p = mmap(nullptr, a.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) {
-      UCC_ERROR("mailbox: cannot map ep %u's segment: %s", i, strerror(errno));
-      return Status::kError;
-    }
     peers_[i].base = static_cast<char*>(p);
     peers_[i].bytes = a.bytes;
     MboxHeader h;

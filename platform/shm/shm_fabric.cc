@@ -1,5 +1,6 @@
 #include "platform/shm/shm_fabric.h"
 
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -12,6 +13,7 @@
 #include <new>
 
 #include "platform/os/log.h"
+#include "platform/shm/segment.h"
 
 namespace ucc::plat::shm {
 namespace {
@@ -34,23 +36,9 @@ Status ShmFabric::open(const FabricConfig& cfg, FabricAddr* out) {
   if (!fabric_config_ok(cfg)) return Status::kInvalidParam;
   cfg_ = cfg;
   seg_bytes_ = segment_bytes(cfg);
-  fd_ = memfd_create("ucc-team", MFD_CLOEXEC);
-  if (fd_ < 0) {
-    UCC_ERROR("memfd_create failed: %s", strerror(errno));
-    return Status::kNoMemory;
-  }
-  if (ftruncate(fd_, static_cast<off_t>(seg_bytes_)) != 0) {
-    UCC_ERROR("ftruncate(%zu) failed: %s", seg_bytes_, strerror(errno));
-    close();
-    return Status::kNoMemory;
-  }
-  void* p =
-      mmap(nullptr, seg_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (p == MAP_FAILED) {
-    UCC_ERROR("mmap(%zu) failed: %s", seg_bytes_, strerror(errno));
-    close();
-    return Status::kNoMemory;
-  }
+  void* p = nullptr;
+  Status st = seg_create("ucc-team", seg_bytes_, &fd_, &p);
+  if (failed(st)) return st;
   seg_ = static_cast<char*>(p);
   seg_init(seg_, cfg, getpid());
   peers_ = static_cast<InboxPair*>(calloc(cfg.nranks, sizeof(InboxPair)));
@@ -93,21 +81,14 @@ Status ShmFabric::connect(const FabricAddr* addrs, const bool* mine) {
             a.nranks, cfg_.nranks);
         return Status::kError;
       }
-      char path[64];
-      snprintf(path, sizeof(path), "/proc/%d/fd/%d", a.pid, a.fd);
-      int fd = ::open(path, O_RDWR | O_CLOEXEC);
-      if (fd < 0) {
-        UCC_ERROR("cannot open peer %u segment %s: %s", i, path,
-                  strerror(errno));
+      // A sealed memfd of our own user and exactly this size, checked
+      // before it is mapped: a forged address must not make us map (or
+      // fault on) anything else (segment.h).
+      void* p = nullptr;
+      if (failed(seg_open_peer(a.pid, a.fd, a.bytes,
+                               static_cast<int64_t>(geteuid()),
+                               "team segment", &p)))
         return Status::kError;
-      }
-      void* p =
-          mmap(nullptr, a.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      ::close(fd);
-      if (p == MAP_FAILED) {
-        UCC_ERROR("cannot map peer %u segment: %s", i, strerror(errno));
-        return Status::kError;
-      }
       const SegHeader* h = seg_header(static_cast<char*>(p));
       if (h->magic != kSegMagic || h->version != kSegVersion ||
           h->owner_pid != a.pid) {

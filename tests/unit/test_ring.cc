@@ -42,9 +42,11 @@ TEST(SpscRing, IndicesWrapAround) {
   Entry slots[4];
   SpscRing<Entry> r;
   r.init(&idx, slots, 4);
-  // Start both indices just below 2^32 so they wrap during the test.
+  // Start both indices just below 2^32 so they wrap during the test (an
+  // attach takes the shared indices as they are).
   idx.head.store(0xfffffffeu);
   idx.tail.store(0xfffffffeu);
+  r.attach(&idx, slots, 4);
   for (uint64_t i = 0; i < 20; ++i) {
     ASSERT_TRUE(r.push({i, i * 3}));
     ASSERT_TRUE(r.push({i + 100, 0}));
@@ -55,6 +57,41 @@ TEST(SpscRing, IndicesWrapAround) {
     EXPECT_EQ(e.seq, i + 100);
   }
   EXPECT_EQ(r.size(), 0u);
+}
+
+// The producer may be hostile (a host serving a daemon's engine): an
+// index that claims more entries than the ring holds marks it corrupt
+// and nothing more is taken, however the shared geometry is rewritten:
+// the consumer's own tail and the mask are never read back.
+TEST(SpscRing, HostileProducerIndicesAreBounded) {
+  RingIndices idx;
+  Entry slots[8];
+  SpscRing<Entry> prod, cons;
+  prod.init(&idx, slots, 8);
+  cons.attach(&idx, slots, 8);
+  ASSERT_TRUE(prod.push({1, 2}));
+  Entry e{};
+  ASSERT_TRUE(cons.pop(&e));
+  EXPECT_EQ(e.seq, 1u);
+  idx.mask = 0xffffffffu;  // rewritten geometry: ignored
+  ASSERT_TRUE(prod.push({3, 4}));
+  ASSERT_TRUE(cons.pop(&e));
+  EXPECT_EQ(e.seq, 3u);
+  EXPECT_FALSE(cons.corrupt());
+  // A flood: head far ahead of what was ever written.
+  idx.head.store(idx.head.load() + 0x7fffffffu);
+  EXPECT_EQ(cons.peek(), nullptr);
+  EXPECT_TRUE(cons.corrupt());
+  EXPECT_LE(cons.size(), cons.capacity());
+  // Exactly full is fine; one more than the capacity is not.
+  SpscRing<Entry> c2;
+  idx.head.store(100 + 8);
+  idx.tail.store(100);
+  c2.attach(&idx, slots, 8);
+  EXPECT_NE(c2.peek(), nullptr);
+  idx.head.store(100 + 9);
+  EXPECT_EQ(c2.peek(), nullptr);
+  EXPECT_TRUE(c2.corrupt());
 }
 
 TEST(SpscRing, ReserveCommitInPlace) {

@@ -46,8 +46,12 @@ class Channel {
   // Host: queue a descriptor; false when the ring is full.
   bool submit(const CollDesc& d) { return sq_.push(d); }
   // Engine: the next descriptor or nullptr; done() releases it.
-  const CollDesc* next() const { return sq_.peek(); }
+  const CollDesc* next() { return sq_.peek(); }
   void done() { sq_.release(); }
+  uint32_t sq_capacity() const { return sq_.capacity(); }
+  // Engine: the host wrote ring indices it could not have (a hostile or
+  // broken host); nothing more is taken from the ring.
+  bool corrupt() const { return sq_.corrupt(); }
 
   uint32_t ncomp() const { return ncomp_; }
 

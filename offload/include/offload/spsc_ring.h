@@ -6,6 +6,13 @@
 // mapping of the entry array, so the same layout works in-process and in a
 // shared segment mapped at different addresses.
 //
+// Shared memory is written by the other side, which may be hostile (a
+// host process serving a daemon's engine): each side keeps the geometry
+// (the mask) and its own index privately, writes its index out for the
+// other, and reads only the other's index, which it bounds by the
+// capacity. A consumer that sees more entries than the ring holds marks
+// the ring corrupt() and takes nothing more.
+//
 // Threads: exactly one producer thread calls reserve/commit, exactly one
 // consumer thread calls peek/release, at any one time.
 #pragma once
@@ -32,31 +39,40 @@ class SpscRing {
   void init(RingIndices* idx, T* slots, uint32_t capacity) {
     idx_ = idx;
     slots_ = slots;
+    mask_ = capacity - 1;
+    head_ = tail_ = 0;
+    corrupt_ = false;
     idx_->head.store(0, std::memory_order_relaxed);
     idx_->tail.store(0, std::memory_order_relaxed);
-    idx_->mask = capacity - 1;
+    idx_->mask = mask_;  // for the layout; never read back
   }
-  // Attaches to a ring another party initialised.
-  void attach(RingIndices* idx, T* slots) {
+  // Attaches to a ring another party initialised, with the capacity the
+  // attaching side has checked (not read from the ring).
+  void attach(RingIndices* idx, T* slots, uint32_t capacity) {
     idx_ = idx;
     slots_ = slots;
+    mask_ = capacity - 1;
+    head_ = idx_->head.load(std::memory_order_relaxed);
+    tail_ = idx_->tail.load(std::memory_order_relaxed);
+    corrupt_ = false;
   }
 
-  uint32_t capacity() const { return idx_->mask + 1; }
+  uint32_t capacity() const { return mask_ + 1; }
+  // The consumer saw an index the producer could not have written.
+  bool corrupt() const { return corrupt_; }
 
   // Producer: a slot to write in place, or nullptr when full.
   T* reserve() {
-    uint32_t h = idx_->head.load(std::memory_order_relaxed);
     // C1 pairs with R1: the consumer is done with the slot we reuse.
     uint32_t t = idx_->tail.load(std::memory_order_acquire);
-    if (h - t > idx_->mask) return nullptr;
-    return &slots_[h & idx_->mask];
+    if (head_ - t > mask_) return nullptr;
+    return &slots_[head_ & mask_];
   }
   // Producer: publish the slot returned by reserve().
   void commit() {
-    uint32_t h = idx_->head.load(std::memory_order_relaxed);
+    ++head_;
     // P1 pairs with C2: the entry's bytes are visible before the index.
-    idx_->head.store(h + 1, std::memory_order_release);
+    idx_->head.store(head_, std::memory_order_release);
   }
   bool push(const T& v) {
     T* s = reserve();
@@ -66,19 +82,22 @@ class SpscRing {
     return true;
   }
 
-  // Consumer: the oldest entry, or nullptr when empty.
-  const T* peek() const {
-    uint32_t t = idx_->tail.load(std::memory_order_relaxed);
+  // Consumer: the oldest entry, or nullptr when empty (or corrupt).
+  const T* peek() {
     // C2 pairs with P1.
     uint32_t h = idx_->head.load(std::memory_order_acquire);
-    if (h == t) return nullptr;
-    return &slots_[t & idx_->mask];
+    if (h == tail_ || corrupt_) return nullptr;
+    if (h - tail_ > mask_ + 1) {
+      corrupt_ = true;
+      return nullptr;
+    }
+    return &slots_[tail_ & mask_];
   }
   // Consumer: drop the entry returned by peek().
   void release() {
-    uint32_t t = idx_->tail.load(std::memory_order_relaxed);
+    ++tail_;
     // R1 pairs with C1: our reads of the slot are done.
-    idx_->tail.store(t + 1, std::memory_order_release);
+    idx_->tail.store(tail_, std::memory_order_release);
   }
   bool pop(T* out) {
     const T* s = peek();
@@ -87,15 +106,19 @@ class SpscRing {
     release();
     return true;
   }
-
+  // Consumer: entries waiting (at most the capacity).
   uint32_t size() const {
-    return idx_->head.load(std::memory_order_acquire) -
-           idx_->tail.load(std::memory_order_acquire);
+    const uint32_t n = idx_->head.load(std::memory_order_acquire) - tail_;
+    return n > mask_ + 1 ? mask_ + 1 : n;
   }
 
  private:
   RingIndices* idx_ = nullptr;
   T* slots_ = nullptr;
+  uint32_t mask_ = 0;
+  uint32_t head_ = 0;  // the producer's own
+  uint32_t tail_ = 0;  // the consumer's own
+  bool corrupt_ = false;
 };
 
 }  // namespace ucc::off

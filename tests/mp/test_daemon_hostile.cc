@@ -1,0 +1,282 @@
+// A tenant of a shared firmware_sim daemon attacks it through the control
+// socket and the memory it shares, while another job's two ranks run
+// collectives on the same daemon; each attack must end in a refusal or in
+// the attacker being dropped, the daemon must stay up, keep its file
+// descriptors, serve the well-behaved job correctly throughout, and stop
+// promptly on SIGTERM. The attacks (issue "Hardening", daemon findings):
+//
+//   fds       hello messages carrying two descriptors, many times over
+//             (each second descriptor used to leak);
+//   not-memfd a hello whose channel is a regular file, and one whose
+//             channel is a memfd that is not sealed (it could be shrunk
+//             under the daemon's mapping: SIGBUS);
+//   shrink    after a good hello, the channel cannot be truncated;
+//   forged    a team address naming an empty memfd of the attacker's;
+//   flood     ring indices no honest host writes (head = tail + 2^31-1),
+//             and a rewritten ring mask.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "offload/channel.h"
+#include "offload/proto.h"
+#include "platform/os/sock.h"
+#include "platform/shm/segment.h"
+#include "tests/common/harness.h"
+#include "tests/mp/emu_daemon.h"
+
+namespace {
+
+namespace off = ucc::off;
+namespace proto = ucc::off::proto;
+namespace sock = ucc::plat::sock;
+
+int fd_count(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+  DIR* d = opendir(path);
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (readdir(d) != nullptr) ++n;
+  closedir(d);
+  return n;
+}
+
+// One raw connection speaking the control protocol.
+struct Raw {
+  int s = -1;
+  uint32_t seq = 0;
+  explicit Raw(const std::string& path) { s = sock::connect_to(path.c_str()); }
+  ~Raw() {
+    if (s >= 0) close(s);
+  }
+  // Sends a request with up to two descriptors in one control message.
+  bool send(uint16_t type, const void* body, uint32_t len, int fd1 = -1,
+            int fd2 = -1) {
+    proto::MsgHeader h{proto::kMagic, proto::kVersion, type, len, ++seq};
+    iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(body), len}};
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = len != 0 ? 2 : 1;
+    alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))];
+    const int nfd = (fd1 >= 0) + (fd2 >= 0);
+    if (nfd != 0) {
+      m.msg_control = ctl;
+      m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+      cmsghdr* c = CMSG_FIRSTHDR(&m);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+      int fds[2] = {fd1, fd2};
+      memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+    }
+    return sendmsg(s, &m, MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(sizeof(h) + len);
+  }
+  // The reply's status (first int32 of its body); INT32_MIN when the
+  // daemon closed the connection or said nothing within 5 s.
+  int32_t reply(void* body = nullptr, uint32_t want = 0) {
+    proto::MsgHeader h{};
+    if (sock::recv_all(s, &h, sizeof(h), 5000) != 1) return INT32_MIN;
+    std::vector<unsigned char> b(h.len);
+    if (h.len != 0 && sock::recv_all(s, b.data(), h.len, 5000) != 1)
+      return INT32_MIN;
+    if (body != nullptr && want <= h.len) memcpy(body, b.data(), want);
+    int32_t st = INT32_MIN;
+    if (h.len >= 4) memcpy(&st, b.data(), 4);
+    return st;
+  }
+  // The connection was closed by the daemon.
+  bool closed() {
+    char c;
+    pollfd pf{s, POLLIN, 0};
+    // Closed, or reset (the daemon left our last message unread).
+    return poll(&pf, 1, 5000) == 1 && recv(s, &c, 1, MSG_DONTWAIT) <= 0;
+  }
+};
+
+proto::Hello hello_for(uint32_t sq, uint32_t ncomp) {
+  proto::Hello h{};
+  h.desc_version = off::kDescVersion;
+  h.sq_capacity = sq;
+  h.ncomp = ncomp;
+  h.channel_bytes = off::Channel::bytes_needed(sq, ncomp);
+  h.engine.max_teams = 4;
+  h.engine.team_queue = 16;
+  return h;
+}
+
+// A good hello on a sealed channel: the connection, its channel mapping
+// and its fd. false when the daemon refused.
+bool good_hello(Raw& r, off::Channel* ch, void** mem, int* fd) {
+  const proto::Hello h = hello_for(16, 64);
+  if (failed(ucc::plat::shm::seg_create("attacker", h.channel_bytes, fd, mem)))
+    return false;
+  ch->init(*mem, 16, 64);
+  proto::HelloReply hr{};
+  return r.send(proto::kHello, &h, sizeof(h), *fd) &&
+         r.reply(&hr, sizeof(hr)) == 0 && hr.status == 0;
+}
+
+#define ATTACK_EXPECT(cond, what)                                   \
+  do {                                                              \
+    if (!(cond)) {                                                  \
+      std::fprintf(stderr, "attacker: %s (line %d)\n", what, __LINE__); \
+      return 1;                                                     \
+    }                                                               \
+  } while (0)
+
+// Every attack once; 0 when each ended as it must.
+int attack_once(const std::string& path) {
+  const proto::Hello h = hello_for(16, 64);
+  // fds: two descriptors in one hello (a bad one: the daemon answers and
+  // must close both).
+  for (int i = 0; i < 200; ++i) {
+    Raw r(path);
+    const int a = memfd_create("x", MFD_CLOEXEC), b = memfd_create("y", MFD_CLOEXEC);
+    ATTACK_EXPECT(r.send(proto::kHello, &h, sizeof(h), a, b), "send two fds");
+    close(a);
+    close(b);
+    ATTACK_EXPECT(r.reply() != 0, "two unsized fds refused");
+  }
+  {  // not-memfd: a regular file, read-only
+    Raw r(path);
+    const int f = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    ATTACK_EXPECT(r.send(proto::kHello, &h, sizeof(h), f), "send file");
+    close(f);
+    ATTACK_EXPECT(r.reply() != 0, "a regular file as channel refused");
+  }
+  {  // not-memfd: an unsealed memfd of the right size
+    Raw r(path);
+    const int f = memfd_create("unsealed", MFD_CLOEXEC);
+    ATTACK_EXPECT(ftruncate(f, static_cast<off_t>(h.channel_bytes)) == 0,
+                  "ftruncate");
+    ATTACK_EXPECT(r.send(proto::kHello, &h, sizeof(h), f), "send memfd");
+    close(f);
+    ATTACK_EXPECT(r.reply() != 0, "an unsealed memfd refused");
+  }
+  {  // shrink and forged: a good client that then misbehaves
+    Raw r(path);
+    off::Channel ch;
+    void* mem = nullptr;
+    int fd = -1;
+    ATTACK_EXPECT(good_hello(r, &ch, &mem, &fd), "good hello accepted");
+    ATTACK_EXPECT(ftruncate(fd, 0) != 0, "the sealed channel cannot shrink");
+    proto::TeamOpen to{2, 0};
+    proto::TeamOpenReply tr{};
+    ATTACK_EXPECT(r.send(proto::kTeamOpen, &to, sizeof(to)) &&
+                      r.reply(&tr, sizeof(tr)) == 0,
+                  "team open");
+    // The peer's address: our own empty memfd, dressed as the daemon's.
+    const int empty = memfd_create("empty", MFD_CLOEXEC);
+    off::TeamAddr addrs[2] = {tr.addr, tr.addr};
+    std::vector<unsigned char> body(sizeof(proto::TeamConnect) + sizeof(addrs));
+    proto::TeamConnect tc{tr.idx, 2};
+    // The daemon's own shared-memory address with our pid and fd in it
+    // (TeamAddr::local holds a FabricAddr: kind, pad, then pid and fd).
+    const int32_t forged[2] = {getpid(), empty};
+    memcpy(addrs[1].local + 8, forged, sizeof(forged));
+    memcpy(body.data(), &tc, sizeof(tc));
+    memcpy(body.data() + sizeof(tc), addrs, sizeof(addrs));
+    ATTACK_EXPECT(r.send(proto::kTeamConnect, body.data(),
+                         static_cast<uint32_t>(body.size())),
+                  "send forged connect");
+    ATTACK_EXPECT(r.reply() != 0, "a forged segment address refused");
+    close(empty);
+    munmap(mem, h.channel_bytes);
+    close(fd);
+  }
+  {  // flood: impossible ring indices get the client dropped
+    Raw r(path);
+    off::Channel ch;
+    void* mem = nullptr;
+    int fd = -1;
+    ATTACK_EXPECT(good_hello(r, &ch, &mem, &fd), "good hello accepted");
+    auto* idx = reinterpret_cast<off::RingIndices*>(
+        static_cast<char*>(mem) + 64);
+    idx->mask = 0xffffffffu;
+    idx->head.store(idx->tail.load() + 0x7fffffffu);
+    const proto::MsgHeader bell{proto::kMagic, proto::kVersion,
+                                proto::kDoorbell, 0, 99};
+    sock::send_all(r.s, &bell, sizeof(bell), nullptr, 0);
+    ATTACK_EXPECT(r.closed(), "a flooding client is dropped");
+    munmap(mem, h.channel_bytes);
+    close(fd);
+  }
+  return 0;
+}
+
+// The well-behaved job: two ranks, allreduces checked element by element
+// (as many on both ranks: the count is fixed, not a time).
+int good_job(ucct::Rank& r, const ucct::Daemon& d, int count) {
+  ucct::World w;
+  w.env = d.env();
+  if (w.init(r) != UCC_OK) return 1;
+  std::vector<int32_t> s(1000), out(1000);
+  int iters = 0;
+  while (iters < count) {
+    for (size_t i = 0; i < s.size(); ++i) s[i] = int32_t(r.rank * 7 + i + iters);
+    std::fill(out.begin(), out.end(), -1);
+    ucc_coll_args_t a = ucct::allreduce_i32(s, out);
+    const ucc_status_t st = w.run(a, 20);
+    if (st != UCC_OK) {
+      std::fprintf(stderr, "rank %d: allreduce %d: %s\n", r.rank, iters,
+                   ucct::status_name(st));
+      return 2;
+    }
+    for (size_t i = 0; i < s.size(); ++i)
+      if (out[i] != int32_t(2 * i + 2 * iters + 7)) return 3;
+    ++iters;
+  }
+  return 0;
+}
+
+TEST(DaemonHostile, AttacksFailAndTheOtherJobIsServed) {
+  if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim built";
+  ucct::Daemon d;
+  ASSERT_TRUE(d.start("hostile"));
+  // Settle: the first client makes the daemon's lazy state.
+  {
+    proto::StatsReply sr{};
+    ASSERT_TRUE(d.stats(&sr));
+  }
+  const int fds_before = fd_count(d.pid);
+  const pid_t attacker = fork();
+  if (attacker == 0) {
+    int rc = 0;
+    for (int round = 0; round < 5 && rc == 0; ++round) rc = attack_once(d.sock);
+    _exit(rc);
+  }
+  EXPECT_TRUE(ucct::run_ranks(2, [&](ucct::Rank& r) {
+    return good_job(r, d, 20000);
+  }));
+  int ws = 0;
+  waitpid(attacker, &ws, 0);
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0) << "attacker status " << ws;
+  EXPECT_TRUE(d.alive());
+  proto::StatsReply sr{};
+  EXPECT_TRUE(d.stats(&sr));
+  // The stats connection itself may still be open for a moment.
+  int fds_after = fd_count(d.pid);
+  for (int i = 0; i < 100 && fds_after > fds_before; ++i) {
+    usleep(10000);
+    fds_after = fd_count(d.pid);
+  }
+  EXPECT_LE(fds_after, fds_before) << "the daemon kept descriptors";
+  const double t0 = ucct::now_s();
+  d.stop();
+  EXPECT_LT(ucct::now_s() - t0, 3.0) << "SIGTERM took too long";
+}
+
+}  // namespace
