@@ -30,7 +30,13 @@ void usage(FILE* f) {
           "\n"
           "  --socket <path>    unix socket to listen on (default: "
           "UCC_FIRMWARE_SOCKET,\n"
-          "                     else /tmp/ucc-firmware-sim-<uid>.sock)\n"
+          "                     else firmware-sim.sock in $XDG_RUNTIME_DIR "
+          "or\n"
+          "                     /tmp/ucc-<uid>, a directory of this user's "
+          "alone)\n"
+          "  --allow-users      serve clients of every user (default: only "
+          "this\n"
+          "                     daemon's own user's)\n"
           "  --exit-idle <s>    exit after s seconds without clients "
           "(default: never)\n"
           "  --spin <n>         idle passes before sleeping (default 256)\n"
@@ -129,10 +135,13 @@ int serve(const ucc::fw::ServerConfig& cfg, const char* path) {
 int main(int argc, char** argv) {
   char path[256];
   const char* env = getenv("UCC_FIRMWARE_SOCKET");
-  if (env != nullptr && *env != 0)
+  bool default_path = false;
+  if (env != nullptr && *env != 0) {
     snprintf(path, sizeof(path), "%s", env);
-  else
-    ucc::off::proto::default_socket_path(path, sizeof(path));
+  } else {
+    default_path = true;
+    path[0] = '\0';
+  }
   ucc::fw::ServerConfig cfg;
   ucc::fw::WireOptions wopt;
   const char* node = nullptr;
@@ -153,6 +162,9 @@ int main(int argc, char** argv) {
       return 0;
     } else if (strcmp(a, "--socket") == 0) {
       snprintf(path, sizeof(path), "%s", need());
+      default_path = false;
+    } else if (strcmp(a, "--allow-users") == 0) {
+      cfg.any_user = true;
     } else if (strcmp(a, "--exit-idle") == 0) {
       cfg.exit_idle_ms = static_cast<int>(atof(need()) * 1000);
     } else if (strcmp(a, "--spin") == 0) {
@@ -186,6 +198,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (default_path &&
+      ucc::plat::sock::private_socket_path(
+          path, sizeof(path), ucc::off::proto::kDefaultSocketName) != 0)
+    return 1;  // logged: no directory of this user's to use
   if (ask != 0) return query(path, static_cast<uint16_t>(ask));
   cfg.socket_path = path;
   ucc::plat::wire::Wire wire;

@@ -20,6 +20,7 @@
 #include "platform/mem/reg_table.h"
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
+#include "platform/os/proc_id.h"
 #include "platform/os/sock.h"
 #include "platform/shm/segment.h"
 #include "platform/wire/wire.h"
@@ -32,6 +33,8 @@ struct Server::Client {
   int fd = -1;
   int pid = -1;
   int64_t uid = -1;  // the peer's, from the socket
+  plat::ProcId id;   // its process at hello (proc_id.h)
+  uint64_t id_checked_ms = 0;
   void* chmem = nullptr;
   size_t chbytes = 0;
   off::Channel ch;
@@ -105,7 +108,17 @@ void Server::accept_clients() {
       return;
     }
     c->fd = fd;
-    if (!plat::sock::peer_cred(fd, &c->pid, &c->uid)) c->pid = -1;
+    if (!plat::sock::peer_cred(fd, &c->pid, &c->uid) ||
+        (!cfg_.any_user && c->uid != static_cast<int64_t>(geteuid()))) {
+      UCC_INFO(
+          "firmware_sim: refused pid %d of uid %lld (this daemon serves uid "
+          "%u only; --allow-users for all)",
+          c->pid, static_cast<long long>(c->uid),
+          static_cast<unsigned>(geteuid()));
+      close(fd);
+      delete c;
+      continue;
+    }
     clients_[nclients_++] = c;
     UCC_DEBUG("firmware_sim: client pid %d connected", c->pid);
   }
@@ -160,8 +173,26 @@ bool Server::handle(Client& c) {
   return keep;
 }
 
+bool Server::still_same(Client& c) {
+  if (!c.ready) return true;
+  c.id_checked_ms = now_ms();
+  if (plat::same_process(c.pid, c.id)) return true;
+  UCC_ERROR(
+      "firmware_sim: pid %d is no longer the process that said hello (it "
+      "exited, or exec'd another program); dropping its connection",
+      c.pid);
+  return false;
+}
+
 bool Server::dispatch(Client& c, Msg& m) {
   proto::Reply rep{static_cast<int32_t>(Status::kInvalidParam), 0};
+  // Acts on the client's memory or resources: only for the process that
+  // said hello (a child that kept the socket after its parent exec'd a
+  // setuid program is not it).
+  if ((m.h.type == proto::kRegister || m.h.type == proto::kTeamOpen ||
+       m.h.type == proto::kTeamConnect) &&
+      !still_same(c))
+    return false;
   switch (m.h.type) {
     case proto::kHello:
       return on_hello(c, m);
@@ -230,6 +261,9 @@ bool Server::on_hello(Client& c, Msg& m) {
           env.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
           st = c.engine.init(hello.engine, env, &c.ch);
         }
+        // Who said hello: every privileged act checks it is still so.
+        c.id = plat::proc_id(c.pid);
+        if (ok(st) && !c.id.valid) st = Status::kError;
         if (ok(st)) hr.caps = c.engine.caps();
         hr.status = static_cast<int32_t>(st);
         c.ready = ok(st);
@@ -337,6 +371,13 @@ uint64_t Server::progress() {
   for (uint32_t i = nclients_; i-- > 0;) {
     Client& c = *clients_[i];
     if (!c.ready) continue;
+    // Its engine reaches its memory all the time: look now and then
+    // (100 ms) whether it is still the process that said hello.
+    if (now_ms() - c.id_checked_ms >= 100 && !still_same(c)) {
+      drop(i);
+      ++events;
+      continue;
+    }
     events += c.engine.progress();
     if (c.ch.corrupt()) {
       // Ring indices no honest host writes: serve it no longer.

@@ -32,6 +32,9 @@ struct ServerConfig {
   int sleep_ms = 5;          // longest sleep while clients exist
   int exit_idle_ms = -1;     // exit after this long without clients
   int io_timeout_ms = 2000;  // a request must arrive whole within this
+  // Serve clients of any user (--allow-users); by default only those of
+  // the daemon's own effective user, the others are disconnected at once.
+  bool any_user = false;
   // The node's wire to other firmware_sims (nullptr: team fabrics use
   // shared memory). Progressed by run(); the daemon never sleeps long
   // while it holds frames in flight.
@@ -79,6 +82,9 @@ class Server {
   };
 
   bool handle(Client& c);  // false: drop the client
+  // Whether a client's process is still the one that said hello (false:
+  // logged, and the caller drops it).
+  bool still_same(Client& c);
   bool dispatch(Client& c, Msg& m);
   // One handler per request type: false (or a reply that cannot be sent)
   // drops the client; those returning a Status are answered with a

@@ -13,10 +13,11 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "progressed by ucc_context_progress) or emu (in this node's "
      "firmware_sim daemon, the emulated DPU; started if none runs)"},
     {"FIRMWARE_SOCKET", "", Scope::kContext,
-     "emu: the daemon's unix socket; empty: "
-     "/tmp/ucc-firmware-sim-<uid>.sock. A comma-separated list spreads "
-     "contexts over several daemons (emulated nodes): OOB rank r takes "
-     "entry r mod n"},
+     "emu: the daemon's unix socket; empty: firmware-sim.sock in "
+     "$XDG_RUNTIME_DIR, else in /tmp/ucc-<uid> (either must be this "
+     "user's alone, mode 0700). A comma-separated list spreads contexts "
+     "over several daemons (emulated nodes): OOB rank r takes entry r mod "
+     "n. The daemon there must run as this user or root"},
     {"FIRMWARE_SIM", "auto", Scope::kContext,
      "emu: the firmware_sim binary to start when no daemon listens; auto: "
      "the build tree's or the installed one; none: never start one"},

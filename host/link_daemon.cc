@@ -137,8 +137,9 @@ Status DaemonLink::connect_daemon(const LinkConfig& cfg) {
   char path[256];
   if (cfg.socket_path != nullptr && *cfg.socket_path != 0)
     snprintf(path, sizeof(path), "%s", cfg.socket_path);
-  else
-    proto::default_socket_path(path, sizeof(path));
+  else if (plat::sock::private_socket_path(path, sizeof(path),
+                                           proto::kDefaultSocketName) != 0)
+    return Status::kNoResource;  // logged: no directory of ours to use
   int s = plat::sock::connect_to(path);
   if (s < 0) {
     const char* bin = pick_daemon(cfg.daemon_path);
@@ -160,6 +161,20 @@ Status DaemonLink::connect_daemon(const LinkConfig& cfg) {
       UCC_ERROR("emu: the firmware_sim daemon did not come up on %s", path);
       return Status::kNoResource;
     }
+  }
+  // Whoever listens there must be this user's daemon (or root's): another
+  // user's would see our buffers' addresses and could answer every
+  // collective with success.
+  int dpid = -1;
+  int64_t duid = -1;
+  if (!plat::sock::peer_cred(s, &dpid, &duid) ||
+      (duid != static_cast<int64_t>(geteuid()) && duid != 0)) {
+    UCC_ERROR(
+        "emu: the daemon on %s runs as uid %lld, neither this user (%u) nor "
+        "root: refused",
+        path, static_cast<long long>(duid), static_cast<unsigned>(geteuid()));
+    close(s);
+    return Status::kNoResource;
   }
   sock_ = s;
   return Status::kOk;

@@ -2,11 +2,16 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include "platform/os/log.h"
 
 namespace ucc::plat::sock {
 namespace {
@@ -22,12 +27,67 @@ bool fill_addr(const char* path, sockaddr_un* a) {
 
 }  // namespace
 
+namespace {
+
+// Binds with a umask that leaves the socket file to its owner alone,
+// whatever umask the process inherited (an auto-started daemon inherits
+// its first client's).
+int bind_private(int s, const sockaddr_un& a) {
+  const mode_t old = umask(077);
+  const int r = bind(s, reinterpret_cast<const sockaddr*>(&a), sizeof(a));
+  const int e = errno;
+  umask(old);
+  errno = e;
+  return r;
+}
+
+// A directory only this user can use: a real directory (not a link),
+// owned by us, with no group or other permissions.
+bool private_dir(const char* dir) {
+  struct stat sb;
+  return lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+         sb.st_uid == geteuid() && (sb.st_mode & 077) == 0;
+}
+
+}  // namespace
+
+int private_socket_path(char* buf, size_t n, const char* name) {
+  const char* xdg = getenv("XDG_RUNTIME_DIR");
+  char dir[200];
+  if (xdg != nullptr && xdg[0] == '/') {
+    if (!private_dir(xdg)) {
+      UCC_ERROR(
+          "XDG_RUNTIME_DIR=%s is not a directory of this user's alone "
+          "(owner uid %u, mode 0700): refusing to put a socket there",
+          xdg, static_cast<unsigned>(geteuid()));
+      return -EPERM;
+    }
+    snprintf(dir, sizeof(dir), "%s", xdg);
+  } else {
+    snprintf(dir, sizeof(dir), "/tmp/ucc-%u", static_cast<unsigned>(geteuid()));
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+      UCC_ERROR("cannot make %s: %s", dir, strerror(errno));
+      return -errno;
+    }
+    if (!private_dir(dir)) {
+      UCC_ERROR(
+          "%s is not a directory of this user's alone (owner uid %u, mode "
+          "0700): another user may be squatting it; refusing to use it",
+          dir, static_cast<unsigned>(geteuid()));
+      return -EPERM;
+    }
+  }
+  if (snprintf(buf, n, "%s/%s", dir, name) >= static_cast<int>(n))
+    return -ENAMETOOLONG;
+  return 0;
+}
+
 int listen_at(const char* path) {
   sockaddr_un a;
   if (!fill_addr(path, &a)) return -ENAMETOOLONG;
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return -errno;
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+  if (bind_private(s, a) != 0) {
     int e = errno;
     if (e == EADDRINUSE) {
       // Someone listening there? Then it is theirs; else the file is stale.
@@ -38,7 +98,7 @@ int listen_at(const char* path) {
         return -EADDRINUSE;
       }
       unlink(path);
-      if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0)
+      if (bind_private(s, a) == 0)
         e = 0;
       else
         e = errno;

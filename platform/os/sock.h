@@ -10,9 +10,16 @@
 namespace ucc::plat::sock {
 
 // A listening socket bound to `path` (a stale socket file left by a dead
-// daemon is replaced; a live one is not: -EADDRINUSE). Negative errno on
+// daemon is replaced; a live one is not: -EADDRINUSE), readable and
+// writable by its owner only whatever the umask. Negative errno on
 // failure.
 int listen_at(const char* path);
+// `name` in a directory only this user can use: $XDG_RUNTIME_DIR when set
+// (it must be ours, mode 0700), else /tmp/ucc-<uid> (made 0700 if
+// missing; refused, with a log line, when it is a link, someone else's,
+// or open to others: another user squatting it could answer in our
+// daemon's place). 0, or negative errno.
+int private_socket_path(char* buf, size_t n, const char* name);
 // A connected socket, or negative errno.
 int connect_to(const char* path);
 

@@ -279,4 +279,81 @@ TEST(DaemonHostile, AttacksFailAndTheOtherJobIsServed) {
   EXPECT_LT(ucct::now_s() - t0, 3.0) << "SIGTERM took too long";
 }
 
+// A client says hello, then hands its socket to a child and execs another
+// program (in the issue, a setuid-root one): the daemon must not go on
+// serving that connection for the new image. The child asks to register
+// memory the new image has mapped; it is refused (the connection is
+// dropped), and the daemon stays up.
+TEST(DaemonHostile, ExecAfterHelloIsNotServed) {
+  if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim built";
+  ucct::Daemon d;
+  ASSERT_TRUE(d.start("exec"));
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t client = fork();
+  if (client == 0) {
+    Raw r(d.sock);
+    off::Channel ch;
+    void* mem = nullptr;
+    int fd = -1;
+    if (!good_hello(r, &ch, &mem, &fd)) _exit(20);
+    int local = 0;
+    proto::Register rg{reinterpret_cast<uintptr_t>(&local), sizeof(local)};
+    proto::RegisterReply rr{};
+    if (!r.send(proto::kRegister, &rg, sizeof(rg)) ||
+        r.reply(&rr, sizeof(rr)) != 0)
+      _exit(21);  // the honest registration works
+    const pid_t me = getpid();
+    const int sfd = fcntl(r.s, F_DUPFD, 100);  // keep it past exec: no CLOEXEC
+    if (fork() == 0) {
+      // The child that kept the socket: wait for the exec, then ask for
+      // memory of the new image.
+      char exe_was[256] = "", exe_now[256] = "", path[64];
+      snprintf(path, sizeof(path), "/proc/%d/exe", me);
+      const ssize_t n0 = readlink(path, exe_was, sizeof(exe_was) - 1);
+      if (n0 > 0) exe_was[n0] = 0;
+      if (write(ready[1], "x", 1) != 1) _exit(22);
+      for (int i = 0; i < 500; ++i) {
+        const ssize_t n = readlink(path, exe_now, sizeof(exe_now) - 1);
+        if (n > 0) exe_now[n] = 0;
+        if (n > 0 && strcmp(exe_now, exe_was) != 0) break;
+        usleep(5000);
+      }
+      char maps[64];
+      snprintf(maps, sizeof(maps), "/proc/%d/maps", me);
+      FILE* f = fopen(maps, "r");
+      unsigned long lo = 0, hi = 0;
+      if (f == nullptr || fscanf(f, "%lx-%lx", &lo, &hi) != 2) _exit(23);
+      fclose(f);
+      Raw child_side("/nonexistent");  // no connection of its own
+      child_side.s = sfd;
+      proto::Register evil{lo, 64};
+      proto::RegisterReply er{};
+      child_side.send(proto::kRegister, &evil, sizeof(evil));
+      const int32_t st = child_side.reply(&er, sizeof(er));
+      child_side.s = -1;
+      _exit(st == 0 ? 1 : 0);  // 0: refused (or dropped)
+    }
+    char x;
+    if (read(ready[0], &x, 1) != 1) _exit(24);
+    execl("/bin/sleep", "sleep", "1", static_cast<char*>(nullptr));
+    _exit(25);
+  }
+  // The child that kept the socket is the exec'd client's, reaped by
+  // init: the verdict is the daemon's own count of registrations granted,
+  // read once the client (now sleep) has exited.
+  int ws = 0;
+  waitpid(client, &ws, 0);
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0) << "client status " << ws;
+  proto::StatsReply sr{};
+  ASSERT_TRUE(d.stats(&sr));
+  // One registration granted: the honest one. The one for the exec'd
+  // image was not.
+  EXPECT_EQ(sr.registered, 1u);
+  EXPECT_TRUE(d.alive());
+  d.stop();
+  close(ready[0]);
+  close(ready[1]);
+}
+
 }  // namespace

@@ -32,11 +32,9 @@ inline constexpr uint16_t kVersion = 3;
 // Largest body accepted: a kTeamConnect for 65536 ranks.
 inline constexpr uint32_t kMaxBody = 16 + 65536u * sizeof(TeamAddr);
 
-// Where a daemon listens unless told otherwise (one per user and node).
-inline void default_socket_path(char* buf, size_t n) {
-  snprintf(buf, n, "/tmp/ucc-firmware-sim-%u.sock",
-           static_cast<unsigned>(getuid()));
-}
+// Where a daemon listens unless told otherwise (one per user and node),
+// in a directory only its user can use (plat::sock::private_socket_path).
+inline constexpr const char* kDefaultSocketName = "firmware-sim.sock";
 
 enum Type : uint16_t {
   kHello = 1,    // Hello (+ the channel memfd as SCM_RIGHTS) -> HelloReply,

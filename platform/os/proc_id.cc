@@ -1,0 +1,67 @@
+#include "platform/os/proc_id.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace ucc::plat {
+namespace {
+
+// The whole of a small /proc file into buf (NUL-terminated); its length,
+// or -1.
+ssize_t read_small(const char* path, char* buf, size_t n) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t got = 0, r;
+  while (static_cast<size_t>(got) + 1 < n &&
+         (r = read(fd, buf + got, n - 1 - static_cast<size_t>(got))) > 0)
+    got += r;
+  close(fd);
+  buf[got] = '\0';
+  return got;
+}
+
+}  // namespace
+
+ProcId proc_id(pid_t pid) {
+  ProcId id;
+  char path[64], buf[2048];
+  // /proc/<pid>/stat: the command name (field 2) may hold spaces and
+  // parentheses; fields resume after the last ')'. starttime is field 22.
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  if (read_small(path, buf, sizeof(buf)) <= 0) return id;
+  const char* p = strrchr(buf, ')');
+  if (p == nullptr) return id;
+  int field = 2;
+  for (++p; *p != '\0' && field < 22; ++p)
+    if (*p == ' ') ++field;
+  if (field != 22) return id;
+  id.start = strtoull(p, nullptr, 10);
+  snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+  struct stat sb;
+  if (stat(path, &sb) != 0) return id;
+  id.exe_dev = sb.st_dev;
+  id.exe_ino = sb.st_ino;
+  snprintf(path, sizeof(path), "/proc/%d/status", pid);
+  if (read_small(path, buf, sizeof(buf)) <= 0) return id;
+  const char* u = strstr(buf, "\nUid:");
+  if (u == nullptr) return id;
+  unsigned real = 0, eff = 0;
+  if (sscanf(u + 5, "%u %u", &real, &eff) != 2) return id;
+  id.euid = eff;
+  id.valid = true;
+  return id;
+}
+
+bool same_process(pid_t pid, const ProcId& was) {
+  const ProcId now = proc_id(pid);
+  return now.valid && was.valid && now.start == was.start &&
+         now.exe_dev == was.exe_dev && now.exe_ino == was.exe_ino &&
+         now.euid == was.euid;
+}
+
+}  // namespace ucc::plat

@@ -1,0 +1,35 @@
+// Who a process is, as far as a daemon serving it must know: the same
+// process (its start time: a pid may be reused after the process dies),
+// running the same program (its executable: a process may exec another,
+// a setuid one say, and keep the daemon's socket through a child), as
+// the same user (its effective uid). A daemon takes a snapshot when a
+// client says hello and compares before every privileged act
+// (registrations, teams) and now and then while it serves the client:
+// a client whose process is no longer the one that said hello is
+// dropped, so the daemon never reaches into another image's memory for
+// it.
+//
+// Threads: any; reentrant.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace ucc::plat {
+
+struct ProcId {
+  uint64_t start = 0;  // clock ticks after boot (/proc/<pid>/stat)
+  uint64_t exe_dev = 0, exe_ino = 0;
+  uint32_t euid = 0;
+  bool valid = false;
+};
+
+// The identity of `pid` now; valid = false when it cannot be read (the
+// process has gone, or /proc says nothing).
+ProcId proc_id(pid_t pid);
+
+// Whether `pid` is still the process `was` describes.
+bool same_process(pid_t pid, const ProcId& was);
+
+}  // namespace ucc::plat
