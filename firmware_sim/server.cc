@@ -13,6 +13,7 @@
 #include <new>
 
 #include "device/engine/engine.h"
+#include "firmware_sim/client_io.h"
 #include "offload/channel.h"
 #include "offload/proto.h"
 #include "platform/mem/mem_access.h"
@@ -30,7 +31,7 @@ namespace ucc::fw {
 namespace proto = off::proto;
 
 struct Server::Client {
-  int fd = -1;
+  ClientIo io;  // the control socket, never blocking us
   int pid = -1;
   int64_t uid = -1;  // the peer's, from the socket
   plat::ProcId id;   // its process at hello (proc_id.h)
@@ -90,7 +91,7 @@ void Server::accept_clients() {
   for (;;) {
     pollfd pf{lfd_, POLLIN, 0};
     if (poll(&pf, 1, 0) <= 0) return;
-    int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+    int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
     if (nclients_ == cap_) {
       uint32_t cap = cap_ == 0 ? 16 : cap_ * 2;
@@ -107,7 +108,7 @@ void Server::accept_clients() {
       close(fd);
       return;
     }
-    c->fd = fd;
+    c->io.init(fd);
     if (!plat::sock::peer_cred(fd, &c->pid, &c->uid) ||
         (!cfg_.any_user && c->uid != static_cast<int64_t>(geteuid()))) {
       UCC_INFO(
@@ -115,8 +116,7 @@ void Server::accept_clients() {
           "%u only; --allow-users for all)",
           c->pid, static_cast<long long>(c->uid),
           static_cast<unsigned>(geteuid()));
-      close(fd);
-      delete c;
+      delete c;  // closes the socket
       continue;
     }
     clients_[nclients_++] = c;
@@ -132,8 +132,7 @@ void Server::drop(uint32_t i) {
   // with this client's ranks end with an error, not a hang.
   c->engine.fini(/*lost=*/true);
   if (c->chmem != nullptr) munmap(c->chmem, c->chbytes);
-  close(c->fd);
-  delete c;
+  delete c;  // closes the socket
   clients_[i] = clients_[--nclients_];
 }
 
@@ -141,36 +140,27 @@ bool Server::reply(Client& c, uint16_t type, uint32_t seq, const void* body,
                    uint32_t len) {
   proto::MsgHeader h{proto::kMagic, proto::kVersion,
                      static_cast<uint16_t>(type | proto::kReply), len, seq};
-  return plat::sock::send_all(c.fd, &h, sizeof(h), body, len);
+  // Queued when the socket does not take it now; a client that leaves
+  // its replies unread past the buffer is dropped (client_io.h).
+  return c.io.send(&h, sizeof(h), body, len, now_ms());
 }
 
-// Reads and answers one request. Every field is checked before use.
+// Answers the requests a client has sent, as far as they have arrived,
+// at most kRequestsPerPass of them: no client keeps the others waiting,
+// whether it floods us or sends one byte at a time. Every field of a
+// request is checked before use.
 bool Server::handle(Client& c) {
-  Msg m;
-  int r =
-      plat::sock::recv_all(c.fd, &m.h, sizeof(m.h), cfg_.io_timeout_ms, &m.fd);
-  if (r <= 0) return false;
-  if (m.h.magic != proto::kMagic || m.h.version != proto::kVersion ||
-      m.h.len > proto::kMaxBody) {
+  constexpr int kRequestsPerPass = 16;
+  for (int i = 0; i < kRequestsPerPass; ++i) {
+    Msg m;
+    const ClientIo::In in = c.io.read(&m, now_ms());
+    if (in == ClientIo::In::kMore) return true;
+    if (in == ClientIo::In::kBroken) return false;
+    const bool keep = dispatch(c, m);
     if (m.fd >= 0) close(m.fd);
-    return false;  // framing broken: nothing after this can be trusted
+    if (!keep) return false;
   }
-  // Small bodies on the stack; only kTeamConnect may be large.
-  alignas(8) unsigned char small[256];
-  m.body = small;
-  if (m.h.len > sizeof(small)) {
-    m.body = static_cast<unsigned char*>(malloc(m.h.len));
-    if (m.body == nullptr) {
-      if (m.fd >= 0) close(m.fd);
-      return false;
-    }
-  }
-  bool keep = m.h.len == 0 || plat::sock::recv_all(c.fd, m.body, m.h.len,
-                                                   cfg_.io_timeout_ms) == 1;
-  if (keep) keep = dispatch(c, m);
-  if (m.fd >= 0) close(m.fd);
-  if (m.body != small) free(m.body);
-  return keep;
+  return true;
 }
 
 bool Server::still_same(Client& c) {
@@ -435,7 +425,11 @@ void Server::run() {
     }
     pfds[0] = pollfd{lfd_, POLLIN, 0};
     for (uint32_t i = 0; i < nclients_; ++i)
-      pfds[i + 1] = pollfd{clients_[i]->fd, POLLIN, 0};
+      pfds[i + 1] =
+          pollfd{clients_[i]->io.fd(),
+                 static_cast<short>(POLLIN |
+                                    (clients_[i]->io.wants_out() ? POLLOUT : 0)),
+                 0};
     int timeout = 0;
     if (sleep) timeout = nclients_ != 0 ? cfg_.sleep_ms : 100;
     // Peers on the wire cannot ring our doorbell: keep naps short.
@@ -451,9 +445,23 @@ void Server::run() {
       for (uint32_t i = nclients_; i-- > 0;) {
         short re = pfds[i + 1].revents;
         if (re == 0) continue;
-        if (!handle(*clients_[i])) drop(i);
+        Client& c = *clients_[i];
+        bool keep = true;
+        if (re & POLLOUT) keep = c.io.flush();
+        if (keep && (re & (POLLIN | POLLHUP | POLLERR))) keep = handle(c);
+        if (!keep) drop(i);
       }
       if (pfds[0].revents & POLLIN) accept_clients();
+    }
+    // A request left half-sent, or replies left unread, for too long.
+    const uint64_t now = now_ms();
+    for (uint32_t i = nclients_; i-- > 0;) {
+      if (clients_[i]->io.overdue(now, static_cast<uint64_t>(cfg_.io_timeout_ms))) {
+        UCC_INFO("firmware_sim: pid %d kept a request or its replies pending "
+                 "past %d ms; dropping it",
+                 clients_[i]->pid, cfg_.io_timeout_ms);
+        drop(i);
+      }
     }
     if (nclients_ != 0) {
       last_client_ms = now_ms();

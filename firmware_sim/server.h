@@ -25,6 +25,7 @@ class Wire;
 namespace ucc::fw {
 
 using off::Status;
+struct Msg;  // a request as read from a client (client_io.h)
 
 struct ServerConfig {
   const char* socket_path = nullptr;
@@ -72,14 +73,6 @@ class Server {
   struct Client;
 
   void accept_clients();
-  // One request as read from a client: header, a passed fd (or -1) and
-  // body (h.len bytes).
-  struct Msg {
-    off::proto::MsgHeader h{};
-    int fd = -1;
-    unsigned char* body = nullptr;
-    bool fixed(size_t want) const { return h.len == want; }
-  };
 
   bool handle(Client& c);  // false: drop the client
   // Whether a client's process is still the one that said hello (false:

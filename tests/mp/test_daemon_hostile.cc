@@ -13,7 +13,11 @@
 //   shrink    after a good hello, the channel cannot be truncated;
 //   forged    a team address naming an empty memfd of the attacker's;
 //   flood     ring indices no honest host writes (head = tail + 2^31-1),
-//             and a rewritten ring mask.
+//             and a rewritten ring mask;
+//   slow      a request sent a byte every 0.7 s: dropped after the 2 s
+//             limit, never waited for;
+//   deaf      requests whose replies are never read: dropped once they
+//             pile up, never blocked on.
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -242,6 +246,29 @@ int good_job(ucct::Rank& r, const ucct::Daemon& d, int count) {
   return 0;
 }
 
+// Clients that try to hold the daemon: one sends a request a byte at a
+// time, one sends requests and never reads the replies. Each runs until
+// the daemon drops it (true), or 30 s pass (false).
+bool slow_sender(const std::string& path) {
+  Raw r(path);
+  const proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kStats, 0, 1};
+  const auto* b = reinterpret_cast<const unsigned char*>(&h);
+  for (size_t i = 0; i < sizeof(h); ++i) {
+    if (send(r.s, b + i, 1, MSG_NOSIGNAL) != 1) return true;  // dropped
+    usleep(700000);
+  }
+  return r.reply() == INT32_MIN;  // had it waited, it would answer
+}
+
+bool non_reader(const std::string& path) {
+  Raw r(path);
+  const double end = ucct::now_s() + 30;
+  while (ucct::now_s() < end) {
+    if (!r.send(proto::kStats, nullptr, 0)) return true;  // dropped
+  }
+  return false;
+}
+
 TEST(DaemonHostile, AttacksFailAndTheOtherJobIsServed) {
   if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim built";
   ucct::Daemon d;
@@ -258,12 +285,26 @@ TEST(DaemonHostile, AttacksFailAndTheOtherJobIsServed) {
     for (int round = 0; round < 5 && rc == 0; ++round) rc = attack_once(d.sock);
     _exit(rc);
   }
+  const pid_t slow = fork();
+  if (slow == 0) _exit(slow_sender(d.sock) ? 0 : 1);
+  const pid_t deaf = fork();
+  if (deaf == 0) _exit(non_reader(d.sock) ? 0 : 1);
+  usleep(200000);  // the slow and the deaf client are at it
+  const double t0 = ucct::now_s();
   EXPECT_TRUE(ucct::run_ranks(2, [&](ucct::Rank& r) {
     return good_job(r, d, 20000);
   }));
-  int ws = 0;
-  waitpid(attacker, &ws, 0);
-  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0) << "attacker status " << ws;
+  const double took = ucct::now_s() - t0;
+  // Unhindered it takes about a second here; a daemon waiting on the slow
+  // client (up to its 2 s limit per message) or blocked writing to the
+  // deaf one would hold it far longer.
+  EXPECT_LT(took, 8.0) << "the well-behaved job was held up";
+  for (pid_t p : {attacker, slow, deaf}) {
+    int ws = 0;
+    waitpid(p, &ws, 0);
+    EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+        << "attacker " << p << " status " << ws;
+  }
   EXPECT_TRUE(d.alive());
   proto::StatsReply sr{};
   EXPECT_TRUE(d.stats(&sr));
@@ -274,9 +315,9 @@ TEST(DaemonHostile, AttacksFailAndTheOtherJobIsServed) {
     fds_after = fd_count(d.pid);
   }
   EXPECT_LE(fds_after, fds_before) << "the daemon kept descriptors";
-  const double t0 = ucct::now_s();
+  const double t_stop = ucct::now_s();
   d.stop();
-  EXPECT_LT(ucct::now_s() - t0, 3.0) << "SIGTERM took too long";
+  EXPECT_LT(ucct::now_s() - t_stop, 3.0) << "SIGTERM took too long";
 }
 
 // A client says hello, then hands its socket to a child and execs another
