@@ -300,6 +300,8 @@ ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
   ucc_status_t st = ucc::host::team_usable(team, "ucc_collective_init");
   if (st != UCC_OK) return st;
   ucc_context* ctx = team->ctx;
+  if (ucc::host::forked_away(ctx, "ucc_collective_init"))
+    return UCC_ERR_INVALID_PARAM;
   ucc::host::Guard g(ctx->lock, ctx->mt);
   Request* r = nullptr;
   st = ucc::host::init_request(*args, team, &r);
@@ -316,6 +318,8 @@ ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
   ucc_status_t st = ucc::host::postable(r, "ucc_collective_post");
   if (st != UCC_OK) return st;
   ucc_context* ctx = r->team->ctx;
+  if (ucc::host::forked_away(ctx, "ucc_collective_post"))
+    return UCC_ERR_INVALID_PARAM;
   ucc::host::Guard g(ctx->lock, ctx->mt);
   return ucc::host::post_request(ctx, r);
 }

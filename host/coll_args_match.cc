@@ -29,6 +29,8 @@ ucc_status_t matching(const char* coll, const ucc_coll_args_t& a,
     d->timeout_ns = a.timeout >= 4.6e9 ? UINT64_MAX / 4
                                        : static_cast<uint64_t>(a.timeout * 1e9);
     if (d->timeout_ns == 0) d->timeout_ns = 1;
+  } else {
+    d->timeout_ns = team.ctx->settings.coll_timeout_ns;  // UCC_COLL_TIMEOUT
   }
   // error_type has no mask bit in ucc.h, and runtimes leave it as the
   // stack had it (PyTorch's ProcessGroupUCC never sets it): GLOBAL asks

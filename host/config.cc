@@ -226,6 +226,8 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u <= 1;
     case Knob::kInternalOob:
       return parse_size(v, &u) && u <= 2;
+    case Knob::kCollTimeout:
+      return parse_time_ms(v, &u) && u <= 86400000;
     default: {
       uint8_t id;
       CollType c = alg_knob_coll(k);
@@ -463,6 +465,9 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   if (!parse_time_ms(c.value[static_cast<int>(Knob::kTeamCreateTimeout)], &ms))
     return Status::kInvalidParam;
   out->team_timeout_ns = ms * 1000000ull;
+  uint64_t coll_ms = 0;
+  parse_time_ms(c.value[static_cast<int>(Knob::kCollTimeout)], &coll_ms);
+  out->coll_timeout_ns = coll_ms * 1000000ull;
   const char* spin = c.value[static_cast<int>(Knob::kPollSpin)];
   out->poll_spin = strcasecmp(spin, "auto") == 0
                        ? kPollSpinAuto

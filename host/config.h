@@ -66,6 +66,7 @@ enum class Knob : uint8_t {
   kTeamIdsPoolSize,
   kInternalOob,
   kThrottleProgress,
+  kCollTimeout,
   kCount
 };
 
@@ -114,6 +115,7 @@ struct ContextSettings {
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)
   uint64_t team_timeout_ns;  // mailbox team creation gives up after this
   uint32_t mem_map_handles;  // ucc_mem_map handles per context (mem_map.h)
+  uint64_t coll_timeout_ns;  // UCC_COLL_TIMEOUT: 0, or every collective's
 };
 Status context_settings(const ConfigValues& c, ContextSettings* out);
 Status lib_log_level(const ConfigValues& c, plat::LogLevel* out);

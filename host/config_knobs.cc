@@ -149,6 +149,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
     {"THROTTLE_PROGRESS", "1000", Scope::kContext,
      "UCC's progress throttling: accepted and ignored (idle progress backs "
      "off by UCC_POLL_SPIN)"},
+    {"COLL_TIMEOUT", "0", Scope::kContext,
+     "A timeout for every collective that sets none itself "
+     "(UCC_COLL_ARGS_FLAG_TIMEOUT): after it the collective ends with "
+     "UCC_ERR_TIMED_OUT on this rank, so a peer that stopped (SIGSTOP, a "
+     "debugger) or never posts cannot hold it forever (a number with ms or "
+     "s; s if none); 0: none, as in UCC"},
 };
 
 }  // namespace ucc::host

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "host/datatype.h"
+#include "host/graveyard.h"
 #include "host/objects.h"
 #include "host/request.h"
 #include "offload/team_addr.h"
@@ -248,10 +249,11 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   }
 
   auto* ctx = static_cast<ucc_context*>(
-      aligned_alloc(64, ucc::host::round64(sizeof(ucc_context))));
+      ucc::host::grave_take(ucc::host::Grave::kContext, sizeof(ucc_context)));
   if (ctx == nullptr) return UCC_ERR_NO_MEMORY;
   new (ctx) ucc_context();
   ctx->lib = lib;
+  ctx->fork_gen = ucc::host::g_fork_gen.load(std::memory_order_relaxed);
   ctx->settings = settings;
   ctx->type = static_cast<ucc_context_type_t>(type);
   // An exclusive context belongs to one team used by one thread at a time
@@ -284,7 +286,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   if (ust != UCC_OK) {
     delete ctx->engine;
     ctx->~ucc_context();
-    free(ctx);
+    ucc::host::grave_bury(ucc::host::Grave::kContext, ctx);
     return ust;
   }
   ctx->magic = ucc::host::kCtxMagic;
@@ -298,6 +300,8 @@ ucc_status_t ucc_context_progress(ucc_context_h ctx) {
     UCC_ERROR("ucc_context_progress: invalid context handle");
     return UCC_ERR_INVALID_PARAM;
   }
+  if (ucc::host::forked_away(ctx, "ucc_context_progress"))
+    return UCC_ERR_INVALID_PARAM;
   ucc::host::Request* due = nullptr;
   uint64_t events = 0;
   {
@@ -360,7 +364,8 @@ ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
   delete ctx->engine;
   --ctx->lib->ncontexts;
   ctx->~ucc_context();
-  free(ctx);
+  // Never freed: a stale handle must find a dead magic (graveyard.h).
+  ucc::host::grave_bury(ucc::host::Grave::kContext, ctx);
   return UCC_OK;
 }
 

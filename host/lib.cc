@@ -1,9 +1,12 @@
 // Library-level entry points: versions, status strings, library
 // configuration, ucc_init / ucc_finalize.
+#include <pthread.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "host/graveyard.h"
 #include "host/objects.h"
 #include "platform/os/log.h"
 
@@ -11,6 +14,26 @@ using ucc::host::Scope;
 using ucc::off::Status;
 
 namespace ucc::host {
+
+std::atomic<uint32_t> g_fork_gen{0};
+
+namespace {
+void after_fork_in_child() {
+  g_fork_gen.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+void install_fork_guard() {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, [] { pthread_atfork(nullptr, nullptr, after_fork_in_child); });
+}
+
+void forked_away_log(const char* who) {
+  UCC_ERROR(
+      "%s: the context was made by the parent of this forked process; a "
+      "child cannot use it (make its own after fork)",
+      who);
+}
 
 ucc_status_t to_ucc(Status st) {
   switch (st) {
@@ -133,6 +156,7 @@ ucc_status_t ucc_init_version(unsigned api_major_version,
                               const ucc_lib_params_t* params,
                               const ucc_lib_config_h config, ucc_lib_h* lib_p) {
   ucc::plat::log_init();
+  ucc::host::install_fork_guard();
   if (params == nullptr || lib_p == nullptr) {
     UCC_ERROR("ucc_init: params and lib_p must not be NULL");
     return UCC_ERR_INVALID_PARAM;
@@ -155,8 +179,10 @@ ucc_status_t ucc_init_version(unsigned api_major_version,
     if (ucc::off::ok(ucc::host::lib_log_level(config->values, &lvl)))
       ucc::plat::log_set_level(lvl);
   }
-  auto* lib = static_cast<ucc_lib_info*>(calloc(1, sizeof(ucc_lib_info)));
+  auto* lib = static_cast<ucc_lib_info*>(
+      ucc::host::grave_take(ucc::host::Grave::kLib, sizeof(ucc_lib_info)));
   if (lib == nullptr) return UCC_ERR_NO_MEMORY;
+  memset(static_cast<void*>(lib), 0, sizeof(*lib));
   lib->magic = ucc::host::kLibMagic;
   lib->thread_mode = tm;
   // Every collective type of ucc.h: bits 0..15.
@@ -173,8 +199,8 @@ ucc_status_t ucc_finalize(ucc_lib_h lib) {
   }
   if (lib->ncontexts != 0)
     UCC_WARN("ucc_finalize: %d contexts still exist", lib->ncontexts);
-  lib->magic = ucc::host::kDeadMagic;
-  free(lib);
+  // Never freed: a second ucc_finalize must find a dead magic.
+  ucc::host::grave_bury(ucc::host::Grave::kLib, lib);
   return UCC_OK;
 }
 

@@ -47,6 +47,16 @@ inline int64_t enum_bits(const E& e) {
 // Maps an internal status onto the public one.
 ucc_status_t to_ucc(off::Status st);
 
+// Forks seen by this process image: a child's count is one more than its
+// parent's was (a pthread_atfork handler, installed by ucc_init). A
+// context remembers the count it was made under; in a forked child it
+// no longer matches, and the context, which shares its segments and
+// engine state with the parent's, refuses to be used (it would write into
+// the parent's collectives).
+extern std::atomic<uint32_t> g_fork_gen;
+void install_fork_guard();
+void forked_away_log(const char* who);
+
 struct Request {
   ucc_coll_req_t pub;  // first: ucc_collective_test() reads pub.status
   uint32_t magic;
@@ -152,7 +162,21 @@ struct ucc_context {
   ucc::host::MemMaps maps;
   ucc_context* maps_next;
   ucc_ee* ees;  // execution engines of its teams (ee.cc)
+  uint32_t fork_gen;  // ucc::host::g_fork_gen when made
 };
+
+namespace ucc::host {
+
+// A context used from a process forked after it was made (one log line
+// naming `who`).
+inline bool forked_away(const ucc_context* ctx, const char* who) {
+  if (ctx->fork_gen == g_fork_gen.load(std::memory_order_relaxed))
+    return false;
+  forked_away_log(who);
+  return true;
+}
+
+}  // namespace ucc::host
 
 // An execution engine (ee.cc): collectives triggered on it run in order,
 // one after another, as on a stream; its events are fixed pools taken at

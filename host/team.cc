@@ -243,6 +243,8 @@ ucc_status_t ucc_team_create_post(ucc_context_h* contexts,
     UCC_ERROR("ucc_team_create_post: invalid context handle");
     return UCC_ERR_INVALID_PARAM;
   }
+  if (ucc::host::forked_away(ctx, "ucc_team_create_post"))
+    return UCC_ERR_INVALID_PARAM;
   // An exclusive context serves one team at a time (docs/api.md).
   if (ctx->type == UCC_CONTEXT_EXCLUSIVE && ctx->nteams > 0) {
     UCC_ERROR(
