@@ -96,6 +96,18 @@ class SpinLock {
   std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
 };
 
+// Team creation's second exchange: whether each member connected, and a
+// digest of the addresses it received, so that members who were told
+// different things (an OOB that returns garbage, two processes claiming
+// one ep) all fail instead of some ending up on a team the others do not
+// share (team.cc).
+struct Confirm {
+  uint32_t magic;  // kConfirmMagic
+  uint32_t ok;     // 1: connected
+  uint64_t digest;
+};
+inline constexpr uint32_t kConfirmMagic = 0x434f4e46;  // "CONF"
+
 class Guard {
  public:
   Guard(SpinLock& l, bool on) : l_(l), on_(on) {
@@ -225,8 +237,8 @@ struct ucc_team {
   uint32_t eng_idx;  // engine team slot
   ucc::off::TeamAddr my_addr;
   ucc::off::TeamAddr* addrs;
-  int32_t my_ok;
-  int32_t* oks;
+  ucc::host::Confirm my_ok;  // what this member says in the confirmation
+  ucc::host::Confirm* oks;  // what every member said
   ucc_status_t fail_st;  // what create_test reports once kFailed
   uint64_t id;           // UCC_TEAM_PARAM_FIELD_ID, or 0
   bool has_id;

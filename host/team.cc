@@ -137,7 +137,7 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
   t->rank = rank;
   t->eps = static_cast<uint64_t*>(calloc(size, sizeof(uint64_t)));
   t->addrs = static_cast<off::TeamAddr*>(calloc(size, sizeof(off::TeamAddr)));
-  t->oks = static_cast<int32_t*>(calloc(size, sizeof(int32_t)));
+  t->oks = static_cast<Confirm*>(calloc(size, sizeof(Confirm)));
   // Completion slots come in team_queue-sized ranges per engine slot; the
   // pool may be smaller when the user bounds outstanding collectives.
   uint32_t stride = ctx->settings.link.engine.team_queue;
@@ -202,6 +202,18 @@ bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {
     for (uint32_t j = i + 1; j < n && !shared; ++j)
       shared = same_host(addrs[i], addrs[j]);
   return several && shared;
+}
+
+// FNV-1a over the members' addresses: what every member must have
+// received alike.
+uint64_t digest(const ucc::off::TeamAddr* addrs, uint32_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto* p = reinterpret_cast<const unsigned char*>(addrs);
+  for (size_t i = 0; i < size_t{n} * sizeof(*addrs); ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
 }
 
 // The members on the same host as member `me`, itself included.
@@ -346,8 +358,23 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       if (st != UCC_OK) return fail(t, st);
       t->hierarchical = hierarchical(t->addrs, t->size);
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
-      t->my_ok = t->excluded || ucc::off::ok(t->ctx->engine->team_connect(
-                                    t->eng_idx, t->size, t->addrs));
+      // Our own entry must be what we sent: another process claiming our
+      // ep (or an OOB that mixes up its entries) shows here.
+      const bool mine = t->excluded ||
+                        memcmp(&t->addrs[t->rank], &t->my_addr,
+                               sizeof(t->my_addr)) == 0;
+      if (!mine)
+        UCC_ERROR(
+            "ucc_team_create_test: rank %u's address came back changed "
+            "(another process with the same ep, or a broken OOB)",
+            t->rank);
+      const bool connected =
+          mine && (t->excluded ||
+                   ucc::off::ok(t->ctx->engine->team_connect(
+                       t->eng_idx, t->size, t->addrs)));
+      t->my_ok = ucc::host::Confirm{ucc::host::kConfirmMagic,
+                                    connected ? 1u : 0u,
+                                    digest(t->addrs, t->size)};
       t->state = ucc_team::State::kConfirm;
     }
       [[fallthrough]];
@@ -355,12 +382,17 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       st = boot_step(t, 2, &t->my_ok, t->oks, sizeof(t->my_ok));
       if (st == UCC_INPROGRESS) return st;
       if (st != UCC_OK) return fail(t, st);
+      // Every member connected, and to the same team: everyone received
+      // the same addresses. Anything else (garbage from the OOB
+      // included) fails creation on every member alike.
       bool all = true;
-      for (uint32_t i = 0; all && i < t->size; ++i) all = t->oks[i] != 0;
-      if (!all) {
+      for (uint32_t i = 0; all && i < t->size; ++i)
+        all = t->oks[i].magic == ucc::host::kConfirmMagic &&
+              t->oks[i].ok == 1 && t->oks[i].digest == t->my_ok.digest;
+      if (!all || t->my_ok.ok != 1) {
         UCC_ERROR(
             "ucc_team_create_test: a member could not connect to the "
-            "team");
+            "team, or the members were told different addresses");
         return fail(t, UCC_ERR_NO_MESSAGE);
       }
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);

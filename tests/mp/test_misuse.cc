@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "tests/common/harness.h"
@@ -136,6 +137,95 @@ TEST(Misuse, ForkedChildCannotUseTheContext) {
       if (out[i] != int32_t(1000 + 2 * i)) return 3;
     return 0;
   }));
+}
+
+}  // namespace
+
+namespace {
+
+// A team OOB over the harness's, that lies: `mode` 0 hands every member
+// garbage; in 1 and 2 rank 2 claims rank 1's ep. In 1 rank 0 and rank 2
+// see rank 2's entry in that place and rank 1 its own (two views of one
+// ep, as a racing OOB gives); in 2 everyone sees rank 1's there (one
+// view, rank 2 left out).
+struct LyingOob {
+  ucct::Rank* r;
+  int mode;
+  std::vector<unsigned char> real;
+};
+
+ucc_status_t lying_allgather(void* sbuf, void* rbuf, size_t len, void* info,
+                             void** req) {
+  auto* o = static_cast<LyingOob*>(info);
+  const int n = o->r->size;
+  o->real.assign(len * n, 0);
+  if (ucct::oob_allgather(o->r->oob, sbuf, o->real.data(), len) != UCC_OK)
+    return UCC_ERR_NO_MESSAGE;
+  auto* out = static_cast<unsigned char*>(rbuf);
+  if (o->mode == 0) {
+    for (size_t i = 0; i < len * 2; ++i)
+      out[i] = static_cast<unsigned char>(i * 131 + o->r->rank * 7 + 3);
+  } else {
+    memcpy(out, o->real.data(), len);  // ep 0: rank 0
+    const int from = o->mode == 1 && o->r->rank != 1 ? 2 : 1;
+    memcpy(out + len, o->real.data() + len * from, len);  // ep 1
+  }
+  *req = o;
+  return UCC_OK;
+}
+ucc_status_t lying_test(void*) { return UCC_OK; }
+ucc_status_t lying_free(void*) { return UCC_OK; }
+
+// Team creation over an OOB that lies: no member may end up on a team the
+// others do not share. Garbage fails every member. With one ep claimed
+// twice, a member whose view differs from the views it is shown fails,
+// and the members that agree get a team that works (no hang): in 1 ranks
+// 0 and 2, in 2 ranks 0 and 1.
+TEST(Misuse, TeamOverALyingOob) {
+  for (int mode = 0; mode < 3; ++mode) {
+    EXPECT_TRUE(ucct::run_ranks(3, [mode](ucct::Rank& r) {
+      ucct::World w;
+      if (w.init(r) != UCC_OK) return 1;
+      LyingOob lo{&r, mode, {}};
+      ucc_team_params_t p{};
+      p.mask = UCC_TEAM_PARAM_FIELD_OOB;
+      p.oob.allgather = lying_allgather;
+      p.oob.req_test = lying_test;
+      p.oob.req_free = lying_free;
+      p.oob.coll_info = &lo;
+      p.oob.n_oob_eps = 2;
+      p.oob.oob_ep = r.rank == 0 ? 0 : 1;
+      ucc_team_h t = nullptr;
+      ucc_status_t st = ucc_team_create_post(&w.ctx, 1, &p, &t);
+      const double end = ucct::now_s() + 30;
+      while (st == UCC_OK && (st = ucc_team_create_test(t)) == UCC_INPROGRESS &&
+             ucct::now_s() < end)
+        ucc_context_progress(w.ctx);
+      const bool should_work =
+          (mode == 1 && r.rank != 1) || (mode == 2 && r.rank != 2);
+      if (should_work != (st == UCC_OK)) {
+        std::fprintf(stderr, "mode %d rank %d: team creation %s\n", mode,
+                     r.rank, ucct::status_name(st));
+        return 2;
+      }
+      if (should_work) {  // the real members' team works
+        std::vector<int32_t> in(4, r.rank + 1), out(4, -1);
+        ucc_coll_args_t a = sum_args(in, out);
+        ucc_coll_req_h req = nullptr;
+        if (ucc_collective_init(&a, &req, t) != UCC_OK ||
+            ucc_collective_post(req) != UCC_OK || w.wait(req) != UCC_OK)
+          return 3;
+        ucc_collective_finalize(req);
+        const int32_t want = mode == 1 ? 1 + 3 : 1 + 2;
+        if (out[0] != want) return 4;
+      }
+      if (t != nullptr) {
+        while ((st = ucc_team_destroy(t)) == UCC_INPROGRESS)
+          ucc_context_progress(w.ctx);
+      }
+      return w.barrier() == UCC_OK ? 0 : 5;
+    })) << "mode " << mode;
+  }
 }
 
 }  // namespace
