@@ -27,21 +27,47 @@ MsgKey tagged_key(const CollDesc& d) {
   return key_tagged(d.tag, d.coll, d.set_start, d.set_stride, d.set_size);
 }
 
+// What every member of a collective must agree on, folded into 16 bits
+// (FNV-1a): the datatype (a generic type by its element size: its index
+// is per process), the op of reductions, the root of rooted ones, and the
+// count where every member's must be equal (not for v-collectives, whose
+// count is this rank's part). In place is each member's own business.
+uint16_t sig_of(const CollDesc& d, const off::CollTraits& t) {
+  uint64_t f[4] = {static_cast<uint64_t>(d.dtype) |
+                       (uint64_t{d.dtype == off::DType::kGeneric ? d.user_esize
+                                                                  : 0u}
+                        << 8),
+                   t.reduces ? static_cast<uint64_t>(d.op) : 0,
+                   t.rooted ? d.root : 0, t.vector() ? 0 : d.count};
+  uint32_t h = 2166136261u;
+  const auto* p = reinterpret_cast<const unsigned char*>(f);
+  for (size_t i = 0; i < sizeof(f); ++i) {
+    h ^= p[i];
+    h *= 16777619u;
+  }
+  return static_cast<uint16_t>(h ^ (h >> 16));
+}
+
 // The worse of two final statuses: any error beats success, and among
 // errors the lowest value, so every member picks the same one.
 Status worse(Status a, Status b) {
   return static_cast<int>(a) <= static_cast<int>(b) ? a : b;
 }
 
-// One 4-byte status message of the collective to set position `to`; false
-// while the peer's inbox has no room.
+// A status message of the collective to set position `to`: the status
+// (4 bytes), and for the agreement (kStatus) the collective's signature
+// after it, so that members that posted it differently learn it even
+// where no data passed between them (two roots of one bcast). false while
+// the peer's inbox has no room.
 bool send_status(Port& port, const CollRun& r, uint32_t to, MsgKind kind,
                  Status st) {
   void* slot = port.reserve(r.team_rank(to), r.id);
   if (slot == nullptr) return false;
-  int32_t code = static_cast<int32_t>(st);
-  memcpy(slot, &code, sizeof(code));
-  port.commit(r.team_rank(to), sizeof(code), r.key, kind);
+  const uint32_t msg[2] = {static_cast<uint32_t>(static_cast<int32_t>(st)),
+                           sig_in(r.key)};
+  const uint32_t len = kind == MsgKind::kStatus ? 8 : 4;
+  memcpy(slot, msg, len);
+  port.commit(r.team_rank(to), len, nosig(r.key), kind);
   return true;
 }
 
@@ -75,7 +101,7 @@ uint64_t Engine::start_queued(Team& t, uint64_t now) {
       MsgKey k = tagged_key(d);
       bool clash = false;
       for (uint32_t i = 0; i < t.nrun; ++i)
-        clash |= t.inst[t.order[i]].run.key == k;
+        clash |= nosig(t.inst[t.order[i]].run.key) == k;
       if (clash) break;
     }
     uint32_t id = 0;
@@ -111,18 +137,19 @@ void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
   r.rank = set_rank(t, d);
   r.set_start = d.set_size != 0 ? d.set_start : 0;
   r.set_stride = d.set_size != 0 ? d.set_stride : 1;
+  const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
   if (tagged(d)) {
     r.key = tagged_key(d);
   } else {
     r.key = key_ordered(++t.seq, d.coll);
     t.port.set_started(t.seq);
   }
+  r.key = with_sig(r.key, sig_of(d, traits));
   t.port.set_live(id, r.key);
   r.esize = off::elem_size(d);
   // Reductions combine whole elements, so each message carries a whole
   // number of them (validate: esize <= slot size).
   const uint32_t slot = t.port.slot_size();
-  const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
   r.slot = traits.reduces ? slot - slot % r.esize : slot;
   r.user = env_.user_reduce;
   r.mem = &env_.mem;
@@ -276,11 +303,19 @@ uint64_t Engine::agree(Team& t, Inst& in) {
     uint32_t from = (r.rank + r.size - in.agree_dist) % r.size;
     uint32_t len = 0;
     const void* m =
-        t.port.find(r.team_rank(from), r.key, MsgKind::kStatus, &len);
+        t.port.find(r.team_rank(from), nosig(r.key), MsgKind::kStatus, &len);
     if (m == nullptr) return events;
     int32_t code = static_cast<int32_t>(Status::kNoMessage);
-    if (len == sizeof(code)) memcpy(&code, m, sizeof(code));
-    t.port.release(r.team_rank(from), r.key, MsgKind::kStatus);
+    uint32_t their_sig = 0;
+    if (len == 8) {
+      memcpy(&code, m, sizeof(code));
+      memcpy(&their_sig, static_cast<const char*>(m) + 4, sizeof(their_sig));
+      // The peer posted this collective differently (datatype, op, root,
+      // count): wrong data somewhere, whatever the statuses say.
+      if (their_sig != sig_in(r.key))
+        code = static_cast<int32_t>(Status::kInvalidParam);
+    }
+    t.port.release(r.team_rank(from), nosig(r.key), MsgKind::kStatus);
     in.st = worse(in.st, static_cast<Status>(code));
     in.agree_sent = false;
     in.agree_dist *= 2;
@@ -298,7 +333,7 @@ void Engine::check_aborts(Team& t) {
         if (!failed(st) || st == Status::kInProgress) st = Status::kError;
         for (uint32_t i = 0; i < t.nrun; ++i) {
           Inst& in = t.inst[t.order[i]];
-          if (in.run.key != k) continue;
+          if (nosig(in.run.key) != nosig(k)) continue;
           if (in.phase == Inst::Phase::kRun) {
             // The sender has told everyone: no need to pass it on.
             alg_ended(t, in, st, false);

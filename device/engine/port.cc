@@ -7,12 +7,28 @@
 namespace ucc::dev {
 namespace {
 
-// w[2] layout: coll (8 bits) | mode (8 bits) | stride (32 bits).
+// w[2] layout: coll (8 bits) | mode (8 bits) | signature (16 bits) |
+// stride (32 bits).
 enum : uint64_t { kModeOrdered = 1, kModeTagged = 2 };
+constexpr uint64_t kSigMask = uint64_t{0xffff} << 32;
 
 uint64_t mode_of(const MsgKey& k) { return (k.w[2] >> 48) & 0xff; }
 
 }  // namespace
+
+MsgKey with_sig(MsgKey k, uint16_t sig) {
+  k.w[2] = (k.w[2] & ~kSigMask) | (uint64_t{sig} << 32);
+  return k;
+}
+
+MsgKey nosig(MsgKey k) {
+  k.w[2] &= ~kSigMask;
+  return k;
+}
+
+uint32_t sig_in(const MsgKey& k) {
+  return static_cast<uint32_t>((k.w[2] & kSigMask) >> 32);
+}
 
 MsgKey key_ordered(uint64_t seq, off::CollType coll) {
   return MsgKey{
@@ -139,8 +155,12 @@ void Port::end_live(uint32_t id, bool abandoned) {
 }
 
 Port::Class Port::classify(const MsgKey& k) const {
+  // By the collective, whatever the signature: a message of a live
+  // collective with another signature is a clash for scan() to report,
+  // not a stale message to drop.
+  const MsgKey kn = nosig(k);
   for (uint64_t m = live_mask_; m != 0; m &= m - 1) {
-    if (live_[__builtin_ctzll(m)] == k) return Class::kLive;
+    if (nosig(live_[__builtin_ctzll(m)]) == kn) return Class::kLive;
   }
   if (mode_of(k) == kModeOrdered) {
     // Every message of an ordered collective that ended normally was
@@ -148,7 +168,7 @@ Port::Class Port::classify(const MsgKey& k) const {
     return k.w[0] <= started_ ? Class::kStale : Class::kFuture;
   }
   for (const MsgKey& a : abandoned_) {
-    if (a == k) return Class::kStale;
+    if (nosig(a) == kn) return Class::kStale;
   }
   return Class::kFuture;
 }
@@ -177,9 +197,15 @@ int32_t Port::scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
   for (uint32_t s = from; s < n; ++s) {
     const MsgHdr* h = links_.rx_hdr(peer, s);
     if (h == nullptr) continue;
-    if (h->key == k) {
-      if (h->kind == static_cast<uint8_t>(kind)) return static_cast<int32_t>(s);
-      continue;  // another kind of the same collective
+    if (nosig(h->key) == nosig(k)) {
+      if (h->kind != static_cast<uint8_t>(kind))
+        continue;  // another kind of the same collective
+      if (h->key == k) return static_cast<int32_t>(s);
+      // The same collective, but the peer posted it with another
+      // datatype, op, root or count (the key's signature): a mismatch
+      // that would give wrong data silently.
+      *clash = true;
+      return static_cast<int32_t>(s);
     }
     if (mode_of(k) == kModeOrdered && mode_of(h->key) == kModeOrdered &&
         h->key.w[0] == k.w[0]) {

@@ -45,6 +45,15 @@ enum class MsgKind : uint8_t { kData = 0, kAbort = 1, kStatus = 2 };
 
 // Key of the seq-th collective of a team that posts in order (seq >= 1).
 MsgKey key_ordered(uint64_t seq, off::CollType coll);
+// A collective's signature in its key (what every member must agree on:
+// datatype, op, root, count; sig_of in inst.cc), and the key without it.
+// Data messages carry it, so that a member that posted the "same"
+// collective differently sees a clash instead of silently mixing data;
+// status messages (aborts, agreement) carry the key without it, so that
+// they reach the members whatever they posted.
+MsgKey with_sig(MsgKey k, uint16_t sig);
+MsgKey nosig(MsgKey k);
+uint32_t sig_in(const MsgKey& k);
 // Key of a collective matched by its user tag, on the whole team
 // (set_size 0) or an active set.
 MsgKey key_tagged(uint16_t tag, off::CollType coll, uint32_t set_start,

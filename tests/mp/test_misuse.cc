@@ -229,3 +229,62 @@ TEST(Misuse, TeamOverALyingOob) {
 }
 
 }  // namespace
+
+namespace {
+
+// Members that post "the same" collective differently: one with MAX where
+// the others SUM, one with float32 where the others int32 (same bytes),
+// two that each believe they are the root of a bcast. Before, everyone
+// got Success with different data; now every member gets an error (the
+// bcast with error_type GLOBAL: a root that only sends learns it through
+// the agreement), and the team goes on working.
+TEST(Misuse, MismatchedCollectivesFail) {
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    std::vector<int32_t> in(64), out(64, -1);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = int32_t(r.rank + i);
+    // Different ops.
+    ucc_coll_args_t a = sum_args(in, out);
+    if (r.rank == 1) a.op = UCC_OP_MAX;
+    ucc_status_t st = w.run(a, 20);
+    if (st == UCC_OK || st == UCC_ERR_TIMED_OUT) {
+      std::fprintf(stderr, "rank %d: op mismatch gave %s\n", r.rank,
+                   ucct::status_name(st));
+      return 2;
+    }
+    // Different datatypes of one size.
+    a = sum_args(in, out);
+    if (r.rank == 0) {
+      a.src.info.datatype = UCC_DT_FLOAT32;
+      a.dst.info.datatype = UCC_DT_FLOAT32;
+    }
+    st = w.run(a, 20);
+    if (st == UCC_OK || st == UCC_ERR_TIMED_OUT) {
+      std::fprintf(stderr, "rank %d: dtype mismatch gave %s\n", r.rank,
+                   ucct::status_name(st));
+      return 3;
+    }
+    // Two roots.
+    ucc_coll_args_t b{};
+    b.coll_type = UCC_COLL_TYPE_BCAST;
+    b.root = r.rank == 1 ? 1 : 0;
+    b.error_type = UCC_ERR_TYPE_GLOBAL;
+    b.src.info = {in.data(), in.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    st = w.run(b, 20);
+    if (st == UCC_OK || st == UCC_ERR_TIMED_OUT) {
+      std::fprintf(stderr, "rank %d: root mismatch gave %s\n", r.rank,
+                   ucct::status_name(st));
+      return 4;
+    }
+    // Agreed again: right results (the bcast wrote into `in`: refill).
+    for (size_t i = 0; i < in.size(); ++i) in[i] = int32_t(r.rank + i);
+    a = sum_args(in, out);
+    if (w.run(a) != UCC_OK) return 5;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i] != int32_t(3 + 3 * i)) return 6;
+    return 0;
+  }));
+}
+
+}  // namespace
