@@ -272,6 +272,7 @@ struct ucc_team {
   uint64_t* peer_nonce;  // team rank -> that member's request, 0 unknown
   uint8_t* boot_bits;    // team rank -> kSent/kGot bits per phase
   uint64_t deadline_ns;  // creation fails with UCC_ERR_TIMED_OUT after it
+  uint64_t destroy_deadline_ns;  // destroy stops waiting for collectives
   bool queued;           // on the context's boot_queue
   ucc_team* boot_next;
 };

@@ -15,6 +15,7 @@
 #include <new>
 
 #include "host/request.h"
+#include "platform/os/clock.h"
 #include "platform/os/log.h"
 
 using ucc::off::Status;
@@ -65,6 +66,9 @@ ucc_team* team_alloc(ucc_context*) {
   if (t == nullptr) {
     t = static_cast<ucc_team*>(malloc(sizeof(ucc_team)));
     if (t == nullptr) return nullptr;
+  } else {
+    // The request pool a buried team kept for its stale handles goes now.
+    request_pool_fini(t);
   }
   memset(static_cast<void*>(t), 0, sizeof(*t));
   t->eng_idx = UINT32_MAX;
@@ -74,7 +78,10 @@ ucc_team* team_alloc(ucc_context*) {
 void team_free(ucc_context* ctx, ucc_team* t, uint32_t magic) {
   mbox_end(t);
   if (t->eng_idx != UINT32_MAX) ctx->engine->team_close(t->eng_idx);
-  ucc::host::request_pool_fini(t);
+  // The request pool stays with the buried object until it is reused:
+  // a request handle kept past destroy (ucc_collective_test is an inline
+  // read of it) finds a dead magic and its last status, not freed memory.
+  for (uint32_t i = 0; i < t->nreqs; ++i) t->reqs[i].magic = kDeadMagic;
   free(t->eps);
   free(t->addrs);
   free(t->oks);
@@ -202,6 +209,14 @@ bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {
     for (uint32_t j = i + 1; j < n && !shared; ++j)
       shared = same_host(addrs[i], addrs[j]);
   return several && shared;
+}
+
+// Whether a collective of the team is posted and not yet complete.
+bool posted_on(const ucc_team* t) {
+  ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
+  for (uint32_t i = 0; i < t->nreqs; ++i)
+    if (t->reqs[i].linked) return true;
+  return false;
 }
 
 // FNV-1a over the members' addresses: what every member must have
@@ -345,6 +360,18 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
     return UCC_ERR_INVALID_PARAM;
   }
   ucc_status_t st = UCC_OK;
+  if (t->parent != nullptr && t->state != ucc_team::State::kReady &&
+      t->state != ucc_team::State::kFailed &&
+      ucc::plat::now_ns() > t->deadline_ns) {
+    // A split whose peers did not all play their part in time. The
+    // parent's exchange under way is left to end with the parent.
+    UCC_ERROR(
+        "ucc_team_create_test: split did not complete within "
+        "UCC_TEAM_CREATE_TIMEOUT; a member of the parent is gone or never "
+        "called ucc_team_create_from_parent");
+    t->boot_req = nullptr;
+    return fail(t, UCC_ERR_TIMED_OUT);
+  }
   switch (t->state) {
     case ucc_team::State::kMembership:
       st = ucc::host::split_membership(t);
@@ -439,6 +466,25 @@ ucc_status_t ucc_team_destroy(ucc_team_h t) {
     if (st == UCC_INPROGRESS) return UCC_INPROGRESS;
     t->oob.req_free(t->oob_req);
     t->oob_req = nullptr;
+  }
+  // Collectives still running on the team: their peers may need our part
+  // of them, and their requests must not go while the caller may still
+  // look at them. Wait for them (UCC_INPROGRESS, progressing meanwhile),
+  // for UCC_NET_PEER_TIMEOUT at most; after that they end with an error.
+  if (posted_on(t)) {
+    const uint64_t now = ucc::plat::now_ns();
+    if (t->destroy_deadline_ns == 0)
+      t->destroy_deadline_ns =
+          now + uint64_t{ctx->settings.link.tcp.peer_timeout_ms} * 1000000ull;
+    if (now < t->destroy_deadline_ns) {
+      ucc_context_progress(ctx);
+      if (posted_on(t)) return UCC_INPROGRESS;
+    } else {
+      UCC_WARN(
+          "ucc_team_destroy: collectives still running after %u ms; they "
+          "end with an error",
+          ctx->settings.link.tcp.peer_timeout_ms);
+    }
   }
   ucc::host::Guard g(ctx->lock, ctx->mt);
   ucc::host::team_teardown(ctx, t, ucc::host::kDeadMagic);

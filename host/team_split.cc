@@ -8,13 +8,17 @@
 //   kMembership  (included, my_ep) of every parent member
 //   kExchange    fabric addresses      (team.cc, through split_exchange)
 //   kConfirm     connected or not      (team.cc, through split_exchange)
-// Members left out take part in all three and end with a handle of an
-// empty team: ucc_team_create_test gives UCC_OK, collectives on it are
-// refused, and ucc_team_destroy releases it.
+// Members left out take part in all three before the call returns (the
+// others need their part) and end with a handle of an empty team:
+// ucc_team_create_test gives UCC_OK, collectives on it are refused, and
+// ucc_team_destroy releases it. Creation fails with UCC_ERR_TIMED_OUT
+// after UCC_TEAM_CREATE_TIMEOUT on members whose peers do not play their
+// part.
 #include <cstdlib>
 #include <cstring>
 
 #include "host/request.h"
+#include "platform/os/clock.h"
 #include "platform/os/log.h"
 
 namespace ucc::host {
@@ -128,10 +132,21 @@ extern "C" ucc_status_t ucc_team_create_from_parent(uint64_t my_ep,
   }
   t->state = ucc_team::State::kMembership;
   t->magic = ucc::host::kTeamMagic;
+  // Members that went away (or never take part) cannot hold the others
+  // past the creation timeout.
+  t->deadline_ns = ucc::plat::now_ns() + ctx->settings.team_timeout_ns;
   {
     ucc::host::Guard g(ctx->lock, ctx->mt);
     ucc::host::team_link_live(ctx, t);
   }
   *new_team = t;
-  return UCC_OK;
+  if (!t->excluded) return UCC_OK;
+  // A member left out has its part to play in the parent's exchanges
+  // (they are allgathers the others need), and may go on without ever
+  // testing the handle (destroying the parent, its context): it plays it
+  // now, before returning.
+  ucc_status_t st;
+  while ((st = ucc_team_create_test(t)) == UCC_INPROGRESS) {
+  }
+  return st == UCC_OK ? UCC_OK : st;
 }

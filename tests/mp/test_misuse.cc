@@ -288,3 +288,87 @@ TEST(Misuse, MismatchedCollectivesFail) {
 }
 
 }  // namespace
+
+namespace {
+
+// Rank 0 destroys a team right after posting a collective on it, without
+// waiting; rank 1 posts its part later. Destroy waits (UCC_INPROGRESS)
+// until the collective has run, so rank 1 is not left waiting forever and
+// rank 0's result is there; rank 0's request handle, kept past destroy,
+// reads its status and refuses finalize without touching freed memory.
+TEST(Misuse, TeamDestroyWaitsForItsCollectives) {
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    ucc_team_params_t p{};
+    p.mask = UCC_TEAM_PARAM_FIELD_OOB;
+    p.oob = w.oob;
+    ucc_team_h t = nullptr;
+    CK(ucc_team_create_post(&w.ctx, 1, &p, &t));
+    ucc_status_t st;
+    while ((st = ucc_team_create_test(t)) == UCC_INPROGRESS)
+      ucc_context_progress(w.ctx);
+    CK(st);
+    std::vector<int32_t> in(1000, r.rank + 1), out(1000, -1);
+    ucc_coll_args_t a = sum_args(in, out);
+    ucc_coll_req_h req = nullptr;
+    if (r.rank == 1) usleep(200000);
+    CK(ucc_collective_init(&a, &req, t));
+    CK(ucc_collective_post(req));
+    if (r.rank == 0) {
+      const double end = ucct::now_s() + 30;
+      while ((st = ucc_team_destroy(t)) == UCC_INPROGRESS &&
+             ucct::now_s() < end) {
+      }
+      CK(st);
+      WANT(ucc_collective_test(req), UCC_OK);
+      WANT(ucc_collective_finalize(req), UCC_ERR_INVALID_PARAM);
+    } else {
+      CK(w.wait(req, 30));
+      CK(ucc_collective_finalize(req));
+      while ((st = ucc_team_destroy(t)) == UCC_INPROGRESS)
+        ucc_context_progress(w.ctx);
+      CK(st);
+    }
+    for (int32_t v : out)
+      if (v != 3) return 2;
+    return 0;
+  }));
+}
+
+// The members left out of a split go on at once (destroying the parent
+// team and their context, never testing what they got): the call has
+// played their part, and the others' new team is made and works.
+TEST(Misuse, SplitLeftOutGoesAway) {
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    ucc_team_h t = nullptr;
+    if (r.rank == 2) {
+      CK(ucc_team_create_from_parent(0, 0, w.team, &t));
+      CK(ucc_team_destroy(t));
+      return 0;  // World: parent team and context destroyed at once
+    }
+    CK(ucc_team_create_from_parent(r.rank, 1, w.team, &t));
+    ucc_status_t st;
+    const double end = ucct::now_s() + 30;
+    while ((st = ucc_team_create_test(t)) == UCC_INPROGRESS &&
+           ucct::now_s() < end)
+      ucc_context_progress(w.ctx);
+    CK(st);
+    std::vector<int32_t> in(10, r.rank + 1), out(10, -1);
+    ucc_coll_args_t a = sum_args(in, out);
+    ucc_coll_req_h req = nullptr;
+    CK(ucc_collective_init(&a, &req, t));
+    CK(ucc_collective_post(req));
+    CK(w.wait(req, 30));
+    CK(ucc_collective_finalize(req));
+    if (out[0] != 3) return 2;
+    while ((st = ucc_team_destroy(t)) == UCC_INPROGRESS)
+      ucc_context_progress(w.ctx);
+    CK(st);
+    return 0;
+  }));
+}
+
+}  // namespace
