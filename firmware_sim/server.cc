@@ -67,6 +67,7 @@ bool hello_ok(const proto::Hello& h) {
 Server::~Server() {
   while (nclients_ != 0) drop(nclients_ - 1);
   free(clients_);
+  free(pfds_);
   if (lfd_ >= 0) {
     close(lfd_);
     unlink(cfg_.socket_path);
@@ -93,35 +94,40 @@ void Server::accept_clients() {
     if (poll(&pf, 1, 0) <= 0) return;
     int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
-    if (nclients_ == cap_) {
-      uint32_t cap = cap_ == 0 ? 16 : cap_ * 2;
-      auto** n = static_cast<Client**>(realloc(clients_, cap * sizeof(void*)));
-      if (n == nullptr) {
-        close(fd);
-        return;
-      }
-      clients_ = n;
-      cap_ = cap;
-    }
-    auto* c = new (std::nothrow) Client;
-    if (c == nullptr) {
-      close(fd);
-      return;
-    }
-    c->io.init(fd);
-    if (!plat::sock::peer_cred(fd, &c->pid, &c->uid) ||
-        (!cfg_.any_user && c->uid != static_cast<int64_t>(geteuid()))) {
-      UCC_INFO(
-          "firmware_sim: refused pid %d of uid %lld (this daemon serves uid "
-          "%u only; --allow-users for all)",
-          c->pid, static_cast<long long>(c->uid),
-          static_cast<unsigned>(geteuid()));
-      delete c;  // closes the socket
-      continue;
-    }
-    clients_[nclients_++] = c;
-    UCC_DEBUG("firmware_sim: client pid %d connected", c->pid);
+    if (!adopt(fd)) return;
   }
+}
+
+bool Server::adopt(int fd) {
+  if (nclients_ == cap_) {
+    uint32_t cap = cap_ == 0 ? 16 : cap_ * 2;
+    auto** n = static_cast<Client**>(realloc(clients_, cap * sizeof(void*)));
+    if (n == nullptr) {
+      close(fd);
+      return false;
+    }
+    clients_ = n;
+    cap_ = cap;
+  }
+  auto* c = new (std::nothrow) Client;
+  if (c == nullptr) {
+    close(fd);
+    return false;
+  }
+  c->io.init(fd);
+  if (!plat::sock::peer_cred(fd, &c->pid, &c->uid) ||
+      (!cfg_.any_user && c->uid != static_cast<int64_t>(geteuid()))) {
+    UCC_INFO(
+        "firmware_sim: refused pid %d of uid %lld (this daemon serves uid "
+        "%u only; --allow-users for all)",
+        c->pid, static_cast<long long>(c->uid),
+        static_cast<unsigned>(geteuid()));
+    delete c;  // closes the socket
+    return true;
+  }
+  clients_[nclients_++] = c;
+  UCC_DEBUG("firmware_sim: client pid %d connected", c->pid);
+  return true;
 }
 
 void Server::drop(uint32_t i) {
@@ -397,8 +403,6 @@ Stats Server::stats() const {
 void Server::run() {
   uint32_t idle = 0, passes = 0;
   uint64_t last_client_ms = now_ms();
-  pollfd* pfds = nullptr;
-  uint32_t pcap = 0;
   while (stop_ == 0) {
     uint64_t events = progress();
     // Requests and new clients: checked every pass while busy is cheap
@@ -417,51 +421,15 @@ void Server::run() {
       sched_yield();
     }
     if (events != 0 && (++passes & 63) != 0) continue;  // busy: poll less
-    if (pcap < nclients_ + 1) {
-      pcap = nclients_ + 16;
-      auto* n = static_cast<pollfd*>(realloc(pfds, pcap * sizeof(pollfd)));
-      if (n == nullptr) break;
-      pfds = n;
-    }
-    pfds[0] = pollfd{lfd_, POLLIN, 0};
-    for (uint32_t i = 0; i < nclients_; ++i)
-      pfds[i + 1] =
-          pollfd{clients_[i]->io.fd(),
-                 static_cast<short>(POLLIN |
-                                    (clients_[i]->io.wants_out() ? POLLOUT : 0)),
-                 0};
     int timeout = 0;
     if (sleep) timeout = nclients_ != 0 ? cfg_.sleep_ms : 100;
     // Peers on the wire cannot ring our doorbell: keep naps short.
     if (sleep && cfg_.wire != nullptr && timeout > 1) timeout = 1;
-    int n = poll(pfds, nclients_ + 1, timeout);
+    if (!io_pass(timeout)) break;
     if (sleep) {
       for (uint32_t i = 0; i < nclients_; ++i)
         if (clients_[i]->ready) clients_[i]->ch.set_engine_idle(false);
       idle = 0;
-    }
-    if (n > 0) {
-      // Clients first (indices match pfds until one is dropped).
-      for (uint32_t i = nclients_; i-- > 0;) {
-        short re = pfds[i + 1].revents;
-        if (re == 0) continue;
-        Client& c = *clients_[i];
-        bool keep = true;
-        if (re & POLLOUT) keep = c.io.flush();
-        if (keep && (re & (POLLIN | POLLHUP | POLLERR))) keep = handle(c);
-        if (!keep) drop(i);
-      }
-      if (pfds[0].revents & POLLIN) accept_clients();
-    }
-    // A request left half-sent, or replies left unread, for too long.
-    const uint64_t now = now_ms();
-    for (uint32_t i = nclients_; i-- > 0;) {
-      if (clients_[i]->io.overdue(now, static_cast<uint64_t>(cfg_.io_timeout_ms))) {
-        UCC_INFO("firmware_sim: pid %d kept a request or its replies pending "
-                 "past %d ms; dropping it",
-                 clients_[i]->pid, cfg_.io_timeout_ms);
-        drop(i);
-      }
     }
     if (nclients_ != 0) {
       last_client_ms = now_ms();
@@ -472,7 +440,54 @@ void Server::run() {
         break;
     }
   }
-  free(pfds);
+}
+
+bool Server::io_pass(int timeout_ms) {
+  if (pcap_ < nclients_ + 1) {
+    const uint32_t cap = nclients_ + 16;
+    auto* n = static_cast<pollfd*>(realloc(pfds_, cap * sizeof(pollfd)));
+    if (n == nullptr) return false;
+    pfds_ = n;
+    pcap_ = cap;
+  }
+  pfds_[0] = pollfd{lfd_, POLLIN, 0};
+  for (uint32_t i = 0; i < nclients_; ++i)
+    pfds_[i + 1] =
+        pollfd{clients_[i]->io.fd(),
+               static_cast<short>(POLLIN |
+                                  (clients_[i]->io.wants_out() ? POLLOUT : 0)),
+               0};
+  const int n = poll(pfds_, nclients_ + 1, timeout_ms);
+  if (n > 0) {
+    // Clients first (indices match pfds_ until one is dropped).
+    for (uint32_t i = nclients_; i-- > 0;) {
+      short re = pfds_[i + 1].revents;
+      if (re == 0) continue;
+      Client& c = *clients_[i];
+      bool keep = true;
+      if (re & POLLOUT) keep = c.io.flush();
+      if (keep && (re & (POLLIN | POLLHUP | POLLERR))) keep = handle(c);
+      if (!keep) drop(i);
+    }
+    if (lfd_ >= 0 && (pfds_[0].revents & POLLIN)) accept_clients();
+  }
+  // A request left half-sent, or replies left unread, for too long.
+  const uint64_t now = now_ms();
+  for (uint32_t i = nclients_; i-- > 0;) {
+    if (clients_[i]->io.overdue(now, static_cast<uint64_t>(cfg_.io_timeout_ms))) {
+      UCC_INFO("firmware_sim: pid %d kept a request or its replies pending "
+               "past %d ms; dropping it",
+               clients_[i]->pid, cfg_.io_timeout_ms);
+      drop(i);
+    }
+  }
+  return true;
+}
+
+uint64_t Server::pass() {
+  const uint64_t events = progress();
+  io_pass(0);
+  return events;
 }
 
 }  // namespace ucc::fw

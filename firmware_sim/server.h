@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <poll.h>
 
 #include "offload/proto.h"
 #include "offload/types.h"
@@ -69,10 +70,22 @@ class Server {
   void run();
   void stop() { stop_ = 1; }
 
+  // For tests and fuzzing in one process: serve a connected socket as a
+  // client (the same checks as an accepted one; false only when out of
+  // memory), one pass of the loop without sleeping (engines, then the
+  // sockets), and how many clients are being served.
+  bool adopt(int fd);
+  uint64_t pass();
+  uint32_t clients() const { return nclients_; }
+
  private:
   struct Client;
 
   void accept_clients();
+  // Polls the listening socket and the clients for timeout_ms at most and
+  // serves what is ready; drops clients that are overdue. false when out
+  // of memory.
+  bool io_pass(int timeout_ms);
 
   bool handle(Client& c);  // false: drop the client
   // Whether a client's process is still the one that said hello (false:
@@ -97,6 +110,8 @@ class Server {
   ServerConfig cfg_{};
   int lfd_ = -1;
   Client** clients_ = nullptr;
+  ::pollfd* pfds_ = nullptr;  // io_pass's, one per client + listener
+  uint32_t pcap_ = 0;
   uint32_t nclients_ = 0;
   uint32_t cap_ = 0;
   uint64_t started_ms_ = 0;

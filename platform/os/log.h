@@ -5,7 +5,9 @@
 
 namespace ucc::plat {
 
-enum class LogLevel : int { kError = 0, kWarn, kInfo, kDebug, kTrace };
+// kOff (log_set_level only): nothing at all, for fuzzers that make the
+// library log errors by design.
+enum class LogLevel : int { kOff = -1, kError = 0, kWarn, kInfo, kDebug, kTrace };
 
 // Reads UCC_LOG_LEVEL once; later calls are no-ops.
 void log_init();

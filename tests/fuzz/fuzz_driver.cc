@@ -13,73 +13,23 @@
 // and iteration count; besides, when the target aborts or crashes the
 // input is written to CRASH_FILE (default fuzz_engine_crash.bin) for
 // replay.
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <vector>
 
 #include "offload/descriptor.h"
 #include "tests/fuzz/fuzz_engine.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UCC_FUZZ_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UCC_FUZZ_ASAN 1
-#endif
-#endif
-#ifdef UCC_FUZZ_ASAN
-#include <sanitizer/common_interface_defs.h>
-#endif
+#include "tests/fuzz/fuzz_util.h"
 
 namespace {
 
+using ucc::fuzz::Rng;
 using ucc::off::CollDesc;
-
-// The input being tried, for the crash handler.
-const uint8_t* g_cur = nullptr;
-size_t g_cur_len = 0;
-const char* g_crash_file = "fuzz_engine_crash.bin";
-
-void save_current() {
-  if (g_cur == nullptr) return;
-  int fd = open(g_crash_file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return;
-  size_t done = 0;
-  while (done < g_cur_len) {
-    ssize_t n = write(fd, g_cur + done, g_cur_len - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  static const char msg[] = "fuzz_engine_driver: input saved\n";
-  if (write(2, msg, sizeof(msg) - 1) < 0) return;
-}
-
-void on_fatal(int sig) {
-  save_current();
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-struct Rng {
-  uint64_t s;
-  uint64_t next() {  // xorshift64*
-    s ^= s >> 12;
-    s ^= s << 25;
-    s ^= s >> 27;
-    return s * 0x2545f4914f6cdd1dull;
-  }
-  uint64_t below(uint64_t n) { return n == 0 ? 0 : next() % n; }
-};
 
 struct Field {
   size_t off, size;
@@ -204,22 +154,6 @@ void mutate(Rng& r, const std::vector<ucc::fuzz::Seed>& seeds,
   }
 }
 
-double now_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
-bool read_file(const char* path, std::vector<uint8_t>* out) {
-  FILE* f = fopen(path, "rb");
-  if (f == nullptr) return false;
-  uint8_t b[4096];
-  size_t n;
-  while ((n = fread(b, 1, sizeof(b), f)) > 0) out->insert(out->end(), b, b + n);
-  fclose(f);
-  return true;
-}
-
 int usage() {
   fprintf(stderr,
           "usage: fuzz_engine_driver [-n ITERATIONS] [-t SECONDS] [-s SEED] "
@@ -235,6 +169,7 @@ int main(int argc, char** argv) {
   uint64_t iterations = 200000, seed = 1;
   double seconds = 0;
   const char* corpus_dir = nullptr;
+  const char* crash_file = "fuzz_engine_crash.bin";
   std::vector<const char*> files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -246,7 +181,7 @@ int main(int argc, char** argv) {
     } else if (a == "-s" && has_val) {
       seed = strtoull(argv[++i], nullptr, 10);
     } else if (a == "-o" && has_val) {
-      g_crash_file = argv[++i];
+      crash_file = argv[++i];
     } else if (a == "--write-corpus" && has_val) {
       corpus_dir = argv[++i];
     } else if (a[0] == '-') {
@@ -255,16 +190,12 @@ int main(int argc, char** argv) {
       files.push_back(argv[i]);
     }
   }
-  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
-    signal(sig, on_fatal);
-#ifdef UCC_FUZZ_ASAN
-  __sanitizer_set_death_callback(save_current);
-#endif
+  ucc::fuzz::install_crash_saver(crash_file);
 
   if (!files.empty()) {
     for (const char* path : files) {
       std::vector<uint8_t> in;
-      if (!read_file(path, &in)) {
+      if (!ucc::fuzz::read_file(path, &in)) {
         fprintf(stderr, "cannot read %s\n", path);
         return 1;
       }
@@ -294,8 +225,7 @@ int main(int argc, char** argv) {
   // The seeds must be accepted where they say they are.
   for (const auto& s : seeds) {
     ucc::fuzz::Stats before = ucc::fuzz::stats();
-    g_cur = s.bytes.data();
-    g_cur_len = s.bytes.size();
+    ucc::fuzz::set_current(s.bytes.data(), s.bytes.size());
     LLVMFuzzerTestOneInput(s.bytes.data(), s.bytes.size());
     const ucc::fuzz::Stats& after = ucc::fuzz::stats();
     bool t1 = after.accepted_team1 != before.accepted_team1;
@@ -311,18 +241,19 @@ int main(int argc, char** argv) {
   }
 
   Rng rng{seed * 0x9e3779b97f4a7c15ull + 1};
-  const double start = now_s();
+  const double start = ucc::fuzz::now_s();
   uint64_t done = 0;
   std::vector<uint8_t> in;
   for (; done < iterations; ++done) {
-    if ((done & 255) == 0 && seconds > 0 && now_s() - start > seconds) break;
+    if ((done & 255) == 0 && seconds > 0 &&
+        ucc::fuzz::now_s() - start > seconds)
+      break;
     in = seeds[rng.below(seeds.size())].bytes;
     mutate(rng, seeds, &in);
-    g_cur = in.data();
-    g_cur_len = in.size();
+    ucc::fuzz::set_current(in.data(), in.size());
     LLVMFuzzerTestOneInput(in.data(), in.size());
   }
-  g_cur = nullptr;
+  ucc::fuzz::set_current(nullptr, 0);
   const ucc::fuzz::Stats& st = ucc::fuzz::stats();
   printf(
       "fuzz_engine_driver: seed %llu, %llu mutated inputs in %.1f s: "
@@ -330,7 +261,7 @@ int main(int argc, char** argv) {
       "ok, %llu failed), %llu registration lookups compared; no property "
       "violated\n",
       static_cast<unsigned long long>(seed),
-      static_cast<unsigned long long>(done), now_s() - start,
+      static_cast<unsigned long long>(done), ucc::fuzz::now_s() - start,
       static_cast<unsigned long long>(st.accepted_team3),
       static_cast<unsigned long long>(st.accepted_team1),
       static_cast<unsigned long long>(st.ran_ok),
