@@ -84,6 +84,14 @@ Status Server::start(const ServerConfig& cfg) {
     return Status::kError;
   }
   lfd_ = s;
+  // A daemon for every user must be reachable by them (in a directory
+  // they can enter, which its administrator chose): each client is still
+  // told apart by its socket credentials.
+  if (cfg.any_user && chmod(cfg.socket_path, 0666) != 0) {
+    UCC_ERROR("firmware_sim: cannot open %s to all users: %s",
+              cfg.socket_path, strerror(errno));
+    return Status::kError;
+  }
   started_ms_ = now_ms();
   return Status::kOk;
 }
@@ -215,8 +223,15 @@ bool Server::dispatch(Client& c, Msg& m) {
     case proto::kStats:
       return on_stats(c, m);
     case proto::kShutdown:
-      shutdown_ = true;
-      rep.status = static_cast<int32_t>(Status::kOk);
+      // Only the daemon's own user (or root) ends it: on a daemon shared
+      // by users, one of them must not take it from the others.
+      if (c.uid == static_cast<int64_t>(geteuid()) || c.uid == 0) {
+        shutdown_ = true;
+        rep.status = static_cast<int32_t>(Status::kOk);
+      } else {
+        UCC_INFO("firmware_sim: uid %lld may not shut this daemon down",
+                 static_cast<long long>(c.uid));
+      }
       break;
     case proto::kDoorbell:
       return true;  // waking us was the point; no reply

@@ -37,7 +37,7 @@
 namespace ucc::plat {
 
 inline constexpr uint32_t kSegMagic = 0x55435347u;  // "UCSG"
-inline constexpr uint32_t kSegVersion = 2;
+inline constexpr uint32_t kSegVersion = 3;
 inline constexpr size_t kSlotHdr = 64;  // keeps payloads 64-byte aligned
 
 struct SegHeader {
@@ -50,6 +50,11 @@ struct SegHeader {
   uint32_t pad;
   std::atomic<uint32_t> attention;  // control messages delivered here
   std::atomic<uint32_t> closed;     // 1: the owner left normally; 2: lost
+  // A random secret of the segment, also in its address (which only the
+  // team's members get, through their OOB): whoever maps a segment
+  // checks it, so a tenant that guesses a segment's pid and fd cannot
+  // join another team's fabric.
+  uint64_t key[2];
 };
 static_assert(sizeof(SegHeader) <= 64);
 

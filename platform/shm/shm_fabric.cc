@@ -1,9 +1,9 @@
 #include "platform/shm/shm_fabric.h"
 
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +27,7 @@ struct ShmAddr {
   uint32_t nranks;
   uint32_t pad;
   uint64_t bytes;
+  uint64_t key[2];  // the segment's secret (SegHeader::key)
 };
 static_assert(sizeof(ShmAddr) <= sizeof(FabricAddr::bytes));
 
@@ -41,6 +42,11 @@ Status ShmFabric::open(const FabricConfig& cfg, FabricAddr* out) {
   if (failed(st)) return st;
   seg_ = static_cast<char*>(p);
   seg_init(seg_, cfg, getpid());
+  SegHeader* sh = seg_header(seg_);
+  if (getrandom(sh->key, sizeof(sh->key), 0) != sizeof(sh->key)) {
+    close();
+    return Status::kError;
+  }
   peers_ = static_cast<InboxPair*>(calloc(cfg.nranks, sizeof(InboxPair)));
   maps_ = static_cast<Map*>(calloc(cfg.nranks, sizeof(Map)));
   if (peers_ == nullptr || maps_ == nullptr) {
@@ -55,7 +61,7 @@ Status ShmFabric::open(const FabricConfig& cfg, FabricAddr* out) {
   *out = FabricAddr{};
   out->kind = kShmAddrMagic;
   const ShmAddr a{getpid(),   fd_, cfg.slot_size, cfg.nslots,
-                  cfg.nranks, 0,   seg_bytes_};
+                  cfg.nranks, 0,   seg_bytes_,    {sh->key[0], sh->key[1]}};
   memcpy(out->bytes, &a, sizeof(a));
   return Status::kOk;
 }
@@ -91,9 +97,10 @@ Status ShmFabric::connect(const FabricAddr* addrs, const bool* mine) {
         return Status::kError;
       const SegHeader* h = seg_header(static_cast<char*>(p));
       if (h->magic != kSegMagic || h->version != kSegVersion ||
-          h->owner_pid != a.pid) {
+          h->owner_pid != a.pid || h->key[0] != a.key[0] ||
+          h->key[1] != a.key[1]) {
         munmap(p, a.bytes);
-        UCC_ERROR("peer %u segment header mismatch", i);
+        UCC_ERROR("peer %u segment header mismatch (or a forged address)", i);
         return Status::kError;
       }
       m.base = static_cast<char*>(p);

@@ -201,6 +201,51 @@ int attack_once(const std::string& path) {
     munmap(mem, h.channel_bytes);
     close(fd);
   }
+  {  // another client's team segment, named by a guessed address: its pid
+     // and fd are easy to guess, its key is not
+    Raw v(path), a(path);
+    off::Channel vch, ach;
+    void *vmem = nullptr, *amem = nullptr;
+    int vfd = -1, afd = -1;
+    ATTACK_EXPECT(good_hello(v, &vch, &vmem, &vfd) &&
+                      good_hello(a, &ach, &amem, &afd),
+                  "two good hellos accepted");
+    proto::TeamOpenReply vt{}, at{}, at2{};
+    proto::TeamOpen to0{2, 0}, to1{2, 1};
+    ATTACK_EXPECT(v.send(proto::kTeamOpen, &to0, sizeof(to0)) &&
+                      v.reply(&vt, sizeof(vt)) == 0 &&
+                      a.send(proto::kTeamOpen, &to1, sizeof(to1)) &&
+                      a.reply(&at, sizeof(at)) == 0 &&
+                      a.send(proto::kTeamOpen, &to1, sizeof(to1)) &&
+                      a.reply(&at2, sizeof(at2)) == 0,
+                  "team opens");
+    auto connect = [&](uint32_t idx, const off::TeamAddr& peer,
+                       const off::TeamAddr& me) {
+      std::vector<unsigned char> body(sizeof(proto::TeamConnect) +
+                                      2 * sizeof(off::TeamAddr));
+      const proto::TeamConnect tc{idx, 2};
+      memcpy(body.data(), &tc, sizeof(tc));
+      memcpy(body.data() + sizeof(tc), &peer, sizeof(peer));
+      memcpy(body.data() + sizeof(tc) + sizeof(peer), &me, sizeof(me));
+      return a.send(proto::kTeamConnect, body.data(),
+                    static_cast<uint32_t>(body.size()))
+                 ? a.reply()
+                 : INT32_MIN;
+    };
+    // The shared-memory address (TeamAddr::local, a FabricAddr): kind and
+    // pad, then pid, fd, geometry (16 bytes), size, and the 16-byte key.
+    off::TeamAddr guessed = vt.addr;
+    memset(guessed.local + 8 + 32, 0, 16);
+    ATTACK_EXPECT(connect(at.idx, guessed, at.addr) != 0,
+                  "a guessed team address refused");
+    // The same with the key (what a member gets through its OOB): taken.
+    ATTACK_EXPECT(connect(at2.idx, vt.addr, at2.addr) == 0,
+                  "the real team address accepted");
+    munmap(vmem, h.channel_bytes);
+    munmap(amem, h.channel_bytes);
+    close(vfd);
+    close(afd);
+  }
   {  // flood: impossible ring indices get the client dropped
     Raw r(path);
     off::Channel ch;

@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "offload/channel.h"
@@ -112,11 +113,14 @@ TEST(DaemonUsers, OtherUsersAreRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
   ucct::Daemon d;
   ASSERT_TRUE(d.start("users"));
+  // The file mode alone would stop it: open it, so that the daemon's own
+  // check is what is tested.
+  ASSERT_EQ(chmod(d.sock.c_str(), 0666), 0);
   const pid_t other = fork();
   if (other == 0) {
     if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(10);
     const int s = ucc::plat::sock::connect_to(d.sock.c_str());
-    if (s < 0) _exit(0);  // refused at connect: fine too
+    if (s < 0) _exit(2);
     proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kStats, 0, 1};
     ucc::plat::sock::send_all(s, &h, sizeof(h), nullptr, 0);
     proto::MsgHeader rh{};
@@ -161,6 +165,58 @@ TEST(DaemonUsers, OtherUsersAreRefused) {
   waitpid(dn, nullptr, 0);
   unlink(sock.c_str());
   rmdir(dir.c_str());
+}
+
+// A daemon shared by every user (--allow-users) is reachable by them and
+// serves them, but only its own user (or root) may shut it down.
+TEST(DaemonUsers, SharedDaemonOnlyItsOwnerShutsDown) {
+  if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim built";
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
+  ucct::Daemon d;
+  ASSERT_TRUE(d.start("shared", {"--allow-users"}));
+  struct stat sb {};
+  ASSERT_EQ(stat(d.sock.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0666u);
+  // One request, its reply's status (INT32_MIN: no reply).
+  auto ask = [](int s, uint16_t type) {
+    proto::MsgHeader h{proto::kMagic, proto::kVersion, type, 0, 7};
+    proto::MsgHeader rh{};
+    int32_t st = INT32_MIN;
+    if (ucc::plat::sock::send_all(s, &h, sizeof(h), nullptr, 0) &&
+        ucc::plat::sock::recv_all(s, &rh, sizeof(rh), 5000) == 1 &&
+        rh.len >= 4 && rh.len <= 4096) {
+      char body[4096];
+      if (ucc::plat::sock::recv_all(s, body, rh.len, 5000) == 1)
+        memcpy(&st, body, 4);
+    }
+    return st;
+  };
+  const pid_t other = fork();
+  if (other == 0) {
+    if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(10);
+    const int s = ucc::plat::sock::connect_to(d.sock.c_str());
+    if (s < 0) _exit(2);
+    if (ask(s, proto::kStats) != 0) _exit(3);     // served
+    if (ask(s, proto::kShutdown) == 0) _exit(4);  // but not obeyed
+    _exit(0);
+  }
+  int ws = 0;
+  waitpid(other, &ws, 0);
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+      << "another user's client (exit status " << ws << ")";
+  usleep(200 * 1000);
+  EXPECT_TRUE(d.alive()) << "another user shut the shared daemon down";
+  const int s = ucc::plat::sock::connect_to(d.sock.c_str());
+  ASSERT_GE(s, 0);
+  EXPECT_EQ(ask(s, proto::kShutdown), 0);
+  close(s);
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = waitpid(d.pid, nullptr, WNOHANG) == d.pid;
+    if (!gone) usleep(10 * 1000);
+  }
+  EXPECT_TRUE(gone) << "the owner's shutdown was not obeyed";
+  if (gone) d.pid = -1;
 }
 
 }  // namespace
