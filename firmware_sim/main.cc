@@ -210,7 +210,11 @@ int main(int argc, char** argv) {
   cfg.socket_path = path;
   ucc::plat::wire::Wire wire;
   if (wopt.nvdev != 0) {
-    if (ucc::off::failed(ucc::fw::wire_start(&wopt, &wire))) return 1;
+    if (ucc::off::failed(ucc::fw::wire_start(&wopt, &wire))) {
+      wire.fini();
+      ucc::fw::wire_stop();
+      return 1;
+    }
     cfg.wire = &wire;
   }
   // The node this daemon emulates: with a wire of its own, a node apart

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstring>
 
+#include "host/objects.h"
 #include "offload/coll_traits.h"
 #include "platform/os/log.h"
 
@@ -15,7 +16,7 @@ using off::CollType;
 using off::DType;
 using off::ROp;
 
-bool map_coll(ucc_coll_type_t t, CollType* out, const char** name) {
+bool map_coll(int64_t t, CollType* out, const char** name) {
   switch (t) {
     case UCC_COLL_TYPE_ALLGATHER:
       *out = CollType::kAllgather;
@@ -72,8 +73,8 @@ bool map_coll(ucc_coll_type_t t, CollType* out, const char** name) {
   return true;
 }
 
-bool known_coll(ucc_coll_type_t t) {
-  uint64_t v = static_cast<uint64_t>(t);
+bool known_coll(int64_t t) {
+  const uint64_t v = static_cast<uint64_t>(t);
   return v != 0 && (v & (v - 1)) == 0 && v < UCC_COLL_TYPE_LAST;
 }
 
@@ -151,7 +152,7 @@ Status map_dtype(ucc_datatype_t dt, DType* out, GenericInfo* g) {
              : Status::kInvalidParam;
 }
 
-Status map_op(ucc_reduction_op_t op, ROp* out) {
+Status map_op(int64_t op, ROp* out) {
   switch (op) {
     case UCC_OP_SUM:
       *out = ROp::kSum;
@@ -208,13 +209,13 @@ ucc_status_t buffer(const char* coll, const char* which,
   if (mine.dtype != d.dtype ||
       (d.dtype == DType::kGeneric && mine.user_dt != d.user_dt))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: src and dst datatypes differ", coll);
-  if (info.mem_type != UCC_MEMORY_TYPE_HOST &&
-      info.mem_type != UCC_MEMORY_TYPE_UNKNOWN) {
-    if (static_cast<unsigned>(info.mem_type) < UCC_MEMORY_TYPE_LAST)
-      ARG_REFUSED("%s: %s memory type %d not supported", coll, which,
-                  static_cast<int>(info.mem_type));
-    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s memory type %d is invalid", coll,
-              which, static_cast<int>(info.mem_type));
+  const int64_t mt = ucc::host::enum_bits(info.mem_type);
+  if (mt != UCC_MEMORY_TYPE_HOST && mt != UCC_MEMORY_TYPE_UNKNOWN) {
+    if (mt >= 0 && mt < UCC_MEMORY_TYPE_LAST)
+      ARG_REFUSED("%s: %s memory type %lld not supported", coll, which,
+                  static_cast<long long>(mt));
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s memory type %lld is invalid",
+              coll, which, static_cast<long long>(mt));
   }
   uint64_t bytes;
   if (__builtin_mul_overflow(count, uint64_t{off::elem_size(d)}, &bytes) ||
@@ -260,7 +261,7 @@ bool generic_reducible(const GenericInfo& g, ROp op) {
 }
 
 ucc_status_t reduction_op(const off::EngineCaps& caps, const char* coll,
-                          ucc_reduction_op_t op, off::CollDesc* d) {
+                          int64_t op, off::CollDesc* d) {
   ROp* out = &d->op;
   const DType t = d->dtype;
   Status st = map_op(op, out);

@@ -43,15 +43,17 @@ using off::Status;
 
 // ucc.h's collective type (one bit) -> ours, with its name; false when
 // unknown. known_coll: whether `t` is one of ucc.h's values at all.
-bool map_coll(ucc_coll_type_t t, CollType* out, const char** name);
-bool known_coll(ucc_coll_type_t t);
+// Enum-typed arguments and fields of the API are taken as their bits
+// (enum_bits, objects.h): a caller may store any integer there.
+bool map_coll(int64_t t, CollType* out, const char** name);
+bool known_coll(int64_t t);
 
 // kOk, kNotSupported (a ucc.h type we do not handle) or kInvalidParam.
 // Generic types: kInvalidParam when the handle names no live type,
 // kNotSupported when it is not contiguous (or its elements exceed 4 GiB),
 // else kGeneric with *g filled (g may be nullptr).
 Status map_dtype(ucc_datatype_t dt, DType* out, GenericInfo* g = nullptr);
-Status map_op(ucc_reduction_op_t op, ROp* out);
+Status map_op(int64_t op, ROp* out);
 
 // The collective's datatype, from `which` buffer: d->dtype, and for a
 // generic type d->user_dt and d->user_esize; the log line on failure.
@@ -72,7 +74,7 @@ bool generic_reducible(const GenericInfo& g, ROp op);
 // The reduction op into d->op, defined for d's datatype (set by dtype())
 // and reduced by the engine.
 ucc_status_t reduction_op(const off::EngineCaps& caps, const char* coll,
-                          ucc_reduction_op_t op, off::CollDesc* d);
+                          int64_t op, off::CollDesc* d);
 // Checks a buffer description (the datatype of `d`, memory type, NULL with
 // a nonzero count, overflow) and fills `ref` for `count` elements of
 // off::elem_size(d) bytes (d->op must be set for MAXLOC/MINLOC pairs).

@@ -221,7 +221,8 @@ ucc_status_t lower_type(const Lowering& lo, const ucc_team& team,
     break;
   }
   if (!lo.t.reduces) return UCC_OK;
-  return reduction_op(team.ctx->engine->caps(), lo.coll, lo.a.op, d);
+  return reduction_op(team.ctx->engine->caps(), lo.coll, enum_bits(lo.a.op),
+                      d);
 }
 
 ucc_status_t lower_buffers(Lowering& lo, off::CollDesc* d) {
@@ -252,12 +253,13 @@ ucc_status_t lower_buffers(Lowering& lo, off::CollDesc* d) {
 
 ucc_status_t lower_coll_type(const ucc_coll_args_t& a, off::CollDesc* d,
                              const char** coll) {
-  if (map_coll(a.coll_type, &d->coll, coll)) return UCC_OK;
-  if (known_coll(a.coll_type))
-    ARG_REFUSED("collective type %#x not supported yet",
-                static_cast<unsigned>(a.coll_type));
-  ARG_ERROR(UCC_ERR_INVALID_PARAM, "unknown collective type %#x",
-            static_cast<unsigned>(a.coll_type));
+  const int64_t t = enum_bits(a.coll_type);
+  if (map_coll(t, &d->coll, coll)) return UCC_OK;
+  if (known_coll(t))
+    ARG_REFUSED("collective type %#llx not supported yet",
+                static_cast<unsigned long long>(t));
+  ARG_ERROR(UCC_ERR_INVALID_PARAM, "unknown collective type %#llx",
+            static_cast<unsigned long long>(t));
 }
 
 }  // namespace

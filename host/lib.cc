@@ -167,12 +167,13 @@ ucc_status_t ucc_init_version(unsigned api_major_version,
              UCC_API_MINOR);
   ucc_thread_mode_t tm = UCC_THREAD_SINGLE;
   if (params->mask & UCC_LIB_PARAM_FIELD_THREAD_MODE) {
-    tm = params->thread_mode;
-    if (tm != UCC_THREAD_SINGLE && tm != UCC_THREAD_FUNNELED &&
-        tm != UCC_THREAD_MULTIPLE) {
-      UCC_ERROR("ucc_init: unknown thread mode %d", static_cast<int>(tm));
+    const int64_t b = ucc::host::enum_bits(params->thread_mode);
+    if (b != UCC_THREAD_SINGLE && b != UCC_THREAD_FUNNELED &&
+        b != UCC_THREAD_MULTIPLE) {
+      UCC_ERROR("ucc_init: unknown thread mode %lld", static_cast<long long>(b));
       return UCC_ERR_INVALID_PARAM;
     }
+    tm = static_cast<ucc_thread_mode_t>(b);
   }
   if (config != nullptr) {
     ucc::plat::LogLevel lvl;

@@ -22,14 +22,18 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
   memset(caps, 0, sizeof(*caps));
   CollType c;
   const char* name = nullptr;
-  if (!map_coll(coll, &c, &name)) {
-    UCC_ERROR("ucc_coll_query: unknown collective type %#x",
-              static_cast<unsigned>(coll));
+  // The enum arguments as their bits: a caller may pass any integer.
+  const int64_t ct = ucc::host::enum_bits(coll);
+  const int64_t mt = ucc::host::enum_bits(mem_type);
+  const int64_t opb = ucc::host::enum_bits(op);
+  if (!map_coll(ct, &c, &name)) {
+    UCC_ERROR("ucc_coll_query: unknown collective type %#llx",
+              static_cast<unsigned long long>(ct));
     return UCC_ERR_INVALID_PARAM;
   }
-  if (static_cast<unsigned>(mem_type) > UCC_MEMORY_TYPE_UNKNOWN) {
-    UCC_ERROR("ucc_coll_query: invalid memory type %d",
-              static_cast<int>(mem_type));
+  if (mt < 0 || mt > UCC_MEMORY_TYPE_UNKNOWN) {
+    UCC_ERROR("ucc_coll_query: invalid memory type %lld",
+              static_cast<long long>(mt));
     return UCC_ERR_INVALID_PARAM;
   }
   const ucc::off::CollTraits& t = *ucc::off::coll_traits(c);
@@ -51,9 +55,9 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
   uint64_t esize = dt == DType::kGeneric ? g.size : ucc::off::dtype_size(dt);
   if (reduces) {
     ROp rop;
-    Status st = map_op(op, &rop);
+    Status st = map_op(opb, &rop);
     if (st == Status::kInvalidParam) {
-      UCC_ERROR("ucc_coll_query: invalid op %d", static_cast<int>(op));
+      UCC_ERROR("ucc_coll_query: invalid op %lld", static_cast<long long>(opb));
       return UCC_ERR_INVALID_PARAM;
     }
     if (st != Status::kOk) return UCC_OK;
@@ -96,9 +100,10 @@ extern "C" ucc_status_t ucc_team_coll_algs(ucc_team_h team,
   }
   CollType c;
   const char* name = nullptr;
-  if (!map_coll(coll, &c, &name)) {
-    UCC_ERROR("ucc_team_coll_algs: unknown collective type %#x",
-              static_cast<unsigned>(coll));
+  const int64_t ct = ucc::host::enum_bits(coll);
+  if (!map_coll(ct, &c, &name)) {
+    UCC_ERROR("ucc_team_coll_algs: unknown collective type %#llx",
+              static_cast<unsigned long long>(ct));
     return UCC_ERR_INVALID_PARAM;
   }
   const ucc::off::EngineCaps& ec = team->ctx->engine->caps();

@@ -55,7 +55,7 @@ bool map_shape_ok(const ucc_ep_map_t& m) {
 
 // Context ep of team ep i; false when the map gives one outside [0, n).
 bool map_ep(const ucc_ep_map_t& m, uint64_t i, uint64_t n, uint64_t* out) {
-  switch (m.type) {
+  switch (enum_bits(m.type)) {
     case UCC_EP_MAP_FULL:
       *out = i;
       return i < n;
@@ -117,8 +117,9 @@ ucc_status_t plan_size(const ucc_team_params_t& p, const ucc_context& ctx,
       return UCC_ERR_INVALID_PARAM;
     }
     uint64_t n = ctx.oob.n_oob_eps;
-    uint64_t num = m.type == UCC_EP_MAP_FULL && m.ep_num == 0 ? n : m.ep_num;
-    if (num == 0 || num > n || (m.type == UCC_EP_MAP_FULL && num != n)) {
+    const bool full = enum_bits(m.type) == UCC_EP_MAP_FULL;
+    uint64_t num = full && m.ep_num == 0 ? n : m.ep_num;
+    if (num == 0 || num > n || (full && num != n)) {
       UCC_ERROR(
           "ucc_team_create_post: ep_map.ep_num %llu for a context of %llu "
           "eps",

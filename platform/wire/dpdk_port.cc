@@ -17,6 +17,10 @@ namespace ucc::plat::wire {
 namespace {
 
 rte_mempool* g_pool = nullptr;
+// The EAL's arguments: it keeps pointers into them until dpdk_fini.
+char** g_eal_argv = nullptr;
+char** g_eal_vdevs = nullptr;  // the --vdev ones, which we allocated
+bool g_eal_up = false;
 constexpr uint16_t kRing = 1024;
 
 }  // namespace
@@ -37,6 +41,8 @@ Status dpdk_init(const char* const* vdevs, uint32_t n, uint32_t max_frame,
     free(vd);
     return Status::kNoMemory;
   }
+  g_eal_argv = argv;
+  g_eal_vdevs = vd;
   const char* base[fixed] = {
       "firmware_sim", "--no-huge", "--no-pci", "--no-shconf", "--no-telemetry",
       "-m",           mem,         prefix,     "-l",          "0",
@@ -57,6 +63,7 @@ Status dpdk_init(const char* const* vdevs, uint32_t n, uint32_t max_frame,
     UCC_ERROR("wire: DPDK EAL init failed: %s", rte_strerror(rte_errno));
     return Status::kError;
   }
+  g_eal_up = true;
   // At least the usual 2 KiB: some PMDs (af_packet) want whole frames of
   // their ring's size in one mbuf.
   const uint32_t room =
@@ -68,6 +75,20 @@ Status dpdk_init(const char* const* vdevs, uint32_t n, uint32_t max_frame,
     return Status::kNoMemory;
   }
   return Status::kOk;
+}
+
+void dpdk_fini() {
+  if (g_pool != nullptr) rte_mempool_free(g_pool);
+  g_pool = nullptr;
+  if (g_eal_up) rte_eal_cleanup();
+  g_eal_up = false;
+  for (uint32_t i = 0; g_eal_vdevs != nullptr && g_eal_vdevs[i] != nullptr;
+       ++i)
+    free(g_eal_vdevs[i]);
+  free(g_eal_vdevs);
+  free(g_eal_argv);
+  g_eal_vdevs = nullptr;
+  g_eal_argv = nullptr;
 }
 
 DpdkPort::~DpdkPort() {

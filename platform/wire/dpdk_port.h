@@ -28,6 +28,9 @@ using off::Status;
 // refuses (the message is logged).
 Status dpdk_init(const char* const* vdevs, uint32_t n, uint32_t max_frame,
                  uint32_t mem_mb);
+// Ends what dpdk_init started (the pool, the EAL and its arguments), once
+// every DpdkPort is gone. The EAL cannot start again in this process.
+void dpdk_fini();
 
 class DpdkPort final : public FramePort {
  public:

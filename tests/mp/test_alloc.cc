@@ -29,14 +29,7 @@
 #include <vector>
 
 #include "tests/common/harness.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UCCT_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UCCT_SANITIZER 1
-#endif
-#endif
+#include "tests/common/sanitizer.h"
 
 namespace {
 
