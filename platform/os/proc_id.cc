@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,6 +63,20 @@ bool same_process(pid_t pid, const ProcId& was) {
   return now.valid && was.valid && now.start == was.start &&
          now.exe_dev == was.exe_dev && now.exe_ino == was.exe_ino &&
          now.euid == was.euid;
+}
+
+bool process_exited(pid_t pid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  if (read_small(path, buf, sizeof(buf)) <= 0) return true;
+  // The state is the field after the command name: Z (zombie), X (dead).
+  const char* p = strrchr(buf, ')');
+  if (p != nullptr && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')) return true;
+  // A process on its way out has let go of its memory and executable
+  // before it becomes a zombie. (EACCES is a live process we may not see.)
+  snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+  struct stat sb;
+  return stat(path, &sb) != 0 && errno == ENOENT;
 }
 
 }  // namespace ucc::plat

@@ -32,4 +32,8 @@ ProcId proc_id(pid_t pid);
 // Whether `pid` is still the process `was` describes.
 bool same_process(pid_t pid, const ProcId& was);
 
+// Whether `pid` has exited or is exiting (gone, a zombie, or without its
+// executable any more).
+bool process_exited(pid_t pid);
+
 }  // namespace ucc::plat

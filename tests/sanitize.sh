@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The sanitizer stage of CI (.ci/run), runnable alone from any checkout:
+#
+#   tests/sanitize.sh          # both stages below
+#   tests/sanitize.sh thread   # ThreadSanitizer only
+#   tests/sanitize.sh address  # ASan+UBSan only
+#
+# thread:  ThreadSanitizer (build-tsan) on the thread-multiple tests, 10
+#          runs in a row.
+# address: AddressSanitizer, LeakSanitizer and UBSan (build-asan) on the
+#          unit tests, on the whole multi-process suite with the engine
+#          inline, on the whole suite again with UCC_OFFLOAD=emu (so the
+#          firmware_sim daemon the library starts is the ASan build too),
+#          and on short runs of both fuzz drivers.
+#
+# Every sanitized process, forked ranks and the daemon included, writes its
+# reports to $UCCT_SAN_LOGS (default build-asan/sanitizer-logs) instead of
+# a stderr the harness may not show; the stage fails if any report file
+# appears, and prints them. UBSan halts on its first finding.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stage=${1:-all}
+jobs=${UCCT_JOBS:-2}
+
+tsan_stage() {
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DUCC_SANITIZE=thread >/dev/null
+  cmake --build build-tsan -j"$jobs" --target ucc_mp_tests
+  TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 history_size=7" \
+    ./build-tsan/tests/ucc_mp_tests --gtest_filter='*ThreadMultiple*' \
+    --gtest_repeat=10 --gtest_brief=1
+}
+
+# Fails when any sanitized process left a report in $logs.
+check_logs() {
+  local found
+  found=$(find "$logs" -type f | sort)
+  if [ -n "$found" ]; then
+    echo "sanitizer reports after $1:"
+    for f in $found; do echo "== $f"; head -c 20000 "$f"; done
+    return 1
+  fi
+  echo "sanitizers: no report after $1"
+}
+
+asan_stage() {
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DUCC_SANITIZE=address >/dev/null
+  cmake --build build-asan -j"$jobs" --target ucc_unit_tests ucc_mp_tests \
+    firmware_sim fuzz_engine_driver fuzz_control_driver
+  logs=${UCCT_SAN_LOGS:-$PWD/build-asan/sanitizer-logs}
+  rm -rf "$logs"
+  mkdir -p "$logs"
+  export ASAN_OPTIONS="detect_leaks=1:log_path=$logs/asan"
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan"
+  local t=./build-asan/tests
+  $t/ucc_unit_tests --gtest_brief=1
+  check_logs "the unit tests"
+
+  local t0=$SECONDS
+  $t/ucc_mp_tests --gtest_brief=1
+  check_logs "the multi-process suite, inline ($((SECONDS - t0)) s)"
+
+  # The suite again with every collective run by an ASan firmware_sim:
+  # the library starts it from the build tree on first use; it must exit
+  # (and run its leak check) before the logs are read.
+  local sock=$PWD/build-asan/sanitize-fw.sock
+  t0=$SECONDS
+  UCC_OFFLOAD=emu UCC_FIRMWARE_SOCKET=$sock $t/ucc_mp_tests --gtest_brief=1
+  ./build-asan/firmware_sim/firmware_sim --socket "$sock" --shutdown \
+    >/dev/null 2>&1 || true
+  for _ in $(seq 100); do
+    pgrep -f -- "--socket $sock" >/dev/null || break
+    sleep 0.2
+  done
+  if pgrep -f -- "--socket $sock" >/dev/null; then
+    echo "the emu suite's firmware_sim did not exit"
+    return 1
+  fi
+  check_logs "the multi-process suite, emu ($((SECONDS - t0)) s)"
+
+  $t/fuzz_engine_driver -n 1000000 -t 30 -s 11 \
+    -o ./build-asan/fuzz_engine_crash.bin
+  $t/fuzz_control_driver -n 1000000 -t 30 -s 11 \
+    -o ./build-asan/fuzz_control_crash.bin
+  check_logs "the fuzz drivers"
+}
+
+case "$stage" in
+  thread) tsan_stage ;;
+  address) asan_stage ;;
+  all) tsan_stage; asan_stage ;;
+  *) echo "usage: $0 [thread|address|all]" >&2; exit 2 ;;
+esac
