@@ -70,13 +70,33 @@ inline uint64_t rnd(uint64_t seed, uint64_t rank, uint64_t idx) {
   return mix64(seed ^ mix64((rank << 40) ^ idx));
 }
 
-// The 12 datatypes the library supports, in table order.
+// Whether a datatype is one of the transport subset: one per element size
+// (1, 2, 4, 8 bytes) with integer and float arithmetic at 4 bytes.
+inline bool transport_dtype(const DtypeInfo& t) {
+  return t.dt == UCC_DT_INT8 || t.dt == UCC_DT_BFLOAT16 ||
+         t.dt == UCC_DT_INT32 || t.dt == UCC_DT_FLOAT32 ||
+         t.dt == UCC_DT_FLOAT64;
+}
+
+// The 12 datatypes the library supports, in table order. With
+// UCCT_DTYPES=transport, only the transport subset, and of the reduction
+// ops only sum and max (matrix_op below): the suites that run
+// the collectives matrix again over another transport (hosts_*, wire_*
+// in tests/CMakeLists.txt) test the bytes moved, while the arithmetic of
+// every datatype is tested by the mp and emu suites. Unset or "all": all.
+inline bool transport_subset() {
+  const char* sel = getenv("UCCT_DTYPES");
+  return sel != nullptr && strcmp(sel, "transport") == 0;
+}
+
 inline std::vector<const DtypeInfo*> supported_dtypes() {
+  const bool subset = transport_subset();
   size_t n = 0;
   const DtypeInfo* t = dtype_table(&n);
   std::vector<const DtypeInfo*> out;
   for (size_t i = 0; i < n; ++i) {
-    if (has_element_access(t[i])) out.push_back(&t[i]);
+    if (has_element_access(t[i]) && (!subset || transport_dtype(t[i])))
+      out.push_back(&t[i]);
   }
   return out;
 }
@@ -106,6 +126,13 @@ inline bool op_defined(const DtypeInfo& t, ucc_reduction_op_t op) {
     default:
       return false;
   }
+}
+
+// The ops the collectives matrices run on a datatype: every defined one,
+// or sum and max under UCCT_DTYPES=transport.
+inline bool matrix_op(const DtypeInfo& t, ucc_reduction_op_t op) {
+  if (transport_subset() && op != UCC_OP_SUM && op != UCC_OP_MAX) return false;
+  return op_defined(t, op);
 }
 
 inline const ucc_reduction_op_t kAllOps[] = {

@@ -123,7 +123,7 @@ void family_matrix(Env& e, ucc_coll_type_t coll) {
   const bool red = is_reduction(coll);
   for (const DtypeInfo* t : ucct::mp::supported_dtypes()) {
     for (ucc_reduction_op_t op : ucct::mp::kAllOps) {
-      if (red ? !ucct::mp::op_defined(*t, op) : op != UCC_OP_SUM) continue;
+      if (red ? !ucct::mp::matrix_op(*t, op) : op != UCC_OP_SUM) continue;
       for (size_t count : kCounts) {
         for (int inplace = 0; inplace < 2; ++inplace) {
           if (count == kLarge) {

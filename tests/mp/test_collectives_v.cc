@@ -105,7 +105,7 @@ std::vector<std::pair<const DtypeInfo*, ucc_reduction_op_t>> red_combos() {
   for (const DtypeInfo* t : ucct::mp::supported_dtypes()) {
     const bool main = t->dt == UCC_DT_INT32 || t->dt == UCC_DT_FLOAT32;
     for (ucc_reduction_op_t op : ucct::mp::kAllOps) {
-      if (!ucct::mp::op_defined(*t, op)) continue;
+      if (!ucct::mp::matrix_op(*t, op)) continue;
       if (main || op == UCC_OP_SUM) out.push_back({t, op});
     }
   }
