@@ -25,9 +25,9 @@ jobs=${UCCT_JOBS:-2}
 tsan_stage() {
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DUCC_SANITIZE=thread >/dev/null
-  cmake --build build-tsan -j"$jobs" --target ucc_mp_tests
+  cmake --build build-tsan -j"$jobs" --target ucc_thread_tests
   TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 history_size=7" \
-    ./build-tsan/tests/ucc_mp_tests --gtest_filter='*ThreadMultiple*' \
+    ./build-tsan/tests/ucc_thread_tests --gtest_filter='*ThreadMultiple*' \
     --gtest_repeat=10 --gtest_brief=1
 }
 
@@ -86,9 +86,11 @@ asan_stage() {
   check_logs "the fuzz drivers"
 }
 
+stamp() { echo "== $(date +%T) $*"; }
+
 case "$stage" in
   thread) tsan_stage ;;
   address) asan_stage ;;
-  all) tsan_stage; asan_stage ;;
+  all) stamp tsan; tsan_stage; stamp asan; asan_stage; stamp done ;;
   *) echo "usage: $0 [thread|address|all]" >&2; exit 2 ;;
 esac
