@@ -44,10 +44,8 @@ bool add_mesh(const char* v, WireOptions* o) {
   for (unsigned peer = 0; peer < nodes; ++peer) {
     if (peer == node) continue;
     const unsigned a = node < peer ? node : peer, b = node < peer ? peer : node;
-    // DPDK keeps the argument for the life of the process.
-    static char made[WireOptions::kMaxPorts][320];
-    char* s = made[o->nvdev];
-    snprintf(s, sizeof(made[0]),
+    char* s = o->made[o->nvdev];
+    snprintf(s, sizeof(o->made[0]),
              "net_memif%u,role=%s,id=0,socket=%s/link-%u-%u.sock,bsize=9216",
              o->nvdev, node == a ? "server" : "client", dir, a, b);
     o->vdev[o->nvdev++] = s;

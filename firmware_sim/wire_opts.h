@@ -11,9 +11,10 @@ namespace ucc::fw {
 
 struct WireOptions {
   static constexpr uint32_t kMaxPorts = 16;
-  // --wire-port as given, or made by --wire-mesh (those live as long as
-  // the process: DPDK keeps pointers to its arguments).
+  // --wire-port as given, or made by --wire-mesh into `made` (dpdk_init
+  // copies them).
   const char* vdev[kMaxPorts] = {};
+  char made[kMaxPorts][320] = {};
   uint32_t nvdev = 0;
   uint32_t max_frame = 9000;
   uint32_t mem_mb = 256;

@@ -26,18 +26,26 @@ ssize_t read_small(const char* path, char* buf, size_t n) {
   return got;
 }
 
+// /proc/<pid>/stat into buf, and where its field 3 (the state) starts:
+// the command name (field 2) may hold spaces and parentheses, so fields
+// resume after the last ')'. nullptr when unreadable.
+const char* stat_state(pid_t pid, char* buf, size_t n) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  if (read_small(path, buf, n) <= 0) return nullptr;
+  const char* p = strrchr(buf, ')');
+  return p != nullptr && p[1] == ' ' ? p + 2 : nullptr;
+}
+
 }  // namespace
 
 ProcId proc_id(pid_t pid) {
   ProcId id;
   char path[64], buf[2048];
-  // /proc/<pid>/stat: the command name (field 2) may hold spaces and
-  // parentheses; fields resume after the last ')'. starttime is field 22.
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  if (read_small(path, buf, sizeof(buf)) <= 0) return id;
-  const char* p = strrchr(buf, ')');
+  // starttime is field 22.
+  const char* p = stat_state(pid, buf, sizeof(buf));
   if (p == nullptr) return id;
-  int field = 2;
+  int field = 3;
   for (++p; *p != '\0' && field < 22; ++p)
     if (*p == ' ') ++field;
   if (field != 22) return id;
@@ -67,11 +75,9 @@ bool same_process(pid_t pid, const ProcId& was) {
 
 bool process_exited(pid_t pid) {
   char path[64], buf[2048];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  if (read_small(path, buf, sizeof(buf)) <= 0) return true;
-  // The state is the field after the command name: Z (zombie), X (dead).
-  const char* p = strrchr(buf, ')');
-  if (p != nullptr && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')) return true;
+  const char* state = stat_state(pid, buf, sizeof(buf));
+  if (state == nullptr) return true;
+  if (*state == 'Z' || *state == 'X') return true;  // zombie, dead
   // A process on its way out has let go of its memory and executable
   // before it becomes a zombie. (EACCES is a live process we may not see.)
   snprintf(path, sizeof(path), "/proc/%d/exe", pid);

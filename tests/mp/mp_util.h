@@ -78,17 +78,18 @@ inline bool transport_dtype(const DtypeInfo& t) {
          t.dt == UCC_DT_FLOAT64;
 }
 
-// The 12 datatypes the library supports, in table order. With
-// UCCT_DTYPES=transport, only the transport subset, and of the reduction
-// ops only sum and max (matrix_op below): the suites that run
-// the collectives matrix again over another transport (hosts_*, wire_*
-// in tests/CMakeLists.txt) test the bytes moved, while the arithmetic of
-// every datatype is tested by the mp and emu suites. Unset or "all": all.
+// UCCT_DTYPES=transport: the matrices take the transport subset, and of
+// the reduction ops only sum and max (matrix_op below). The suites that
+// run the collectives matrix again over another transport (hosts_*,
+// wire_* in tests/CMakeLists.txt) test the bytes moved; the arithmetic of
+// every datatype is the mp and emu suites' job. Unset or "all": all.
 inline bool transport_subset() {
   const char* sel = getenv("UCCT_DTYPES");
   return sel != nullptr && strcmp(sel, "transport") == 0;
 }
 
+// The 12 datatypes the library supports, in table order (or the
+// transport subset of them, above).
 inline std::vector<const DtypeInfo*> supported_dtypes() {
   const bool subset = transport_subset();
   size_t n = 0;
