@@ -59,12 +59,16 @@ env_args=()
 if [ "$mode" = "emu" ]; then
   env_args=(-x UCC_OFFLOAD=emu -x "UCC_FIRMWARE_SOCKET=$work/firmware_sim.sock")
 fi
+# The program's stdout goes to its own file: coll/ucc's verbose lines
+# arrive on stderr through the same mpirun and can land in the middle of
+# a stdout line when both share one file.
 log="$work/run-$mode-np$np-$$.log"
+out="$work/run-$mode-np$np-$$.out"
 native_line=""
 if [ $native -eq 1 ]; then
   timeout 900 mpirun -np "$np" --oversubscribe --bind-to none --mca btl self,vader \
-    "${prog[@]}" >"$log" 2>&1 || { tail -n 40 "$log"; echo "native run failed" >&2; exit 1; }
-  native_line=$(grep "passed" "$log" | tail -n1)
+    "${prog[@]}" >"$out" 2>"$log" || { tail -n 40 "$out" "$log"; echo "native run failed" >&2; exit 1; }
+  native_line=$(grep "passed" "$out" | tail -n1)
   echo "native Open MPI: $native_line"
 fi
 set +e
@@ -72,10 +76,11 @@ timeout 900 mpirun -np "$np" --oversubscribe --bind-to none \
   --mca btl self,vader \
   --mca mca_base_component_path "$sys:$comp" \
   --mca coll_ucc_enable 1 --mca coll_ucc_priority 100 --mca coll_ucc_verbose 3 \
-  "${env_args[@]}" "${prog[@]}" >"$log" 2>&1
+  "${env_args[@]}" "${prog[@]}" >"$out" 2>"$log"
 rc=$?
 set -e
-grep -v "running ucc\|running fallback\|coll_ucc_module.c" "$log" | tail -n 40
+tail -n 40 "$out"
+{ grep -v "running ucc\|running fallback\|coll_ucc_module.c" "$log" || true; } | tail -n 40
 if [ $rc -ne 0 ]; then
   echo "coll/ucc: ${prog[*]} failed (exit $rc), np $np, $mode; log: $log" >&2
   exit 1
@@ -85,9 +90,9 @@ ucc_runs=$(grep -c "running ucc" "$log" || true)
 fallbacks=$(grep "running fallback" "$log" | sed 's/.*running fallback //' | sort | uniq -c || true)
 echo "coll/ucc np $np $mode: $ucc_runs collectives handed to UCC"
 { grep "running ucc" "$log" || true; } | sed 's/.*running ucc //' | sort | uniq -c | sed 's/^/  ucc /'
-if grep -q "^ucc\[[0-9]*\] \(error\|warn\)" "$log"; then
+if grep -q "ucc\[[0-9]*\] \(error\|warn\)" "$log"; then
   echo "coll/ucc: the library logged errors or warnings:" >&2
-  grep "^ucc\[[0-9]*\] \(error\|warn\)" "$log" | head -n 20 >&2
+  grep "ucc\[[0-9]*\] \(error\|warn\)" "$log" | head -n 20 >&2
   exit 1
 fi
 if [ -n "$fallbacks" ]; then
@@ -104,11 +109,11 @@ if [ "$np" -ge 2 ]; then
   done
 fi
 if [ $native -eq 1 ]; then
-  ucc_line=$(grep "passed" "$log" | tail -n1)
+  ucc_line=$(grep "passed" "$out" | tail -n1)
   echo "through coll/ucc: $ucc_line"
   if [ "$ucc_line" != "$native_line" ]; then
     echo "coll/ucc: '$ucc_line' differs from native '$native_line'" >&2
     exit 1
   fi
 fi
-rm -f "$log"
+rm -f "$log" "$out"
