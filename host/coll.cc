@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "host/gpu_stage.h"
 #include "host/request.h"
 #include "platform/os/log.h"
 
@@ -36,11 +37,11 @@ bool request_pool_init(ucc_team* team, uint32_t n, uint32_t size) {
   const size_t per = 4 * size_t{size};
   team->varr = static_cast<uint64_t*>(malloc(sizeof(uint64_t) * per * n));
   team->reqs = static_cast<Request*>(calloc(n, sizeof(Request)));
+  team->nreqs = n;
   if (team->reqs == nullptr || team->varr == nullptr) {
     request_pool_fini(team);
     return false;
   }
-  team->nreqs = n;
   team->free_reqs = nullptr;
   for (uint32_t i = n; i-- > 0;) {
     Request* r = new (&team->reqs[i]) Request();
@@ -54,6 +55,8 @@ bool request_pool_init(ucc_team* team, uint32_t n, uint32_t size) {
 }
 
 void request_pool_fini(ucc_team* team) {
+  for (uint32_t i = 0; team->reqs != nullptr && i < team->nreqs; ++i)
+    gpu_stage_fini(&team->reqs[i]);
   free(team->reqs);
   free(team->varr);
   team->reqs = nullptr;
@@ -112,12 +115,16 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
     if (ended) {
       unlink_posted(ctx, r);
       ++done;
+      ucc_status_t us = to_ucc(st);
+      if (r->gpu.n != 0) {
+        us = gpu_copy_out(ctx, r, us);  // GPU buffers: before the status
+        r->gpu.on_stream = false;
+      }
       Request* lead = r->lead;
       if (lead != nullptr) {
         // A member of a task list: the list ends with its last member,
         // with the first error any of them had.
-        if (st != off::Status::kOk && lead->list_st == UCC_OK)
-          lead->list_st = to_ucc(st);
+        if (us != UCC_OK && lead->list_st == UCC_OK) lead->list_st = us;
         if (++lead->list_done < lead->list_n) {
           r = next;
           continue;
@@ -125,7 +132,7 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
         r = lead;
         publish_status(r, r->list_st);
       } else {
-        publish_status(r, to_ucc(st));
+        publish_status(r, us);
       }
       if (r->has_cb) {
         r->next = due;
@@ -171,6 +178,8 @@ ucc_status_t init_request(const ucc_coll_args_t& args, ucc_team* team,
   // Buffers in memory mapped with ucc_mem_map: checked against their
   // handles and, in emu, named by their pinned registrations.
   if (st == UCC_OK) st = memh_resolve(ctx, args, &d);
+  // GPU buffers: the descriptor names their host staging from here on.
+  if (st == UCC_OK) st = gpu_stage(ctx, r, &d);
   // Emu: the daemon reaches only registered memory.
   if (st == UCC_OK)
     st = to_ucc(ctx->engine->cover(d, d.set_size != 0 ? d.set_size : team->size));
@@ -219,6 +228,10 @@ ucc_status_t post_one(ucc_context* ctx, Request* r) {
   if (ctx->engine->dead()) {
     UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
     return UCC_ERR_NO_MESSAGE;
+  }
+  if (r->gpu.n != 0) {
+    const ucc_status_t st = gpu_copy_in(ctx, r);  // GPU buffers (staged)
+    if (st != UCC_OK) return st;
   }
   r->desc.gen = ++r->gen;
   ctx->ch.arm(r->desc.comp_slot, r->gen);

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstring>
 
+#include "host/gpu_stage.h"
 #include "host/objects.h"
 #include "offload/coll_traits.h"
 #include "platform/os/log.h"
@@ -209,14 +210,20 @@ ucc_status_t buffer(const char* coll, const char* which,
   if (mine.dtype != d.dtype ||
       (d.dtype == DType::kGeneric && mine.user_dt != d.user_dt))
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: src and dst datatypes differ", coll);
+  // CUDA memory is staged through host memory (gpu_stage.h), which
+  // reads the kind carried here; ROCm is not supported.
   const int64_t mt = ucc::host::enum_bits(info.mem_type);
-  if (mt != UCC_MEMORY_TYPE_HOST && mt != UCC_MEMORY_TYPE_UNKNOWN) {
-    if (mt >= 0 && mt < UCC_MEMORY_TYPE_LAST)
-      ARG_REFUSED("%s: %s memory type %lld not supported", coll, which,
-                  static_cast<long long>(mt));
+  uint8_t kind = kMemHost;
+  if (mt == UCC_MEMORY_TYPE_CUDA || mt == UCC_MEMORY_TYPE_CUDA_MANAGED)
+    kind = kMemGpu;
+  else if (mt == UCC_MEMORY_TYPE_UNKNOWN)
+    kind = kMemUnknown;
+  else if (mt != UCC_MEMORY_TYPE_HOST && mt >= 0 && mt < UCC_MEMORY_TYPE_LAST)
+    ARG_REFUSED("%s: %s memory type %lld not supported", coll, which,
+                static_cast<long long>(mt));
+  else if (mt != UCC_MEMORY_TYPE_HOST)
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s memory type %lld is invalid",
               coll, which, static_cast<long long>(mt));
-  }
   uint64_t bytes;
   if (__builtin_mul_overflow(count, uint64_t{off::elem_size(d)}, &bytes) ||
       bytes > (uint64_t{1} << 62))
@@ -226,7 +233,7 @@ ucc_status_t buffer(const char* coll, const char* which,
     ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: %s buffer is NULL with count %llu",
               coll, which, static_cast<unsigned long long>(count));
   *ref = off::BufRef{
-      reinterpret_cast<uintptr_t>(info.buffer), bytes, 0, 0, {0, 0, 0}};
+      reinterpret_cast<uintptr_t>(info.buffer), bytes, 0, kind, {0, 0, 0}};
   return UCC_OK;
 }
 

@@ -20,9 +20,11 @@
 //     not take them (ucc_ee_get_event) and return them (ucc_ee_ack_event)
 //     fast enough, later ones are dropped and one UCC_EVENT_OVERFLOW event
 //     says so.
-// Stream engines (UCC_EE_CUDA_STREAM, UCC_EE_ROCM_STREAM) are GPU work and
-// refused (UCC_ERR_NOT_SUPPORTED). Nothing here allocates after
-// ucc_ee_create.
+// CUDA stream engines (UCC_EE_CUDA_STREAM) behave the same, and besides
+// run each collective in the stream's order (ee_cuda.h): it is posted
+// once the stream has reached it, and the stream waits for it to end.
+// ROCm streams are refused (UCC_ERR_NOT_SUPPORTED). Nothing here
+// allocates after ucc_ee_create.
 //
 // Threads: every call takes the team's context lock (UCC_THREAD_MULTIPLE).
 #include <sched.h>
@@ -42,6 +44,7 @@ constexpr uint32_t kInEvents = 64;  // user events an engine holds
 bool valid_ee(ucc_ee_h ee) { return ee != nullptr && ee->magic == kEeMagic; }
 
 void ee_free(ucc_ee* ee) {
+  ee_cuda_destroy(ee);
   free(ee->q);
   free(ee->ev);
   free(ee->ev_state);
@@ -71,6 +74,10 @@ uint64_t advance(ucc_ee* ee) {
   uint64_t events = 0;
   while (ee->qhead != ee->qtail) {
     Request* r = ee->q[ee->qhead % ee->qcap];
+    // A CUDA stream's collective waits for the stream to reach it.
+    if (!ee->head_posted && ee->cu != nullptr &&
+        !ee_cuda_ready(ee, ee->qhead % ee->qcap))
+      return events;
     if (!ee->head_posted) {
       if (ee->ihead != ee->itail) ++ee->ihead;  // its trigger, if any
       const ucc_status_t st = post_request(ee->ctx, r);
@@ -86,6 +93,7 @@ uint64_t advance(ucc_ee* ee) {
       return events;
     }
     emit(ee, UCC_EVENT_COLLECTIVE_COMPLETE, &r->pub);
+    if (ee->cu != nullptr) ee_cuda_release(ee);  // the stream goes on
     ++ee->qhead;
     ee->head_posted = false;
     ++events;
@@ -106,6 +114,7 @@ void ee_team_gone(ucc_context* ctx, ucc_team* t) {
   for (ucc_ee* ee = ctx->ees; ee != nullptr; ee = ee->next) {
     if (ee->team != t) continue;
     ee->team = nullptr;  // its queued collectives went with the team
+    if (ee->cu != nullptr) ee_cuda_release_all(ee);
     ee->qhead = ee->qtail = 0;
     ee->head_posted = false;
   }
@@ -138,17 +147,17 @@ ucc_status_t ucc_ee_create(ucc_team_h team, const ucc_ee_params_t* params,
     return UCC_ERR_INVALID_PARAM;
   }
   const int64_t type = ucc::host::enum_bits(params->ee_type);
-  if (type == UCC_EE_CUDA_STREAM || type == UCC_EE_ROCM_STREAM)
-    ARG_REFUSED("ucc_ee_create: %s execution engines need GPU support",
-                type == UCC_EE_CUDA_STREAM ? "CUDA stream" : "ROCm stream");
-  if (type != UCC_EE_CPU_THREAD) {
+  if (type == UCC_EE_ROCM_STREAM)
+    ARG_REFUSED("ucc_ee_create: ROCm stream execution engines are not "
+                "supported");
+  if (type != UCC_EE_CPU_THREAD && type != UCC_EE_CUDA_STREAM) {
     UCC_ERROR("ucc_ee_create: unknown execution engine type %lld",
               static_cast<long long>(type));
     return UCC_ERR_INVALID_PARAM;
   }
   auto* ee = static_cast<ucc_ee*>(calloc(1, sizeof(ucc_ee)));
   if (ee == nullptr) return UCC_ERR_NO_MEMORY;
-  ee->type = UCC_EE_CPU_THREAD;
+  ee->type = static_cast<ucc_ee_type_t>(type);
   ee->ctx = team->ctx;
   ee->team = team;
   // Every request of the team at most once in the stream, and two events
@@ -166,6 +175,13 @@ ucc_status_t ucc_ee_create(ucc_team_h team, const ucc_ee_params_t* params,
       ee->ev_free == nullptr || ee->out == nullptr || ee->in == nullptr) {
     ucc::host::ee_free(ee);
     return UCC_ERR_NO_MEMORY;
+  }
+  if (type == UCC_EE_CUDA_STREAM) {
+    const ucc_status_t st = ucc::host::ee_cuda_create(ee, params->ee_context);
+    if (st != UCC_OK) {
+      ucc::host::ee_free(ee);
+      return st;
+    }
   }
   for (uint32_t i = 0; i < ee->nev; ++i) ee->ev_free[i] = ee->nev - 1 - i;
   ee->nfree = ee->nev;
@@ -236,7 +252,13 @@ ucc_status_t ucc_collective_triggered_post(ucc_ee_h ee, ucc_ev_t* ev) {
   Guard g(ctx->lock, ctx->mt);
   // A request is in the stream at most once (it is in progress until it
   // leaves), so the ring cannot overflow.
-  ee->q[ee->qtail++ % ee->qcap] = r;
+  const uint32_t slot = ee->qtail % ee->qcap;
+  if (ee->cu != nullptr) {
+    st = ucc::host::ee_cuda_trigger(ee, r, slot);
+    if (st != UCC_OK) return st;
+  }
+  ee->q[slot] = r;
+  ++ee->qtail;
   r->pub.status = UCC_INPROGRESS;
   ucc::host::emit(ee, UCC_EVENT_COLLECTIVE_POST, &r->pub);
   ucc::host::advance(ee);

@@ -14,6 +14,8 @@
 #include <type_traits>
 
 #include "host/config.h"
+#include "host/ee_cuda.h"
+#include "host/gpu_stage.h"
 #include "host/link.h"
 #include "host/mem_map.h"
 #include "offload/channel.h"
@@ -77,6 +79,7 @@ struct Request {
   uint32_t list_n, list_done;
   ucc_status_t list_st;  // the first error of a member, or UCC_OK
   off::CollDesc desc;
+  GpuStage gpu;   // GPU buffers staged through host memory (gpu_stage.h)
   Request* next;  // posted list, or free list while unused
   Request* prev;
 };
@@ -174,6 +177,7 @@ struct ucc_context {
   ucc::host::MemMaps maps;
   ucc_context* maps_next;
   ucc_ee* ees;  // execution engines of its teams (ee.cc)
+  ucc::host::GpuContext gpu;  // GPU buffers' copy stream (gpu_stage.h)
   uint32_t fork_gen;  // ucc::host::g_fork_gen when made
 };
 
@@ -216,6 +220,7 @@ struct ucc_ee {
   // Events the user set (ucc_ee_set_event), in order.
   ucc_ev_t* in;
   uint32_t incap, ihead, itail;
+  ucc::host::CudaEe* cu;  // UCC_EE_CUDA_STREAM (ee_cuda.h), else nullptr
 };
 
 struct ucc_team {

@@ -71,7 +71,12 @@ extern "C" ucc_status_t ucc_coll_query(ucc_context_h ctx, ucc_coll_type_t coll,
       if (ucc::off::rop_is_loc(rop)) esize *= 2;
     }
   }
-  if (mem_type != UCC_MEMORY_TYPE_HOST && mem_type != UCC_MEMORY_TYPE_UNKNOWN)
+  // CUDA memory is staged through host memory (gpu_stage.h) wherever the
+  // driver is usable; ROCm is not supported.
+  const bool cuda =
+      mt == UCC_MEMORY_TYPE_CUDA || mt == UCC_MEMORY_TYPE_CUDA_MANAGED;
+  if (cuda ? ucc::plat::cuda::driver() == nullptr
+           : mt != UCC_MEMORY_TYPE_HOST && mt != UCC_MEMORY_TYPE_UNKNOWN)
     return UCC_OK;
   const ucc::off::CollCaps& cc = ec.coll[static_cast<int>(c)];
   for (uint8_t i = 0; i < t.nalgs && caps->n_algs < UCC_COLL_CAPS_MAX_ALGS;

@@ -289,9 +289,7 @@ struct Env {
   void run(Slot& s) {
     ck.fill(s, seed(), true);
     ucc_coll_req_h req = nullptr;
-    ucc_status_t st = ucc_collective_init(&s.args, &req, w.team);
-    if (st == UCC_OK) st = ucc_collective_post(req);
-    if (st == UCC_OK) st = w.wait(req);
+    ucc_status_t st = ucct::mp::run_case(w, s.args, s.src, s.dst, 60, &req);
     if (st != UCC_OK) {
       ck.rep().fail("%s: status %s", ck.describe(s.c).c_str(),
                     ucct::status_name(st));

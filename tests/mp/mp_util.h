@@ -32,6 +32,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/common/gpu.h"
 #include "tests/common/harness.h"
 #include "tests/common/types.h"
 
@@ -306,6 +307,9 @@ class Buf {
     }
     return true;
   }
+  // The whole buffer with its guards (nothing before the first resize).
+  uint8_t* raw() { return mem_.empty() ? nullptr : mem_.data() + base_; }
+  size_t raw_bytes() const { return mem_.empty() ? 0 : bytes_ + 2 * kGuard; }
   // Index of the first byte in [from, to) that is not kPoison, or SIZE_MAX.
   size_t first_unpoisoned(size_t from, size_t to) const {
     for (size_t i = from; i < to; ++i) {
@@ -400,6 +404,27 @@ inline ucc_status_t wait_all(ucc_context_h ctx, ucc_coll_req_h* reqs, size_t n,
       sched_yield();
     }
   }
+}
+
+// init + post + wait of one collective on w's team (*req set once init
+// succeeded). With UCCT_MEM=cuda|managed|unknown (tests/common/gpu.h) the
+// buffers, guards included, go to the GPU first and come back after
+// completion, so the caller checks src and dst as in host runs.
+inline ucc_status_t run_case(ucct::World& w, const ucc_coll_args_t& args,
+                             Buf& src, Buf& dst, double timeout_s,
+                             ucc_coll_req_h* req) {
+  ucc_coll_args_t a = args;
+  ucct::gpu::Region regs[2] = {{src.raw(), src.raw_bytes(), 0},
+                               {dst.raw(), dst.raw_bytes(), 0}};
+  ucct::gpu::Mirror mirror;
+  const bool on_gpu = ucct::gpu::mode() != ucct::gpu::Mode::kHost;
+  if (on_gpu && !mirror.map(&a, regs, 2)) return UCC_ERR_NO_MESSAGE;
+  *req = nullptr;
+  ucc_status_t st = ucc_collective_init(&a, req, w.team);
+  if (st == UCC_OK) st = ucc_collective_post(*req);
+  if (st == UCC_OK) st = w.wait(*req, timeout_s);
+  if (st == UCC_OK && on_gpu && !mirror.unmap()) st = UCC_ERR_NO_MESSAGE;
+  return st;
 }
 
 inline ucc_coll_buffer_info_t binfo(void* p, size_t count, const DtypeInfo& t) {

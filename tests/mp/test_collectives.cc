@@ -224,6 +224,11 @@ class Collectives : public ::testing::TestWithParam<Param> {};
 
 TEST_P(Collectives, Matrix) {
   const Param& p = GetParam();
+  const char* why = "";
+  if (ucct::gpu::mode() != ucct::gpu::Mode::kHost &&
+      !ucct::gpu::available(&why))
+    GTEST_SKIP() << "SKIPPED: UCCT_MEM asks for GPU buffers; no CUDA GPU here ("
+                 << why << ")";
   const bool ok = ucct::run_ranks(
       p.n, [&](ucct::Rank& r) { return run_family(p, r); }, 180);
   EXPECT_TRUE(ok) << p.family << " cfg=" << p.cfg->name << " n=" << p.n

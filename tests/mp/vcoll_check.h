@@ -518,9 +518,8 @@ struct VEnv {
   void run(VSlot& s) {
     ck.fill(s, seed(), true);
     ucc_coll_req_h req = nullptr;
-    ucc_status_t st = ucc_collective_init(&s.args, &req, w.team);
-    if (st == UCC_OK) st = ucc_collective_post(req);
-    if (st == UCC_OK) st = w.wait(req, timeout_s);
+    ucc_status_t st =
+        ucct::mp::run_case(w, s.args, s.src, s.dst, timeout_s, &req);
     if (st != UCC_OK) {
       ck.rep().fail("%s: status %s", ck.describe(s.c).c_str(),
                     ucct::status_name(st));

@@ -1,0 +1,193 @@
+// GPU memory and CUDA stream execution engines (host/gpu_stage.h,
+// host/ee_cuda.h). Where there is no CUDA GPU the GPU cases skip with the
+// reason, and the refusal cases run instead; the collectives suites run on
+// GPU buffers with UCCT_MEM=cuda (ctest gpu_*).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "tests/common/gpu.h"
+#include "tests/common/harness.h"
+
+namespace {
+
+#define CK(call)                                                          \
+  do {                                                                    \
+    ucc_status_t s_ = (call);                                             \
+    if (s_ != UCC_OK) {                                                   \
+      std::fprintf(stderr, "rank %d: %s:%d: %s = %s\n", w.rank, __FILE__, \
+                   __LINE__, #call, ucct::status_name(s_));               \
+      return 1;                                                           \
+    }                                                                     \
+  } while (0)
+
+#define EXPECT(cond, ...)                                        \
+  do {                                                           \
+    if (!(cond)) {                                               \
+      std::fprintf(stderr, "rank %d: %s:%d: ", w.rank, __FILE__, \
+                   __LINE__);                                    \
+      std::fprintf(stderr, __VA_ARGS__);                         \
+      std::fprintf(stderr, "\n");                                \
+      return 1;                                                  \
+    }                                                            \
+  } while (0)
+
+#define NEED_GPU()                                                  \
+  do {                                                              \
+    const char* why_ = "";                                          \
+    if (!ucct::gpu::available(&why_))                               \
+      GTEST_SKIP() << "SKIPPED: no CUDA GPU here (" << why_ << ")"; \
+  } while (0)
+
+ucc_coll_args_t allreduce_i32(void* src, void* dst, size_t n,
+                              ucc_memory_type_t mt) {
+  ucc_coll_args_t a{};
+  a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+  a.op = UCC_OP_SUM;
+  a.src.info = {src, n, UCC_DT_INT32, mt};
+  a.dst.info = {dst, n, UCC_DT_INT32, mt};
+  return a;
+}
+
+// A collective triggered on a CUDA stream runs in the stream's order: its
+// input is what a memset queued just before it (behind a long run of
+// other work) wrote, and a copy queued just after it sees its result,
+// before the next memset on the stream overwrites dst.
+class GpuStream : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuStream, TriggeredAllreduceInStreamOrder) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(GetParam(), [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    constexpr size_t kN = 1 << 20;          // int32 elements: 4 MiB
+    constexpr size_t kBusy = size_t{64} << 20;  // words of filler work
+    uint64_t src = 0, dst = 0, busy = 0;
+    void* stream = nullptr;
+    EXPECT(ucct::gpu::alloc(kN * 4, false, &src) &&
+               ucct::gpu::alloc(kN * 4, false, &dst) &&
+               ucct::gpu::alloc(kBusy * 4, false, &busy) &&
+               ucct::gpu::stream_create(&stream),
+           "GPU setup");
+    auto* out = static_cast<int32_t*>(ucct::gpu::host_alloc(kN * 4));
+    EXPECT(out != nullptr, "pinned host memory");
+    ucc_ee_params_t ep{};
+    ep.ee_type = UCC_EE_CUDA_STREAM;
+    ep.ee_context = stream;
+    ep.ee_context_size = sizeof(void*);
+    ucc_ee_h ee = nullptr;
+    CK(ucc_ee_create(w.team, &ep, &ee));
+    for (int round = 0; round < 4; ++round) {
+      // Poison first, synchronously: an early start would read it.
+      EXPECT(ucct::gpu::memset32_async(src, 0x7f7f7f7f, kN, stream) &&
+                 ucct::gpu::memset32_async(dst, 0x7f7f7f7f, kN, stream) &&
+                 ucct::gpu::stream_sync(stream),
+             "poison");
+      std::memset(out, 0x55, kN * 4);
+      for (int k = 0; k < 8; ++k)
+        EXPECT(ucct::gpu::memset32_async(busy, k, kBusy, stream), "filler");
+      const auto mine = static_cast<uint32_t>(r.rank + 1 + round * 10);
+      EXPECT(ucct::gpu::memset32_async(src, mine, kN, stream), "input");
+      ucc_coll_args_t a =
+          allreduce_i32(reinterpret_cast<void*>(src),
+                        reinterpret_cast<void*>(dst), kN, UCC_MEMORY_TYPE_CUDA);
+      ucc_coll_req_h req = nullptr;
+      CK(ucc_collective_init(&a, &req, w.team));
+      ucc_ev_t ev{UCC_EVENT_COMPUTE_COMPLETE, nullptr, 0, req};
+      CK(ucc_collective_triggered_post(ee, &ev));
+      ucc_ev_t* got = nullptr;
+      CK(ucc_ee_get_event(ee, &got));  // what PyTorch checks
+      EXPECT(got->ev_type == UCC_EVENT_COLLECTIVE_POST && got->req == req,
+             "POST event right after the triggered post");
+      CK(ucc_ee_ack_event(ee, got));
+      EXPECT(ucct::gpu::to_host_async(out, dst, kN * 4, stream), "result copy");
+      EXPECT(ucct::gpu::memset32_async(dst, 0, kN, stream), "later work");
+      CK(w.wait(req));
+      EXPECT(ucct::gpu::stream_sync(stream), "stream");
+      int32_t want = 0;
+      for (int p = 0; p < r.size; ++p) want += p + 1 + round * 10;
+      for (size_t i = 0; i < kN; ++i)
+        EXPECT(out[i] == want, "round %d element %zu: %d, expected %d", round,
+               i, out[i], want);
+      CK(ucc_ee_get_event(ee, &got));
+      EXPECT(got->ev_type == UCC_EVENT_COLLECTIVE_COMPLETE, "COMPLETE event");
+      CK(ucc_ee_ack_event(ee, got));
+      CK(ucc_collective_finalize(req));
+    }
+    CK(ucc_ee_destroy(ee));
+    ucct::gpu::stream_destroy(stream);
+    ucct::gpu::release(src);
+    ucct::gpu::release(dst);
+    ucct::gpu::release(busy);
+    ucct::gpu::host_free(out);
+    return 0;
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GpuStream, ::testing::Values(1, 2, 4),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return "n" + std::to_string(i.param);
+                         });
+
+// In a process that has loaded CUDA, host memory given as UNKNOWN is still
+// host memory, and device memory given as UNKNOWN is found to be the GPU's.
+TEST(Gpu, UnknownMemoryResolved) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    constexpr size_t kN = 1000;
+    std::vector<int32_t> in(kN, r.rank + 1), out(kN, -1);
+    ucc_coll_args_t a =
+        allreduce_i32(in.data(), out.data(), kN, UCC_MEMORY_TYPE_UNKNOWN);
+    CK(w.run(a));
+    for (size_t i = 0; i < kN; ++i) EXPECT(out[i] == 3, "host result %zu", i);
+    uint64_t d = 0;
+    EXPECT(ucct::gpu::alloc(kN * 4, false, &d), "alloc");
+    EXPECT(ucct::gpu::to_device(d, in.data(), kN * 4), "to device");
+    a = allreduce_i32(reinterpret_cast<void*>(d), reinterpret_cast<void*>(d),
+                      kN, UCC_MEMORY_TYPE_UNKNOWN);
+    a.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+    a.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+    CK(w.run(a));
+    std::fill(out.begin(), out.end(), -1);
+    EXPECT(ucct::gpu::to_host(out.data(), d, kN * 4), "to host");
+    for (size_t i = 0; i < kN; ++i) EXPECT(out[i] == 3, "GPU result %zu", i);
+    ucct::gpu::release(d);
+    return 0;
+  }));
+}
+
+// Without a GPU: CUDA memory and CUDA stream engines are refused with
+// UCC_ERR_NOT_SUPPORTED (runtimes fall back), host memory declared
+// UNKNOWN works, and nothing is loaded for it.
+TEST(Gpu, RefusedWithoutDriver) {
+  const char* why = "";
+  if (ucct::gpu::available(&why))
+    GTEST_SKIP() << "this machine has a CUDA GPU: the GPU cases run instead";
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    std::vector<int32_t> in(100, r.rank + 1), out(100, -1);
+    ucc_coll_args_t a =
+        allreduce_i32(in.data(), out.data(), 100, UCC_MEMORY_TYPE_CUDA);
+    ucc_coll_req_h req = nullptr;
+    EXPECT(ucc_collective_init(&a, &req, w.team) == UCC_ERR_NOT_SUPPORTED,
+           "CUDA memory without a GPU: NOT_SUPPORTED");
+    a = allreduce_i32(in.data(), out.data(), 100, UCC_MEMORY_TYPE_UNKNOWN);
+    CK(w.run(a));
+    for (int32_t v : out) EXPECT(v == 3, "UNKNOWN host memory result");
+    ucc_ee_params_t ep{};
+    ep.ee_type = UCC_EE_CUDA_STREAM;
+    ucc_ee_h ee = nullptr;
+    EXPECT(ucc_ee_create(w.team, &ep, &ee) == UCC_ERR_NOT_SUPPORTED,
+           "CUDA stream engine without a GPU: NOT_SUPPORTED");
+    return 0;
+  }));
+}
+
+}  // namespace
