@@ -16,22 +16,7 @@ namespace ucc::host {
 namespace cu = plat::cuda;
 namespace {
 
-// Makes the stream's context current for the scope.
-class Push {
- public:
-  Push(const cu::Driver& d, cu::CuCtx c) : d_(d) {
-    ok_ = d.ctx_push(c) == cu::kSuccess;
-  }
-  ~Push() {
-    cu::CuCtx prev = nullptr;
-    if (ok_) d_.ctx_pop(&prev);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  const cu::Driver& d_;
-  bool ok_;
-};
+using cu::CtxScope;
 
 // A host function on the stream (no stream memory operations): holds the
 // stream until the engine's word reaches the collective's number.
@@ -79,7 +64,7 @@ ucc_status_t ee_cuda_create(ucc_ee* ee, void* stream) {
     return UCC_ERR_NO_MEMORY;
   }
   {
-    Push in(*d, c->cuctx);
+    CtxScope in(*d, c->cuctx);
     if (cr == cu::kSuccess && !in.ok()) cr = 1;
     if (cr == cu::kSuccess)
       cr = d->host_register(
@@ -111,7 +96,7 @@ void ee_cuda_destroy(ucc_ee* ee) {
   if (c == nullptr) return;
   const cu::Driver& d = *cu::driver();
   {
-    Push in(d, c->cuctx);
+    CtxScope in(d, c->cuctx);
     // The stream may still have to read `rel` for waits already let go.
     if (in.ok()) d.stream_synchronize(c->stream);
   }
@@ -124,7 +109,7 @@ ucc_status_t ee_cuda_trigger(ucc_ee* ee, Request* r, uint32_t slot) {
   const cu::Driver& d = *cu::driver();
   const uint32_t seq = c->seq_posted + 1;
   {
-    Push in(d, c->cuctx);
+    CtxScope in(d, c->cuctx);
     cu::CuResult cr = in.ok() ? d.event_record(c->ready[slot], c->stream) : 1;
     if (cr == cu::kSuccess && !c->host_wait) {
       cr = d.stream_wait_value32(c->stream, c->rel_dev, seq, cu::kWaitValueGeq);

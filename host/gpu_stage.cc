@@ -16,23 +16,7 @@ namespace {
 
 constexpr size_t kStageAlign = size_t{1} << 20;  // staging grows in MiB
 
-// Makes `cuctx` current on this thread for the scope (the caller's own
-// current context, if any, comes back after).
-class CtxScope {
- public:
-  CtxScope(const cu::Driver& d, cu::CuCtx cuctx) : d_(d) {
-    ok_ = d.ctx_push(cuctx) == cu::kSuccess;
-  }
-  ~CtxScope() {
-    cu::CuCtx prev = nullptr;
-    if (ok_) d_.ctx_pop(&prev);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  const cu::Driver& d_;
-  bool ok_;
-};
+using cu::CtxScope;
 
 // Waits until a stream engine's copy-out of r no longer reads r's
 // staging buffer.

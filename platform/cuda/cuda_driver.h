@@ -73,6 +73,26 @@ MemKind classify(const Driver& d, const void* p, CuCtx* ctx);
 // The driver's name for an error, for log lines.
 const char* error_name(const Driver& d, CuResult r);
 
+// Makes a CUDA context current on this thread for a scope; the thread's
+// own current context, if any, comes back after.
+class CtxScope {
+ public:
+  CtxScope(const Driver& d, CuCtx ctx) : d_(d) {
+    ok_ = d.ctx_push(ctx) == kSuccess;
+  }
+  ~CtxScope() {
+    CuCtx prev = nullptr;
+    if (ok_) d_.ctx_pop(&prev);
+  }
+  CtxScope(const CtxScope&) = delete;
+  CtxScope& operator=(const CtxScope&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  const Driver& d_;
+  bool ok_;
+};
+
 // Flags of the driver API used by the library.
 inline constexpr unsigned kStreamNonBlocking = 0x1;  // CU_STREAM_NON_BLOCKING
 inline constexpr unsigned kEventDisableTiming = 0x2;  // CU_EVENT_DISABLE_TIMING

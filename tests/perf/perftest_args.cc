@@ -72,7 +72,9 @@ const char kUsage[] =
     "  -N, --ranks <n>  number of local ranks (default 4; under mpirun,\n"
     "                 every MPI process is a rank and -N may only repeat\n"
     "                 the job's size)\n"
-    "  -m host        memory type (host only)\n"
+    "  -m host|cuda   memory type of src and dst (cuda: device 0, in every "
+    "rank;\n"
+    "                 the header gives the copy engines' bandwidth)\n"
     "  -p             persistent (always on; accepted for UCC compatibility)\n"
     "  -t, --timeout <s>  kill all ranks after s seconds (default 600)\n"
     "  --overlap      after the timed iterations, as many more that post, "
@@ -278,8 +280,10 @@ int parse_args(int argc, char** argv, Config* cfg) {
           return bad("binding (core or none)", optarg);
         break;
       case 'm':
-        if (std::strcmp(optarg, "host") != 0)
-          return bad("memory type (host only)", optarg);
+        if (std::strcmp(optarg, "cuda") == 0)
+          cfg->cuda = true;
+        else if (std::strcmp(optarg, "host") != 0)
+          return bad("memory type (host or cuda)", optarg);
         break;
       case 'i':
         cfg->inplace = true;
@@ -320,6 +324,11 @@ int parse_args(int argc, char** argv, Config* cfg) {
                    "mpirun the MPI job spans the hosts)\n");
       return 1;
     }
+  }
+  if (cfg->cuda && cfg->compare) {
+    std::fprintf(stderr,
+                 "ucc_perftest: --compare mpi takes host memory (-m host)\n");
+    return 1;
   }
   if (cfg->coll->rooted &&
       cfg->root >= static_cast<uint64_t>(cfg->total_ranks())) {

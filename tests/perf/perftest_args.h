@@ -39,6 +39,7 @@ struct Config {
   bool bind = true;        // --bind core (default) / none
   bool overlap = false;    // --overlap: also post / compute / wait
   bool compare = false;    // --compare mpi: MPI's collective beside ours
+  bool cuda = false;       // -m cuda: src and dst in GPU memory
   bool under_mpi = false;  // started by mpirun (not a command-line flag)
   // CPUs the ranks of this host share: the launching process's affinity
   // before any rank is bound, or under mpirun the CPUs online (not a

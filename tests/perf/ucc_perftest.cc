@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/gpu.h"
 #include "tests/common/harness.h"
 #include "tests/perf/perftest_args.h"
 #include "tests/perf/perftest_check.h"
@@ -72,6 +73,58 @@ class Buffer {
   void* p_ = nullptr;
   bool ok_ = true;
 };
+
+// -m cuda: a GPU copy of a host buffer (device 0), made from it at once;
+// back() copies it to the host buffer. Empty when bytes == 0.
+class DevBuffer {
+ public:
+  DevBuffer(size_t bytes, void* host) : host_(host), bytes_(bytes) {
+    ok_ = bytes == 0 || (ucct::gpu::alloc(bytes, false, &dev_) &&
+                         ucct::gpu::to_device(dev_, host, bytes));
+  }
+  ~DevBuffer() { ucct::gpu::release(dev_); }
+  DevBuffer(const DevBuffer&) = delete;
+  DevBuffer& operator=(const DevBuffer&) = delete;
+  void* get() const { return reinterpret_cast<void*>(dev_); }
+  bool ok() const { return ok_; }
+  bool back() const {
+    return bytes_ == 0 || ucct::gpu::to_host(host_, dev_, bytes_);
+  }
+
+ private:
+  void* host_;
+  size_t bytes_;
+  uint64_t dev_ = 0;
+  bool ok_ = true;
+};
+
+// -m cuda: the copy engines' bandwidth on this GPU (pinned host memory,
+// 64 MiB, best of 5 each way), in GB/s; false on a CUDA error.
+bool copy_engine_gbs(double* htod, double* dtoh) {
+  constexpr size_t kBytes = size_t{64} << 20;
+  void* h = ucct::gpu::host_alloc(kBytes);
+  uint64_t d = 0;
+  void* s = nullptr;
+  bool ok = h != nullptr && ucct::gpu::alloc(kBytes, false, &d) &&
+            ucct::gpu::stream_create(&s);
+  *htod = *dtoh = 0;
+  for (int i = 0; ok && i < 5; ++i) {
+    double t0 = now_s();
+    ok = ucct::gpu::to_device_async(d, h, kBytes, s) &&
+         ucct::gpu::stream_sync(s);
+    const double up = kBytes / (now_s() - t0) / 1e9;
+    t0 = now_s();
+    ok = ok && ucct::gpu::to_host_async(h, d, kBytes, s) &&
+         ucct::gpu::stream_sync(s);
+    const double down = kBytes / (now_s() - t0) / 1e9;
+    *htod = up > *htod ? up : *htod;
+    *dtoh = down > *dtoh ? down : *dtoh;
+  }
+  if (s != nullptr) ucct::gpu::stream_destroy(s);
+  ucct::gpu::release(d);
+  ucct::gpu::host_free(h);
+  return ok;
+}
 
 // What each rank reports for one size (combined with the OOB allgather).
 struct RankStats {
@@ -176,14 +229,26 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   Setup setup{cs.type, cfg.dt, cfg.op, r, n, count, cfg.root, inplace};
   fill_inputs(setup, src.get(), src_count, dst.get(), dst_here ? dst_count : 0);
 
+  // -m cuda: the collective runs on GPU copies of the buffers, which come
+  // back to the host for the check.
+  DevBuffer dsrc(cfg.cuda ? src_count * es : 0, src.get());
+  DevBuffer ddst(cfg.cuda ? dst_count * es : 0, dst.get());
+  if (!dsrc.ok() || !ddst.ok()) {
+    fail_line(r, "GPU buffer allocation", count, UCC_ERR_NO_MEMORY);
+    return UCC_ERR_NO_MEMORY;
+  }
+  const ucc_memory_type_t mt =
+      cfg.cuda ? UCC_MEMORY_TYPE_CUDA : UCC_MEMORY_TYPE_HOST;
   ucc_coll_args_t args{};
   args.mask = UCC_COLL_ARGS_FIELD_FLAGS;
   args.flags = UCC_COLL_ARGS_FLAG_PERSISTENT |
                (inplace ? UCC_COLL_ARGS_FLAG_IN_PLACE : 0);
   args.coll_type = cs.type;
   if (cs.type != UCC_COLL_TYPE_BARRIER) {
-    args.src.info = {src.get(), src_count, cfg.dt->dt, UCC_MEMORY_TYPE_HOST};
-    args.dst.info = {dst.get(), dst_count, cfg.dt->dt, UCC_MEMORY_TYPE_HOST};
+    args.src.info = {cfg.cuda ? dsrc.get() : src.get(), src_count, cfg.dt->dt,
+                     mt};
+    args.dst.info = {cfg.cuda ? ddst.get() : dst.get(), dst_count, cfg.dt->dt,
+                     mt};
   }
   if (cs.reduction) args.op = cfg.op;
   if (cs.rooted) args.root = cfg.root;
@@ -198,6 +263,8 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   double t_us = 0;
   st = w.barrier(kWaitTimeoutS);
   if (st == UCC_OK) st = post_and_wait(w, req, &t_us);
+  if (st == UCC_OK && cfg.cuda && !(dsrc.back() && ddst.back()))
+    st = UCC_ERR_NO_MESSAGE;
   std::string why;
   out->wrong = 0;
   if (st == UCC_OK && !check_result(setup, src.get(), dst.get(), &why)) {
@@ -393,7 +460,18 @@ void print_header(const Config& cfg, int n, ucc_team_h team,
   const char* skip = check_skip_reason(probe);
   std::printf("# ucc_perftest, library %s\n", ucc_get_version_string());
   std::printf("# %-20s %s\n", "Collective:", coll_name(cs.type));
-  std::printf("# %-20s %s\n", "Memory type:", "host");
+  if (cfg.cuda) {
+    double up = 0, down = 0;
+    if (copy_engine_gbs(&up, &down))
+      std::printf("# %-20s cuda (GPU 0; copy engines: host to GPU %.1f GB/s, "
+                  "GPU to host %.1f GB/s)\n",
+                  "Memory type:", up, down);
+    else
+      std::printf("# %-20s cuda (copy engines not measured)\n",
+                  "Memory type:");
+  } else {
+    std::printf("# %-20s %s\n", "Memory type:", "host");
+  }
   std::printf("# %-20s %s\n", "Datatype:", barrier ? "N/A" : cfg.dt->name);
   std::printf("# %-20s %s\n",
               "Reduction:", cs.reduction ? op_name(cfg.op) : "N/A");
@@ -534,6 +612,7 @@ int rank_main(Rank& rk, const Config& cfg) {
   {
     World w;
     if (w.init(rk) != UCC_OK) return 1;
+    if (cfg.cuda && !ucct::gpu::init()) return 1;
     int per_host = w.size;
     const std::string hosts = gather_hosts(rk, w.ctx, &per_host);
     if (w.rank == 0) print_header(cfg, w.size, w.team, hosts, per_host);
@@ -590,6 +669,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ucc_perftest: --compare mpi: %s\n", why);
       return 1;
     }
+  }
+  const char* no_gpu = "";
+  if (cfg.cuda && !ucct::gpu::available(&no_gpu)) {
+    std::fprintf(stderr, "ucc_perftest: -m cuda needs a CUDA GPU: %s\n",
+                 no_gpu);
+    return 1;
   }
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   cfg.cpus = mpi_size > 0 ? static_cast<int>(online > 0 ? online : 1)
