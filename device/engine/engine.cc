@@ -256,7 +256,16 @@ void Engine::take(const CollDesc& d) {
     ch_->complete(d.comp_slot, d.gen, Status::kNoResource);
     return;
   }
-  if (!t.busy()) set_busy(t, d.team);
+  if (t.busy_at == UINT32_MAX) set_busy(t, d.team);  // not listed yet
+  if (t.qtail == t.qhead && t.nrun < cfg_.inflight && d.timeout_ns == 0 &&
+      (d.flags & off::kDescTagged) == 0) {
+    // Nothing waits before it and an instance is free: start it now, as
+    // start_queued() would on this pass, without queueing a copy.
+    uint32_t id = 0;
+    while (t.inst[id].phase != Inst::Phase::kFree) ++id;
+    start(t, id, d, 0);
+    return;
+  }
   uint32_t at = t.qtail++ & (cfg_.team_queue - 1);
   t.queue[at] = d;
   t.qdeadline[at] = 0;
