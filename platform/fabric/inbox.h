@@ -13,7 +13,10 @@
 //                from a page boundary
 //
 // An inbox's slots are a pool, not a ring: the sender takes a free slot,
-// fills it, appends its index to `order` and publishes `head`; the owner
+// fills it, appends its index to `order` and publishes `head`, which also
+// names the slot of the latest message, so that an owner who finds just
+// one new message (the common case for small collectives) reads it
+// without first missing on `order`'s cache line; the owner
 // reads `order` to learn the arrival order and bumps the slot's `done`
 // count when it releases it. A slot is free when the sender's count of
 // messages put through it equals `done`. Each word has one writer, so no
@@ -37,7 +40,7 @@
 namespace ucc::plat {
 
 inline constexpr uint32_t kSegMagic = 0x55435347u;  // "UCSG"
-inline constexpr uint32_t kSegVersion = 3;
+inline constexpr uint32_t kSegVersion = 4;
 inline constexpr size_t kSlotHdr = 64;  // keeps payloads 64-byte aligned
 
 struct SegHeader {
@@ -59,7 +62,7 @@ struct SegHeader {
 static_assert(sizeof(SegHeader) <= 64);
 
 struct InboxCtl {
-  alignas(64) std::atomic<uint32_t> head;            // by the sender
+  alignas(64) std::atomic<uint64_t> head;            // by the sender
   alignas(64) std::atomic<uint8_t> done[kMaxSlots];  // by the owner
   alignas(64) uint8_t order[kMaxSlots];              // by the sender
 };
@@ -67,6 +70,25 @@ static_assert(sizeof(InboxCtl) == 192);
 static_assert(kMaxSlots <= 64, "one bit per slot in the owner's masks");
 
 inline constexpr size_t kCtlOff = 64;
+
+// The head word: the count of messages published (low 32 bits) and the
+// slot of the last of them (bits 32-39; a peer may write anything there,
+// so readers mask it like any index).
+inline uint64_t head_word(uint32_t count, uint32_t slot) {
+  return uint64_t{count} | (uint64_t{slot & 0xffu} << 32);
+}
+inline uint32_t head_count(uint64_t w) { return static_cast<uint32_t>(w); }
+inline uint32_t head_slot(uint64_t w) {
+  return static_cast<uint32_t>(w >> 32) & 0xffu;
+}
+// Publishes message number `count` (the new count), through `slot`: its
+// order entry first, then the head word. P1 pairs with C2 in rx_poll():
+// the slot and its order entry before the count.
+inline void publish_head(InboxCtl* ctl, uint32_t mask, uint32_t count,
+                         uint32_t slot) {
+  ctl->order[(count - 1) & mask] = static_cast<uint8_t>(slot);
+  ctl->head.store(head_word(count, slot), std::memory_order_release);
+}
 
 inline size_t data_offset(uint32_t nranks) {
   size_t end = kCtlOff + sizeof(InboxCtl) * nranks;
@@ -123,31 +145,34 @@ class InboxPair {
   const InboxView& tx() const { return tx_; }
   const InboxView& rx() const { return rx_; }
 
-  // Sender (fabric.h).
+  // Sender (fabric.h). Free slots are learnt from the owner's `done`
+  // counts, a line the owner writes on every release: reading it for
+  // every message would put a miss on that line into every send, so the
+  // sender keeps the slots it has seen free (free_) and reads `done`
+  // again only when it has none left, or when asked how many are free
+  // and knows of fewer than two.
   void* tx_reserve(const FabricConfig& c) {
     if (tx_slot_ < 0) {
-      const InboxCtl* ctl = tx_.ctl;
+      if (free_ == 0) refresh(c);
+      if (free_ == 0) return nullptr;
       // Round robin from the last slot taken, as a ring would: a slot the
       // owner has just read is taken last, which keeps its lines from
       // moving between the two cores while they are still in use there.
-      for (uint32_t k = 1; k <= c.nslots; ++k) {
-        uint32_t s = (tx_last_ + k) & (c.nslots - 1);
-        // C1 pairs with R1 in rx_release(): the owner is done with the slot.
-        if (ctl->done[s].load(std::memory_order_acquire) == sent_[s]) {
-          tx_slot_ = static_cast<int32_t>(s);
-          tx_last_ = s;
-          break;
-        }
-      }
-      if (tx_slot_ < 0) return nullptr;
+      const uint32_t from = (tx_last_ + 1) & (c.nslots - 1);
+      uint64_t later = free_ & (~uint64_t{0} << from);
+      const uint32_t s =
+          static_cast<uint32_t>(__builtin_ctzll(later != 0 ? later : free_));
+      free_ &= ~(uint64_t{1} << s);
+      tx_slot_ = static_cast<int32_t>(s);
+      tx_last_ = s;
     }
     return tx_.slot(c, static_cast<uint32_t>(tx_slot_)) + kSlotHdr;
   }
-  uint32_t tx_free(const FabricConfig& c) const {
-    uint32_t n = 0;
-    for (uint32_t s = 0; s < c.nslots; ++s)
-      n += tx_.ctl->done[s].load(std::memory_order_acquire) == sent_[s] ? 1 : 0;
-    return n;
+  // Free slots, the reserved one included.
+  uint32_t tx_free(const FabricConfig& c) {
+    if (__builtin_popcountll(free_) < 2) refresh(c);
+    return static_cast<uint32_t>(__builtin_popcountll(free_)) +
+           (tx_slot_ >= 0 ? 1 : 0);
   }
   // Publishes the reserved slot (one must be reserved).
   void tx_commit(const FabricConfig& c, uint32_t len, const MsgKey& key,
@@ -157,13 +182,10 @@ class InboxPair {
     h->len = len;
     h->kind = kind;
     h->key = key;
-    InboxCtl* ctl = tx_.ctl;
-    ctl->order[tx_head_ & (c.nslots - 1)] = static_cast<uint8_t>(s);
-    ++sent_[s];
+    ++sent_[s];  // not free until the owner's `done` catches up
     ++tx_head_;
     tx_slot_ = -1;
-    // P1 pairs with C2 in rx_poll(): slot and order entry before the count.
-    ctl->head.store(tx_head_, std::memory_order_release);
+    publish_head(tx_.ctl, c.nslots - 1, tx_head_, s);
   }
 
   // Receiver (fabric.h).
@@ -181,7 +203,15 @@ class InboxPair {
     // sender could claim more messages than slots: never take more than
     // the free slots could hold.
     const InboxCtl* ctl = rx_.ctl;
-    uint32_t h = ctl->head.load(std::memory_order_acquire);
+    const uint64_t w = ctl->head.load(std::memory_order_acquire);
+    uint32_t h = head_count(w);
+    if (h == rx_head_) return npend_;
+    if (h - rx_head_ == 1 && npend_ < c.nslots) {
+      // One new message: the head word names its slot.
+      pend_[npend_++] = static_cast<uint8_t>(head_slot(w) & (c.nslots - 1));
+      rx_head_ = h;
+      return npend_;
+    }
     if (h - rx_head_ > c.nslots - npend_) h = rx_head_ + (c.nslots - npend_);
     for (; rx_head_ != h; ++rx_head_) {
       pend_[npend_++] = static_cast<uint8_t>(
@@ -210,11 +240,25 @@ class InboxPair {
   }
 
  private:
+  // Every slot whose `done` count has caught up with ours, but the one
+  // reserved.
+  void refresh(const FabricConfig& c) {
+    uint64_t f = 0;
+    for (uint32_t s = 0; s < c.nslots; ++s) {
+      // C1 pairs with R1 in rx_release(): the owner is done with the slot.
+      if (tx_.ctl->done[s].load(std::memory_order_acquire) == sent_[s])
+        f |= uint64_t{1} << s;
+    }
+    if (tx_slot_ >= 0) f &= ~(uint64_t{1} << tx_slot_);
+    free_ = f;
+  }
+
   InboxView tx_;
   InboxView rx_;
   uint32_t tx_head_ = 0;           // messages sent into the peer's inbox for us
   int32_t tx_slot_ = -1;           // slot reserved there, or -1
   uint32_t tx_last_ = UINT32_MAX;  // slot taken last
+  uint64_t free_ = 0;              // bit s: slot s seen free, not taken
   uint8_t sent_[kMaxSlots] = {};   // messages put through each slot
   uint32_t rx_head_ = 0;           // messages seen arriving in our inbox
   uint32_t npend_ = 0;       // of which not released (as of the last poll)

@@ -53,8 +53,7 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     TcpAddr a;
     memcpy(&a, addrs[r].bytes, sizeof(a));
     if (addrs[r].kind != kTcpAddrMagic || a.slot_size != cfg_.slot_size ||
-        a.nslots != cfg_.nslots || a.nranks != cfg_.nranks ||
-        a.instance == 0) {
+        a.nslots != cfg_.nslots || a.nranks != cfg_.nranks || a.instance == 0) {
       UCC_ERROR(
           "rank %u: team rank %u has no TCP address, or its fabric differs "
           "(slot %u/%u, slots %u/%u, ranks %u/%u)",
@@ -96,10 +95,7 @@ void TcpFabric::rx_release(uint32_t peer, uint32_t i) {
 
 void TcpFabric::publish(Link& l, uint32_t slot) {
   InboxCtl* c = l.rx.ctl;
-  c->order[l.heads & (cfg_.nslots - 1)] = static_cast<uint8_t>(slot);
-  ++l.heads;
-  // P1 (fabric/inbox.h): the slot and its order entry before the count.
-  c->head.store(l.heads, std::memory_order_release);
+  publish_head(c, cfg_.nslots - 1, ++l.heads, slot);
   const auto* mh = reinterpret_cast<const MsgHdr*>(l.rx.slot(cfg_, slot));
   if (mh->kind != 0)
     seg_header(seg_)->attention.fetch_add(1, std::memory_order_release);
@@ -125,7 +121,8 @@ bool TcpFabric::tx_flushed() const {
         l.conn->state == Conn::State::kDead)
       continue;
     // Our own thread wrote head (tx_commit): relaxed.
-    if (l.msgs != l.shadow.ctl->head.load(std::memory_order_relaxed))
+    if (l.msgs !=
+        head_count(l.shadow.ctl->head.load(std::memory_order_relaxed)))
       return false;
   }
   return true;

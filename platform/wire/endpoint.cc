@@ -154,7 +154,9 @@ uint32_t Endpoint::pump(uint32_t peer) {
   uint32_t n = 0;
   while (l.nxt - l.una < window) {
     // Our own thread wrote head (the fabric's tx_commit): relaxed.
-    if (l.msgs == l.shadow.ctl->head.load(std::memory_order_relaxed)) break;
+    if (l.msgs ==
+        head_count(l.shadow.ctl->head.load(std::memory_order_relaxed)))
+      break;
     const uint32_t slot = l.shadow.ctl->order[l.msgs & mask] & mask;
     const char* base = l.shadow.slot(cfg_, slot);
     uint32_t mlen = reinterpret_cast<const MsgHdr*>(base)->len;
@@ -337,10 +339,7 @@ void Endpoint::on_data(Link& l, uint32_t peer, const FrameHdr& h,
 void Endpoint::publish(uint32_t peer, uint32_t slot) {
   InboxCtl* c = seg_ctl(seg_, peer);
   Link& l = links_[peer];
-  c->order[l.heads & (cfg_.nslots - 1)] = static_cast<uint8_t>(slot);
-  ++l.heads;
-  // P1 (fabric/inbox.h): the slot and its order entry before the count.
-  c->head.store(l.heads, std::memory_order_release);
+  publish_head(c, cfg_.nslots - 1, ++l.heads, slot);
   const auto* mh = reinterpret_cast<const MsgHdr*>(
       InboxView{c, seg_slots(seg_, cfg_, peer)}.slot(cfg_, slot));
   if (mh->kind != 0) {
@@ -388,8 +387,8 @@ bool Endpoint::drained() const {
   for (uint32_t p = 0; p < cfg_.nranks; ++p) {
     const Link& l = links_[p];
     if (p == cfg_.rank || l.state != Peer::kLive) continue;
-    if (l.una != l.nxt ||
-        l.msgs != l.shadow.ctl->head.load(std::memory_order_relaxed))
+    if (l.una != l.nxt || l.msgs != head_count(l.shadow.ctl->head.load(
+                                        std::memory_order_relaxed)))
       return false;
   }
   return true;
