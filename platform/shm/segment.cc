@@ -44,9 +44,13 @@ Status seg_create(const char* name, size_t bytes, int* fd, void** mem) {
   return Status::kOk;
 }
 
-Status seg_check(int fd, size_t bytes, int64_t uid, const char** why) {
-  // A memfd: its /proc link reads "/memfd:<name> (deleted)". Nothing a
-  // user can create elsewhere on the file system has that path.
+namespace {
+
+// The part of seg_check that also works on an O_PATH descriptor: a memfd
+// (its /proc link reads "/memfd:<name> (deleted)"; nothing a user can
+// create elsewhere on the file system has that path) of the size and
+// owner expected.
+Status check_file(int fd, size_t bytes, int64_t uid, const char** why) {
   char link[64], target[128];
   snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
   const ssize_t n = readlink(link, target, sizeof(target) - 1);
@@ -64,6 +68,14 @@ Status seg_check(int fd, size_t bytes, int64_t uid, const char** why) {
     *why = "owned by another user";
     return Status::kInvalidParam;
   }
+  return Status::kOk;
+}
+
+}  // namespace
+
+Status seg_check(int fd, size_t bytes, int64_t uid, const char** why) {
+  Status st = check_file(fd, bytes, uid, why);
+  if (failed(st)) return st;
   const int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
                        (F_SEAL_SHRINK | F_SEAL_GROW)) {
@@ -87,24 +99,37 @@ Status seg_map_fd(int fd, size_t bytes, int64_t uid, void** mem) {
 Status seg_open_peer(int pid, int peer_fd, size_t bytes, int64_t uid,
                      const char* what, void** mem) {
   *mem = nullptr;
-  char path[64], target[128];
+  char path[64];
   snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, peer_fd);
-  // Look before opening: a read-write open of what is not a memfd could
-  // already be an act the caller's privileges allow and the peer's do not.
-  const ssize_t n = readlink(path, target, sizeof(target) - 1);
-  if (n < 7 || strncmp(target, "/memfd:", 7) != 0) {
-    UCC_ERROR("%s: %s is not a shared-memory segment", what, path);
-    return Status::kInvalidParam;
-  }
-  // The open itself is checked again below: the peer may have put
-  // another file under that descriptor number since.
-  const int f = open(path, O_RDWR | O_CLOEXEC);
-  if (f < 0) {
+  // Look before opening for I/O: a read-write open of what is not a
+  // memfd (a FIFO, a device, another user's file) could already be an act
+  // the caller's privileges allow and the peer's do not. An O_PATH open
+  // has no such effect, and it pins the file: the peer may put another
+  // file under that descriptor number now, but what we checked is what
+  // we open read-write (through our own descriptor) and map.
+  const int pf = open(path, O_PATH | O_CLOEXEC);
+  if (pf < 0) {
     UCC_ERROR("%s: cannot open %s: %s", what, path, strerror(errno));
     return Status::kError;
   }
   const char* why = nullptr;
-  Status st = seg_check(f, bytes, uid, &why);
+  Status st = check_file(pf, bytes, uid, &why);
+  if (failed(st)) {
+    UCC_ERROR("%s: %s is %s", what, path, why);
+    close(pf);
+    return st;
+  }
+  char own[64];
+  snprintf(own, sizeof(own), "/proc/self/fd/%d", pf);
+  // Read-write: every segment a peer hands over (channel rings, team
+  // inboxes) is one both sides write.
+  const int f = open(own, O_RDWR | O_CLOEXEC);
+  close(pf);
+  if (f < 0) {
+    UCC_ERROR("%s: cannot open %s: %s", what, path, strerror(errno));
+    return Status::kError;
+  }
+  st = seg_check(f, bytes, uid, &why);  // the seals too
   if (failed(st)) {
     UCC_ERROR("%s: %s is %s", what, path, why);
     close(f);
