@@ -108,12 +108,20 @@ TEST(Misuse, ForkedChildCannotUseTheContext) {
     std::vector<int32_t> in(100), out(100, -1);
     for (size_t i = 0; i < in.size(); ++i) in[i] = int32_t(r.rank * 1000 + i);
     if (r.rank == 0) {
+      // A request the parent made before the fork: the child inherits it,
+      // and posting it would put the child's buffers into the parent's
+      // collective (the finding: corrupted results or a hang).
+      std::vector<int32_t> pin(100, 5555), pout(100);
+      ucc_coll_args_t pa = sum_args(pin, pout);
+      ucc_coll_req_h preq = nullptr;
+      CK(ucc_collective_init(&pa, &preq, w.team));
       const pid_t c = fork();
       if (c == 0) {
         std::vector<int32_t> cin(100, 7777), cout(100);
         ucc_coll_args_t a = sum_args(cin, cout);
         ucc_coll_req_h req = nullptr;
         int bad = 0;
+        bad += ucc_collective_post(preq) != UCC_ERR_INVALID_PARAM;
         bad += ucc_collective_init(&a, &req, w.team) != UCC_ERR_INVALID_PARAM;
         bad += ucc_context_progress(w.ctx) != UCC_ERR_INVALID_PARAM;
         ucc_team_params_t tp{};
@@ -130,6 +138,7 @@ TEST(Misuse, ForkedChildCannotUseTheContext) {
                      WEXITSTATUS(ws));
         return 2;
       }
+      CK(ucc_collective_finalize(preq));
     }
     ucc_coll_args_t a = sum_args(in, out);
     CK(w.run(a));
