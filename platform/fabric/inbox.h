@@ -26,6 +26,10 @@
 // be overwritten: that takes nslots more messages, and the unread ones
 // hold their slots; so the owner copies entries out as it learns of them.
 //
+// Each slot's header also carries a stamp with the message's number,
+// stored after the header and payload, so that over shared memory the
+// owner can find the next message by its stamp before `head` shows it.
+//
 // Everything in a segment a peer can write is untrusted: indices are
 // masked, counts bounded by the free slots, lengths checked by the caller.
 #pragma once
@@ -42,6 +46,12 @@ namespace ucc::plat {
 inline constexpr uint32_t kSegMagic = 0x55435347u;  // "UCSG"
 inline constexpr uint32_t kSegVersion = 4;
 inline constexpr size_t kSlotHdr = 64;  // keeps payloads 64-byte aligned
+// A slot's header: the MsgHdr, then the stamp of the message it holds
+// (stamp_of its number), written last; see InboxPair::rx_poll.
+inline constexpr size_t kStampOff = 32;
+static_assert(sizeof(MsgHdr) <= kStampOff && kStampOff + 4 <= kSlotHdr);
+// Message n's stamp: never 0, the value of a slot never written.
+inline uint32_t stamp_of(uint32_t n) { return n | 0x80000000u; }
 
 struct SegHeader {
   uint32_t magic;
@@ -178,13 +188,17 @@ class InboxPair {
   void tx_commit(const FabricConfig& c, uint32_t len, const MsgKey& key,
                  uint8_t kind) {
     const auto s = static_cast<uint32_t>(tx_slot_);
-    auto* h = reinterpret_cast<MsgHdr*>(tx_.slot(c, s));
+    char* slot = tx_.slot(c, s);
+    auto* h = reinterpret_cast<MsgHdr*>(slot);
     h->len = len;
     h->kind = kind;
     h->key = key;
     ++sent_[s];  // not free until the owner's `done` catches up
     ++tx_head_;
     tx_slot_ = -1;
+    // P2 pairs with C3 in rx_poll(): header and payload before the stamp.
+    reinterpret_cast<std::atomic<uint32_t>*>(slot + kStampOff)
+        ->store(stamp_of(tx_head_), std::memory_order_release);
     publish_head(tx_.ctl, c.nslots - 1, tx_head_, s);
   }
 
@@ -205,20 +219,28 @@ class InboxPair {
     const InboxCtl* ctl = rx_.ctl;
     const uint64_t w = ctl->head.load(std::memory_order_acquire);
     uint32_t h = head_count(w);
-    if (h == rx_head_) return npend_;
+    // Nothing new; or, with stamps, `head` may still lag behind messages
+    // already taken by their stamps.
+    if (static_cast<int32_t>(h - rx_head_) <= 0)
+      return stamped_ ? rx_stamp(c) : npend_;
     if (h - rx_head_ == 1 && npend_ < c.nslots) {
       // One new message: the head word names its slot.
-      pend_[npend_++] = static_cast<uint8_t>(head_slot(w) & (c.nslots - 1));
+      take(static_cast<uint32_t>(head_slot(w)) & (c.nslots - 1));
       rx_head_ = h;
       return npend_;
     }
     if (h - rx_head_ > c.nslots - npend_) h = rx_head_ + (c.nslots - npend_);
-    for (; rx_head_ != h; ++rx_head_) {
-      pend_[npend_++] = static_cast<uint8_t>(
-          ctl->order[rx_head_ & (c.nslots - 1)] & (c.nslots - 1));
-    }
+    for (; rx_head_ != h; ++rx_head_)
+      take(ctl->order[rx_head_ & (c.nslots - 1)] & (c.nslots - 1));
     return npend_;
   }
+  // Where the sender's slot stores become visible in order (shared
+  // memory, not a transport that fills slots frame by frame), rx_poll
+  // also looks for the next message where it most likely lies: the slot
+  // after the last one's (the sender takes free slots round robin). Its
+  // stamp is on the header's line, so a small message is seen one cache
+  // miss earlier than through `head` and `order`.
+  void set_stamped(bool on) { stamped_ = on; }
   uint32_t rx_npend() const { return npend_; }
   uint32_t rx_epoch() const { return epoch_; }
   const MsgHdr* rx_hdr(const FabricConfig& c, uint32_t i) const {
@@ -240,6 +262,33 @@ class InboxPair {
   }
 
  private:
+  void take(uint32_t slot) {
+    pend_[npend_++] = static_cast<uint8_t>(slot);
+    rx_last_ = slot;
+  }
+  // rx_poll when `head` shows nothing new: message rx_head_ + 1 in the
+  // slot after the last one's, found by its stamp.
+  uint32_t rx_stamp(const FabricConfig& c) {
+    if (npend_ >= c.nslots) return npend_;
+    const uint32_t s = (rx_last_ + 1) & (c.nslots - 1);
+    const char* slot = rx_.slot(c, s);
+    // Ask for the payload's first line with the stamp's: both arrive in
+    // the same round trip when the message is there.
+    __builtin_prefetch(slot + kSlotHdr);
+    // C3 pairs with P2: a matching stamp means header and payload are in.
+    const uint32_t st =
+        reinterpret_cast<const std::atomic<uint32_t>*>(slot + kStampOff)
+            ->load(std::memory_order_acquire);
+    if (st != stamp_of(rx_head_ + 1)) return npend_;
+    // A slot still pending holds an older message (the sender cannot have
+    // reused it), whatever a peer wrote into its stamp.
+    for (uint32_t i = 0; i < npend_; ++i)
+      if (pend_[i] == s) return npend_;
+    take(s);
+    ++rx_head_;
+    return npend_;
+  }
+
   // Every slot whose `done` count has caught up with ours, but the one
   // reserved.
   void refresh(const FabricConfig& c) {
@@ -261,6 +310,8 @@ class InboxPair {
   uint64_t free_ = 0;              // bit s: slot s seen free, not taken
   uint8_t sent_[kMaxSlots] = {};   // messages put through each slot
   uint32_t rx_head_ = 0;           // messages seen arriving in our inbox
+  uint32_t rx_last_ = UINT32_MAX;  // slot of the last of them
+  bool stamped_ = false;           // rx_poll may look for stamps
   uint32_t npend_ = 0;       // of which not released (as of the last poll)
   uint64_t rx_dead_ = 0;     // bit i: pend_[i] released since the last poll
   uint32_t epoch_ = 0;       // renumberings so far

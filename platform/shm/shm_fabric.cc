@@ -57,6 +57,7 @@ Status ShmFabric::open(const FabricConfig& cfg, FabricAddr* out) {
     new (&peers_[i]) InboxPair;
     new (&maps_[i]) Map;
     peers_[i].bind_rx(InboxView{seg_ctl(seg_, i), seg_slots(seg_, cfg, i)});
+    peers_[i].set_stamped(true);  // peers store straight into our slots
   }
   *out = FabricAddr{};
   out->kind = kShmAddrMagic;
