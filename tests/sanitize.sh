@@ -86,9 +86,9 @@ asan_stage() {
   fi
   check_logs "the multi-process suite, emu ($((SECONDS - t0)) s)"
 
-  $t/fuzz_engine_driver -n 1000000 -t 30 -s 11 \
+  $t/fuzz_engine_driver -n 1000000 -t 20 -s 11 \
     -o ./build-asan/fuzz_engine_crash.bin
-  $t/fuzz_control_driver -n 1000000 -t 30 -s 11 \
+  $t/fuzz_control_driver -n 1000000 -t 20 -s 11 \
     -o ./build-asan/fuzz_control_crash.bin
   check_logs "the fuzz drivers"
 }
