@@ -442,7 +442,10 @@ void Server::run() {
     } else if ((idle & 15) == 0) {
       sched_yield();
     }
-    if (events != 0 && (++passes & 63) != 0) continue;  // busy: poll less
+    // Requests on the sockets are looked at every 64th pass unless asleep:
+    // busy or spinning, the rings are where the work comes from, and a
+    // poll() per idle pass cost a syscall for each.
+    if (!sleep && (++passes & 63) != 0) continue;
     int timeout = 0;
     if (sleep) timeout = nclients_ != 0 ? cfg_.sleep_ms : 100;
     // Peers on the wire cannot ring our doorbell: keep naps short.
