@@ -54,6 +54,8 @@ ucc_status_t post_request(ucc_context* ctx, Request* r);
 
 // Removes a request from the context's posted list.
 void unlink_posted(ucc_context* ctx, Request* r);
+// Stores a request's final status for ucc_collective_test (release).
+void publish_status(Request* r, ucc_status_t st);
 
 // Copies finished collectives' statuses into their requests; returns how
 // many finished, and in *callbacks those whose callback is due (linked by

@@ -128,9 +128,17 @@ void team_unlink_live(ucc_context* ctx, ucc_team* t) {
 void team_teardown(ucc_context* ctx, ucc_team* t, uint32_t magic) {
   for (uint32_t i = 0; i < t->nreqs; ++i) {
     ucc::host::Request& r = t->reqs[i];
-    // Still posted: the engine ends it with an error on close; nobody
-    // may look at it after the team is gone.
-    if (r.linked) ucc::host::unlink_posted(ctx, &r);
+    // Still posted (its peers never did their part in time): it ends
+    // with an error, which a handle kept past the destroy reads with
+    // ucc_collective_test (a task list's, on its first member); no
+    // callback runs. The request memory stays until the team object is
+    // reused.
+    if (r.linked) {
+      ucc::host::unlink_posted(ctx, &r);
+      ucc::host::Request* shown = r.lead != nullptr ? r.lead : &r;
+      if (shown->pub.status == UCC_INPROGRESS)
+        ucc::host::publish_status(shown, UCC_ERR_TIMED_OUT);
+    }
     r.magic = ucc::host::kDeadMagic;
   }
   ee_team_gone(ctx, t);
@@ -387,21 +395,19 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
       // Our own entry must be what we sent: another process claiming our
       // ep (or an OOB that mixes up its entries) shows here.
-      const bool mine = t->excluded ||
-                        memcmp(&t->addrs[t->rank], &t->my_addr,
-                               sizeof(t->my_addr)) == 0;
+      const bool mine = t->excluded || memcmp(&t->addrs[t->rank], &t->my_addr,
+                                              sizeof(t->my_addr)) == 0;
       if (!mine)
         UCC_ERROR(
             "ucc_team_create_test: rank %u's address came back changed "
             "(another process with the same ep, or a broken OOB)",
             t->rank);
       const bool connected =
-          mine && (t->excluded ||
-                   ucc::off::ok(t->ctx->engine->team_connect(
-                       t->eng_idx, t->size, t->addrs)));
-      t->my_ok = ucc::host::Confirm{ucc::host::kConfirmMagic,
-                                    connected ? 1u : 0u,
-                                    digest(t->addrs, t->size)};
+          mine && (t->excluded || ucc::off::ok(t->ctx->engine->team_connect(
+                                      t->eng_idx, t->size, t->addrs)));
+      t->my_ok =
+          ucc::host::Confirm{ucc::host::kConfirmMagic, connected ? 1u : 0u,
+                             digest(t->addrs, t->size)};
       t->state = ucc_team::State::kConfirm;
     }
       [[fallthrough]];

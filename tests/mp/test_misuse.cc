@@ -32,15 +32,15 @@ namespace {
     }                                                                     \
   } while (0)
 
-#define WANT(call, want)                                                   \
-  do {                                                                     \
-    ucc_status_t s_ = (call);                                              \
-    if (s_ != (want)) {                                                    \
-      std::fprintf(stderr, "rank %d: %s:%d: %s = %s, want %s\n", r.rank,   \
-                   __FILE__, __LINE__, #call, ucct::status_name(s_),       \
-                   ucct::status_name(want));                               \
-      return 1;                                                            \
-    }                                                                      \
+#define WANT(call, want)                                                 \
+  do {                                                                   \
+    ucc_status_t s_ = (call);                                            \
+    if (s_ != (want)) {                                                  \
+      std::fprintf(stderr, "rank %d: %s:%d: %s = %s, want %s\n", r.rank, \
+                   __FILE__, __LINE__, #call, ucct::status_name(s_),     \
+                   ucct::status_name(want));                             \
+      return 1;                                                          \
+    }                                                                    \
   } while (0)
 
 ucc_coll_args_t sum_args(std::vector<int32_t>& in, std::vector<int32_t>& out) {
@@ -171,7 +171,8 @@ TEST(Misuse, ForkedChildCannotUseTheContext) {
         tp.mask = UCC_TEAM_PARAM_FIELD_OOB;
         tp.oob = w.oob;
         ucc_team_h t = nullptr;
-        bad += ucc_team_create_post(&w.ctx, 1, &tp, &t) != UCC_ERR_INVALID_PARAM;
+        bad +=
+            ucc_team_create_post(&w.ctx, 1, &tp, &t) != UCC_ERR_INVALID_PARAM;
         _exit(bad);
       }
       int ws = 0;
@@ -235,48 +236,52 @@ ucc_status_t lying_free(void*) { return UCC_OK; }
 // 0 and 2, in 2 ranks 0 and 1.
 TEST(Misuse, TeamOverALyingOob) {
   for (int mode = 0; mode < 3; ++mode) {
-    EXPECT_TRUE(ucct::run_ranks(3, [mode](ucct::Rank& r) {
-      ucct::World w;
-      if (w.init(r) != UCC_OK) return 1;
-      LyingOob lo{&r, mode, {}};
-      ucc_team_params_t p{};
-      p.mask = UCC_TEAM_PARAM_FIELD_OOB;
-      p.oob.allgather = lying_allgather;
-      p.oob.req_test = lying_test;
-      p.oob.req_free = lying_free;
-      p.oob.coll_info = &lo;
-      p.oob.n_oob_eps = 2;
-      p.oob.oob_ep = r.rank == 0 ? 0 : 1;
-      ucc_team_h t = nullptr;
-      ucc_status_t st = ucc_team_create_post(&w.ctx, 1, &p, &t);
-      const double end = ucct::now_s() + 30;
-      while (st == UCC_OK && (st = ucc_team_create_test(t)) == UCC_INPROGRESS &&
-             ucct::now_s() < end)
-        ucc_context_progress(w.ctx);
-      const bool should_work =
-          (mode == 1 && r.rank != 1) || (mode == 2 && r.rank != 2);
-      if (should_work != (st == UCC_OK)) {
-        std::fprintf(stderr, "mode %d rank %d: team creation %s\n", mode,
-                     r.rank, ucct::status_name(st));
-        return 2;
-      }
-      if (should_work) {  // the real members' team works
-        std::vector<int32_t> in(4, r.rank + 1), out(4, -1);
-        ucc_coll_args_t a = sum_args(in, out);
-        ucc_coll_req_h req = nullptr;
-        if (ucc_collective_init(&a, &req, t) != UCC_OK ||
-            ucc_collective_post(req) != UCC_OK || w.wait(req) != UCC_OK)
-          return 3;
-        ucc_collective_finalize(req);
-        const int32_t want = mode == 1 ? 1 + 3 : 1 + 2;
-        if (out[0] != want) return 4;
-      }
-      if (t != nullptr) {
-        while ((st = ucc_team_destroy(t)) == UCC_INPROGRESS)
-          ucc_context_progress(w.ctx);
-      }
-      return w.barrier() == UCC_OK ? 0 : 5;
-    })) << "mode " << mode;
+    EXPECT_TRUE(ucct::run_ranks(
+        3,
+        [mode](ucct::Rank& r) {
+          ucct::World w;
+          if (w.init(r) != UCC_OK) return 1;
+          LyingOob lo{&r, mode, {}};
+          ucc_team_params_t p{};
+          p.mask = UCC_TEAM_PARAM_FIELD_OOB;
+          p.oob.allgather = lying_allgather;
+          p.oob.req_test = lying_test;
+          p.oob.req_free = lying_free;
+          p.oob.coll_info = &lo;
+          p.oob.n_oob_eps = 2;
+          p.oob.oob_ep = r.rank == 0 ? 0 : 1;
+          ucc_team_h t = nullptr;
+          ucc_status_t st = ucc_team_create_post(&w.ctx, 1, &p, &t);
+          const double end = ucct::now_s() + 30;
+          while (st == UCC_OK &&
+                 (st = ucc_team_create_test(t)) == UCC_INPROGRESS &&
+                 ucct::now_s() < end)
+            ucc_context_progress(w.ctx);
+          const bool should_work =
+              (mode == 1 && r.rank != 1) || (mode == 2 && r.rank != 2);
+          if (should_work != (st == UCC_OK)) {
+            std::fprintf(stderr, "mode %d rank %d: team creation %s\n", mode,
+                         r.rank, ucct::status_name(st));
+            return 2;
+          }
+          if (should_work) {  // the real members' team works
+            std::vector<int32_t> in(4, r.rank + 1), out(4, -1);
+            ucc_coll_args_t a = sum_args(in, out);
+            ucc_coll_req_h req = nullptr;
+            if (ucc_collective_init(&a, &req, t) != UCC_OK ||
+                ucc_collective_post(req) != UCC_OK || w.wait(req) != UCC_OK)
+              return 3;
+            ucc_collective_finalize(req);
+            const int32_t want = mode == 1 ? 1 + 3 : 1 + 2;
+            if (out[0] != want) return 4;
+          }
+          if (t != nullptr) {
+            while ((st = ucc_team_destroy(t)) == UCC_INPROGRESS)
+              ucc_context_progress(w.ctx);
+          }
+          return w.barrier() == UCC_OK ? 0 : 5;
+        }))
+        << "mode " << mode;
   }
 }
 
@@ -388,6 +393,57 @@ TEST(Misuse, TeamDestroyWaitsForItsCollectives) {
   }));
 }
 
+// The same with a peer that never posts its part: destroy waits for the
+// peer timeout (UCC_NET_PEER_TIMEOUT, short here), then succeeds, and the
+// collective it cut off ends in an error, not Success.
+TEST(Misuse, TeamDestroyGivesUpOnAPeerThatNeverPosts) {
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_NET_PEER_TIMEOUT", "500ms"}};
+    if (w.init(r) != UCC_OK) return 1;
+    ucc_team_params_t p{};
+    p.mask = UCC_TEAM_PARAM_FIELD_OOB;
+    p.oob = w.oob;
+    ucc_team_h t = nullptr;
+    CK(ucc_team_create_post(&w.ctx, 1, &p, &t));
+    ucc_status_t st;
+    while ((st = ucc_team_create_test(t)) == UCC_INPROGRESS)
+      ucc_context_progress(w.ctx);
+    CK(st);
+    if (r.rank == 0) {
+      std::vector<int32_t> in(1000, 1), out(1000, -1);
+      ucc_coll_args_t a = sum_args(in, out);
+      ucc_coll_req_h req = nullptr;
+      CK(ucc_collective_init(&a, &req, t));
+      CK(ucc_collective_post(req));
+      const double t0 = ucct::now_s();
+      while ((st = ucc_team_destroy(t)) == UCC_INPROGRESS &&
+             ucct::now_s() - t0 < 30) {
+      }
+      const double took = ucct::now_s() - t0;
+      CK(st);
+      if (took < 0.4 || took > 10) {
+        std::fprintf(stderr, "rank 0: destroy took %.2f s\n", took);
+        return 2;
+      }
+      st = ucc_collective_test(req);
+      if (st == UCC_OK || st == UCC_INPROGRESS) {
+        std::fprintf(stderr, "rank 0: the cut-off collective says %s\n",
+                     ucct::status_name(st));
+        return 3;
+      }
+    }
+    // Rank 1 never posts; both meet again before rank 1's team goes.
+    if (w.barrier() != UCC_OK) return 4;
+    if (r.rank == 1) {
+      while ((st = ucc_team_destroy(t)) == UCC_INPROGRESS)
+        ucc_context_progress(w.ctx);
+      CK(st);
+    }
+    return 0;
+  }));
+}
+
 // The members left out of a split go on at once (destroying the parent
 // team and their context, never testing what they got): the call has
 // played their part, and the others' new team is made and works.
@@ -420,6 +476,37 @@ TEST(Misuse, SplitLeftOutGoesAway) {
       ucc_context_progress(w.ctx);
     CK(st);
     return 0;
+  }));
+}
+
+// A member of the parent that never calls ucc_team_create_from_parent at
+// all: the others' split fails with UCC_ERR_TIMED_OUT within
+// UCC_TEAM_CREATE_TIMEOUT (short here), not a wait for ever.
+TEST(Misuse, SplitWithAMemberThatNeverCallsTimesOut) {
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_TEAM_CREATE_TIMEOUT", "500ms"},
+             {"UCC_NET_PEER_TIMEOUT", "1s"}};  // the parent's exchange
+    if (w.init(r) != UCC_OK) return 1;
+    if (r.rank == 2) {
+      // Waits (without the split) until the others have given up.
+      return w.barrier(60) == UCC_OK ? 0 : 2;
+    }
+    ucc_team_h t = nullptr;
+    CK(ucc_team_create_from_parent(r.rank, 1, w.team, &t));
+    ucc_status_t st;
+    const double t0 = ucct::now_s();
+    while ((st = ucc_team_create_test(t)) == UCC_INPROGRESS &&
+           ucct::now_s() - t0 < 30)
+      ucc_context_progress(w.ctx);
+    const double took = ucct::now_s() - t0;
+    if (st != UCC_ERR_TIMED_OUT || took < 0.4 || took > 10) {
+      std::fprintf(stderr, "rank %d: %s after %.2f s\n", r.rank,
+                   ucct::status_name(st), took);
+      return 3;
+    }
+    ucc_team_destroy(t);
+    return w.barrier(60) == UCC_OK ? 0 : 4;
   }));
 }
 
