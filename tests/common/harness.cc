@@ -459,4 +459,15 @@ ucc_status_t World::run(ucc_coll_args_t& args, double timeout_s) {
   return st != UCC_OK ? st : fst;
 }
 
+ucc_status_t World::new_team(ucc_team_h* t, ucc_team_params_t p) {
+  p.mask |= UCC_TEAM_PARAM_FIELD_OOB;
+  p.oob = oob;
+  *t = nullptr;
+  ucc_status_t st = ucc_team_create_post(&ctx, 1, &p, t);
+  if (st != UCC_OK) return st;
+  while ((st = ucc_team_create_test(*t)) == UCC_INPROGRESS)
+    ucc_context_progress(ctx);
+  return st;
+}
+
 }  // namespace ucct

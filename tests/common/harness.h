@@ -109,6 +109,11 @@ class World {
   // final status, or the first error of those calls.
   ucc_status_t run(ucc_coll_args_t& args, double timeout_s = 60);
 
+  // Another team over this world's OOB, on ctx (`p` gives more fields;
+  // its OOB is set here), created to the end with ucc_team_create_test +
+  // ucc_context_progress: UCC_OK with *t, or the first error.
+  ucc_status_t new_team(ucc_team_h* t, ucc_team_params_t p = {});
+
   // OOB barrier over this world's ranks (progressing ctx meanwhile).
   ucc_status_t barrier(double timeout_s = 60) {
     return oob_barrier(oob, ctx, timeout_s);

@@ -263,15 +263,11 @@ TEST(TaskListErrors, Misuse) {
     // The failed inits kept no request: a team with a pool of 3 takes a
     // list of 3, not 4.
     ucc_team_params_t p{};
-    p.mask = UCC_TEAM_PARAM_FIELD_OOB | UCC_TEAM_PARAM_FIELD_OUTSTANDING_COLLS;
-    p.oob = w.oob;
+    p.mask = UCC_TEAM_PARAM_FIELD_OUTSTANDING_COLLS;
     p.outstanding_colls = 3;
     ucc_team_h t = nullptr;
-    CK(ucc_team_create_post(&w.ctx, 1, &p, &t));
+    CK(w.new_team(&t, p));
     ucc_status_t st;
-    while ((st = ucc_team_create_test(t)) == UCC_INPROGRESS)
-      ucc_context_progress(w.ctx);
-    CK(st);
     ucc_coll_args_t four[4] = {f.a[3], f.a[3], f.a[3], f.a[3]};
     EXPECT(ucc_collective_list_init(four, 4, nullptr, &req, t) ==
                UCC_ERR_NO_RESOURCE, "more members than requests");

@@ -289,15 +289,9 @@ TEST(EeEvents, Misuse) {
     EXPECT(ucc_collective_triggered_post(ee, &bad) == UCC_ERR_INVALID_PARAM,
            "no request");
     // A request of another team.
-    ucc_team_params_t tp{};
-    tp.mask = UCC_TEAM_PARAM_FIELD_OOB;
-    tp.oob = w.oob;
     ucc_team_h t2 = nullptr;
-    CK(ucc_team_create_post(&w.ctx, 1, &tp, &t2));
+    CK(w.new_team(&t2));
     ucc_status_t st;
-    while ((st = ucc_team_create_test(t2)) == UCC_INPROGRESS)
-      ucc_context_progress(w.ctx);
-    CK(st);
     Sum s2(r.rank, 2, 4);
     ucc_coll_req_h other = nullptr;
     CK(ucc_collective_init(&s2.args, &other, t2));

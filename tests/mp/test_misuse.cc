@@ -357,15 +357,9 @@ TEST(Misuse, TeamDestroyWaitsForItsCollectives) {
   EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
     ucct::World w;
     if (w.init(r) != UCC_OK) return 1;
-    ucc_team_params_t p{};
-    p.mask = UCC_TEAM_PARAM_FIELD_OOB;
-    p.oob = w.oob;
     ucc_team_h t = nullptr;
-    CK(ucc_team_create_post(&w.ctx, 1, &p, &t));
+    CK(w.new_team(&t));
     ucc_status_t st;
-    while ((st = ucc_team_create_test(t)) == UCC_INPROGRESS)
-      ucc_context_progress(w.ctx);
-    CK(st);
     std::vector<int32_t> in(1000, r.rank + 1), out(1000, -1);
     ucc_coll_args_t a = sum_args(in, out);
     ucc_coll_req_h req = nullptr;
@@ -401,15 +395,9 @@ TEST(Misuse, TeamDestroyGivesUpOnAPeerThatNeverPosts) {
     ucct::World w;
     w.env = {{"UCC_NET_PEER_TIMEOUT", "500ms"}};
     if (w.init(r) != UCC_OK) return 1;
-    ucc_team_params_t p{};
-    p.mask = UCC_TEAM_PARAM_FIELD_OOB;
-    p.oob = w.oob;
     ucc_team_h t = nullptr;
-    CK(ucc_team_create_post(&w.ctx, 1, &p, &t));
+    CK(w.new_team(&t));
     ucc_status_t st;
-    while ((st = ucc_team_create_test(t)) == UCC_INPROGRESS)
-      ucc_context_progress(w.ctx);
-    CK(st);
     if (r.rank == 0) {
       std::vector<int32_t> in(1000, 1), out(1000, -1);
       ucc_coll_args_t a = sum_args(in, out);
