@@ -395,19 +395,21 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
       // Our own entry must be what we sent: another process claiming our
       // ep (or an OOB that mixes up its entries) shows here.
-      const bool mine = t->excluded || memcmp(&t->addrs[t->rank], &t->my_addr,
-                                              sizeof(t->my_addr)) == 0;
+      const bool mine = t->excluded ||
+                        memcmp(&t->addrs[t->rank], &t->my_addr,
+                               sizeof(t->my_addr)) == 0;
       if (!mine)
         UCC_ERROR(
             "ucc_team_create_test: rank %u's address came back changed "
             "(another process with the same ep, or a broken OOB)",
             t->rank);
       const bool connected =
-          mine && (t->excluded || ucc::off::ok(t->ctx->engine->team_connect(
-                                      t->eng_idx, t->size, t->addrs)));
-      t->my_ok =
-          ucc::host::Confirm{ucc::host::kConfirmMagic, connected ? 1u : 0u,
-                             digest(t->addrs, t->size)};
+          mine && (t->excluded ||
+                   ucc::off::ok(t->ctx->engine->team_connect(
+                       t->eng_idx, t->size, t->addrs)));
+      t->my_ok = ucc::host::Confirm{ucc::host::kConfirmMagic,
+                                    connected ? 1u : 0u,
+                                    digest(t->addrs, t->size)};
       t->state = ucc_team::State::kConfirm;
     }
       [[fallthrough]];

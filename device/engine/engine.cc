@@ -261,9 +261,7 @@ void Engine::take(const CollDesc& d) {
       (d.flags & off::kDescTagged) == 0) {
     // Nothing waits before it and an instance is free: start it now, as
     // start_queued() would on this pass, without queueing a copy.
-    uint32_t id = 0;
-    while (t.inst[id].phase != Inst::Phase::kFree) ++id;
-    start(t, id, d, 0);
+    start(t, d, 0);
     return;
   }
   uint32_t at = t.qtail++ & (cfg_.team_queue - 1);

@@ -108,7 +108,8 @@ class Engine {
 
   // Instance life (inst.cc).
   uint64_t start_queued(Team& t, uint64_t now);
-  void start(Team& t, uint32_t id, const off::CollDesc& d, uint64_t deadline);
+  // Starts `d` on a free instance (one must be free: nrun < inflight).
+  void start(Team& t, const off::CollDesc& d, uint64_t deadline);
   uint64_t step(Team& t, Inst& in, uint64_t now);
   void alg_ended(Team& t, Inst& in, Status st, bool notify);
   void report(Inst& in, Status st);

@@ -106,17 +106,17 @@ uint64_t Engine::start_queued(Team& t, uint64_t now) {
         clash |= nosig(t.inst[t.order[i]].run.key) == k;
       if (clash) break;
     }
-    uint32_t id = 0;
-    while (t.inst[id].phase != Inst::Phase::kFree) ++id;
     CollDesc copy = d;
     ++t.qhead;
-    start(t, id, copy, deadline);
+    start(t, copy, deadline);
     ++events;
   }
   return events;
 }
 
-void Engine::start(Team& t, uint32_t id, const CollDesc& d, uint64_t deadline) {
+void Engine::start(Team& t, const CollDesc& d, uint64_t deadline) {
+  uint32_t id = 0;
+  while (t.inst[id].phase != Inst::Phase::kFree) ++id;
   Inst& in = t.inst[id];
   in.d = d;
   in.phase = Inst::Phase::kRun;

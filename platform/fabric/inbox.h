@@ -91,6 +91,10 @@ inline uint32_t head_count(uint64_t w) { return static_cast<uint32_t>(w); }
 inline uint32_t head_slot(uint64_t w) {
   return static_cast<uint32_t>(w >> 32) & 0xffu;
 }
+// The count of a shadow inbox (its sender's own thread wrote it: relaxed).
+inline uint32_t shadow_head(const InboxCtl& ctl) {
+  return head_count(ctl.head.load(std::memory_order_relaxed));
+}
 // Publishes message number `count` (the new count), through `slot`: its
 // order entry first, then the head word. P1 pairs with C2 in rx_poll():
 // the slot and its order entry before the count.
@@ -225,7 +229,7 @@ class InboxPair {
       return stamped_ ? rx_stamp(c) : npend_;
     if (h - rx_head_ == 1 && npend_ < c.nslots) {
       // One new message: the head word names its slot.
-      take(static_cast<uint32_t>(head_slot(w)) & (c.nslots - 1));
+      take(head_slot(w) & (c.nslots - 1));
       rx_head_ = h;
       return npend_;
     }

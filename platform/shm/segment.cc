@@ -71,11 +71,8 @@ Status check_file(int fd, size_t bytes, int64_t uid, const char** why) {
   return Status::kOk;
 }
 
-}  // namespace
-
-Status seg_check(int fd, size_t bytes, int64_t uid, const char** why) {
-  Status st = check_file(fd, bytes, uid, why);
-  if (failed(st)) return st;
+// The part that needs a descriptor open for I/O (F_GET_SEALS).
+Status check_seals(int fd, const char** why) {
   const int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
                        (F_SEAL_SHRINK | F_SEAL_GROW)) {
@@ -83,6 +80,13 @@ Status seg_check(int fd, size_t bytes, int64_t uid, const char** why) {
     return Status::kInvalidParam;
   }
   return Status::kOk;
+}
+
+}  // namespace
+
+Status seg_check(int fd, size_t bytes, int64_t uid, const char** why) {
+  Status st = check_file(fd, bytes, uid, why);
+  return failed(st) ? st : check_seals(fd, why);
 }
 
 Status seg_map_fd(int fd, size_t bytes, int64_t uid, void** mem) {
@@ -129,7 +133,7 @@ Status seg_open_peer(int pid, int peer_fd, size_t bytes, int64_t uid,
     UCC_ERROR("%s: cannot open %s: %s", what, path, strerror(errno));
     return Status::kError;
   }
-  st = seg_check(f, bytes, uid, &why);  // the seals too
+  st = check_seals(f, &why);  // the file is the one checked above
   if (failed(st)) {
     UCC_ERROR("%s: %s is %s", what, path, why);
     close(f);

@@ -22,8 +22,7 @@ void Conn::reset_io() {
   nbehalf = 0;  // asked again on the next connection
 }
 
-// --- reading
-// -------------------------------------------------------------------
+// --- reading -------------------------------------------------------------------
 
 // The link of our endpoint that a frame names, when the frame really comes
 // from that link's peer over this connection; nullptr otherwise (an
@@ -221,8 +220,7 @@ bool Conn::read() {
   }
 }
 
-// --- writing
-// -------------------------------------------------------------------
+// --- writing -------------------------------------------------------------------
 
 void Conn::frame(Type t, Link* l, uint32_t len) {
   Hdr& h = out.hdr;
@@ -270,8 +268,8 @@ bool Conn::pick() {
     out.hdr.flags = kAck;
     return true;
   }
-  if (ping_wanted &&
-      net->now() - pinged > uint64_t{net->config().keepalive_ms} * 1000000 &&
+  if (ping_wanted && net->now() - pinged >
+                         uint64_t{net->config().keepalive_ms} * 1000000 &&
       net->now() - heard > uint64_t{net->config().keepalive_ms} * 1000000) {
     pinged = net->now();
     frame(Type::kPing, nullptr, 0);
@@ -318,8 +316,7 @@ bool Conn::pick_link() {
         return true;
       }
       // Our own thread wrote head (tx_commit): relaxed.
-      if (l->msgs !=
-          head_count(l->shadow.ctl->head.load(std::memory_order_relaxed))) {
+      if (l->msgs != shadow_head(*l->shadow.ctl)) {
         const uint32_t slot =
             l->shadow.ctl->order[l->msgs & (c.nslots - 1)] & (c.nslots - 1);
         const char* base = l->shadow.slot(c, slot);
@@ -359,8 +356,8 @@ bool Conn::pump() {
     iovec iov[2];
     int n = 0;
     if (out.off < hb) {
-      iov[n++] =
-          iovec{reinterpret_cast<char*>(&out.hdr) + out.off, hb - out.off};
+      iov[n++] = iovec{reinterpret_cast<char*>(&out.hdr) + out.off,
+                       hb - out.off};
       iov[n++] = iovec{const_cast<char*>(out.data), out.len - hb};
     } else {
       iov[n++] = iovec{const_cast<char*>(out.data) + (out.off - hb),

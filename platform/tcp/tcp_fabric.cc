@@ -53,7 +53,8 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     TcpAddr a;
     memcpy(&a, addrs[r].bytes, sizeof(a));
     if (addrs[r].kind != kTcpAddrMagic || a.slot_size != cfg_.slot_size ||
-        a.nslots != cfg_.nslots || a.nranks != cfg_.nranks || a.instance == 0) {
+        a.nslots != cfg_.nslots || a.nranks != cfg_.nranks ||
+        a.instance == 0) {
       UCC_ERROR(
           "rank %u: team rank %u has no TCP address, or its fabric differs "
           "(slot %u/%u, slots %u/%u, ranks %u/%u)",
@@ -121,8 +122,7 @@ bool TcpFabric::tx_flushed() const {
         l.conn->state == Conn::State::kDead)
       continue;
     // Our own thread wrote head (tx_commit): relaxed.
-    if (l.msgs !=
-        head_count(l.shadow.ctl->head.load(std::memory_order_relaxed)))
+    if (l.msgs != shadow_head(*l.shadow.ctl))
       return false;
   }
   return true;

@@ -154,9 +154,7 @@ uint32_t Endpoint::pump(uint32_t peer) {
   uint32_t n = 0;
   while (l.nxt - l.una < window) {
     // Our own thread wrote head (the fabric's tx_commit): relaxed.
-    if (l.msgs ==
-        head_count(l.shadow.ctl->head.load(std::memory_order_relaxed)))
-      break;
+    if (l.msgs == shadow_head(*l.shadow.ctl)) break;
     const uint32_t slot = l.shadow.ctl->order[l.msgs & mask] & mask;
     const char* base = l.shadow.slot(cfg_, slot);
     uint32_t mlen = reinterpret_cast<const MsgHdr*>(base)->len;
@@ -387,8 +385,8 @@ bool Endpoint::drained() const {
   for (uint32_t p = 0; p < cfg_.nranks; ++p) {
     const Link& l = links_[p];
     if (p == cfg_.rank || l.state != Peer::kLive) continue;
-    if (l.una != l.nxt || l.msgs != head_count(l.shadow.ctl->head.load(
-                                        std::memory_order_relaxed)))
+    if (l.una != l.nxt ||
+        l.msgs != shadow_head(*l.shadow.ctl))
       return false;
   }
   return true;
