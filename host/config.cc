@@ -181,7 +181,12 @@ bool valid(Knob k, const char* v) {
       return true;
     case Knob::kNet:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "tcp") == 0 ||
-             strcasecmp(v, "none") == 0;
+             strcasecmp(v, "verbs") == 0 || strcasecmp(v, "none") == 0;
+    case Knob::kNetDevices:
+    case Knob::kVerbsLib:
+      return strlen(v) < 256;
+    case Knob::kNetGidIndex:
+      return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u < 256);
     case Knob::kNetPeerTimeout:
       return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
     case Knob::kNetFaults: {
@@ -412,13 +417,25 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   snprintf(out->net_if, sizeof(out->net_if), "%s",
            c.value[static_cast<int>(Knob::kNetIf)]);
   const char* net = c.value[static_cast<int>(Knob::kNet)];
-  l.net = strcasecmp(net, "none") == 0  ? LinkConfig::NetMode::kNone
-          : strcasecmp(net, "tcp") == 0 ? LinkConfig::NetMode::kTcp
-                                        : LinkConfig::NetMode::kAuto;
+  l.net = strcasecmp(net, "none") == 0    ? LinkConfig::NetMode::kNone
+          : strcasecmp(net, "tcp") == 0   ? LinkConfig::NetMode::kTcp
+          : strcasecmp(net, "verbs") == 0 ? LinkConfig::NetMode::kVerbs
+                                          : LinkConfig::NetMode::kAuto;
   l.tcp.iface = out->net_if;
+  snprintf(out->net_devices, sizeof(out->net_devices), "%s",
+           c.value[static_cast<int>(Knob::kNetDevices)]);
+  snprintf(out->verbs_lib, sizeof(out->verbs_lib), "%s",
+           c.value[static_cast<int>(Knob::kVerbsLib)]);
+  l.verbs.device = out->net_devices;
+  l.verbs.lib = out->verbs_lib;
+  const char* gid = c.value[static_cast<int>(Knob::kNetGidIndex)];
+  l.verbs.gid_index = strcasecmp(gid, "auto") == 0
+                          ? -1
+                          : static_cast<int>(num(Knob::kNetGidIndex));
   uint64_t peer_ms = 30000;
   parse_time_ms(c.value[static_cast<int>(Knob::kNetPeerTimeout)], &peer_ms);
   l.tcp.peer_timeout_ms = static_cast<uint32_t>(peer_ms);
+  l.verbs.peer_timeout_ms = l.tcp.peer_timeout_ms;
   if (l.tcp.keepalive_ms > l.tcp.peer_timeout_ms / 4)
     l.tcp.keepalive_ms = l.tcp.peer_timeout_ms / 4 + 1;
   if (!parse_net_faults(c.value[static_cast<int>(Knob::kNetFaults)], &l.tcp))

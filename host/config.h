@@ -39,6 +39,9 @@ enum class Knob : uint8_t {
   kNetIf,
   kNetPeerTimeout,
   kNetFaults,
+  kNetDevices,
+  kNetGidIndex,
+  kVerbsLib,
   kAllreduceRingMin,
   kCma,
   kCmaMin,
@@ -110,6 +113,8 @@ struct ContextSettings {
   LinkConfig link;    // what the engine runs with, and where it runs
   char host_id[256];  // UCC_HOST_ID: empty, or this host's name for teams
   char net_if[256];   // UCC_NET_IF (link.tcp.iface points here)
+  char net_devices[256];  // UCC_NET_DEVICES (link.verbs.device)
+  char verbs_lib[256];    // UCC_VERBS_LIB (link.verbs.lib)
   char socket_path[256];
   char daemon_path[256];
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)

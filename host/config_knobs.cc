@@ -59,8 +59,10 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "hosts of their own)"},
     {"NET", "auto", Scope::kContext,
      "How ranks reach ranks on other hosts: tcp (context creation fails "
-     "without it), none (teams must then sit on one host), auto (tcp where "
-     "a socket can listen, else none with a warning)"},
+     "without it), verbs (RDMA over InfiniBand or RoCE, connections set up "
+     "over TCP; context creation fails without an active port), none "
+     "(teams must then sit on one host), auto (tcp where a socket can "
+     "listen, else none with a warning)"},
     {"NET_IF", "", Scope::kContext,
      "The interface (name, or its IPv4 address) TCP listens on and "
      "advertises; empty: the first one up that is not loopback, else "
@@ -75,6 +77,15 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "most 1..N bytes per call), delay=US (hold every frame US "
      "microseconds), drop=P (break the connection after a message with "
      "probability P; it is made again), seed=S"},
+    {"NET_DEVICES", "", Scope::kContext,
+     "UCC_NET=verbs: the RDMA device and port, as mlx5_0:1 or mlx5_0 "
+     "(its first active port); empty: the first active port of any device"},
+    {"NET_GID_INDEX", "auto", Scope::kContext,
+     "UCC_NET=verbs: the GID table entry to route by (RoCE); auto: 0 on "
+     "InfiniBand, on RoCE the first IPv4-mapped GID, else the first set"},
+    {"VERBS_LIB", "", Scope::kContext,
+     "UCC_NET=verbs: the libibverbs to load; empty: libibverbs.so.1. Tests "
+     "name tests/verbs_loop's provider here"},
     {"ALLREDUCE_RING_MIN", "64K", Scope::kContext,
      "Allreduce vectors of at least this many bytes use the ring "
      "algorithm, smaller ones recursive doubling"},

@@ -274,6 +274,8 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   link.socket_path = ctx->settings.socket_path;
   link.daemon_path = ctx->settings.daemon_path;
   link.tcp.iface = ctx->settings.net_if;
+  link.verbs.device = ctx->settings.net_devices;
+  link.verbs.lib = ctx->settings.verbs_lib;
   Status st = link.emu ? ucc::host::open_daemon_link(link, kSubmitRing, ncomp,
                                                      &ctx->ch, &ctx->engine)
                        : ucc::host::open_inline_link(link, kSubmitRing, ncomp,

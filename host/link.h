@@ -9,6 +9,7 @@
 #include "offload/engine_config.h"
 #include "offload/engine_link.h"
 #include "platform/tcp/tcp_net.h"
+#include "platform/verbs/verbs_config.h"
 
 namespace ucc::host {
 
@@ -19,10 +20,13 @@ struct LinkConfig {
   // Inline: generic datatypes reduce through the host's callbacks.
   off::UserReduce user_reduce;
   // Inline: this process's host (platform/os/host_id.h), and whether its
-  // engine reaches other hosts, over TCP (UCC_NET) configured so.
+  // engine reaches other hosts (UCC_NET): over TCP, or over verbs with
+  // TCP for connection setup, each configured so.
   uint64_t host[2] = {0, 0};
-  enum class NetMode : uint8_t { kAuto, kTcp, kNone } net = NetMode::kAuto;
+  enum class NetMode : uint8_t { kAuto, kTcp, kVerbs, kNone } net =
+      NetMode::kAuto;
   plat::tcp::TcpConfig tcp;
+  plat::verbs::VerbsConfig verbs;
   bool emu = false;
   const char* socket_path = nullptr;  // emu; "" = the default path
   const char* daemon_path = nullptr;  // emu autostart: binary, or "none"

@@ -1,7 +1,8 @@
 // The inline engine: the context's collectives run in this process,
 // advanced by ucc_context_progress, and reach ranks on other hosts over
-// its TCP net (UCC_NET). The one file of host/ that includes the engine
-// (the seam between host and device).
+// its TCP net, or its verbs net with TCP for connection setup (UCC_NET).
+// The one file of host/ that includes the engine (the seam between host
+// and device).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,6 +12,9 @@
 #include "device/engine/engine.h"
 #include "host/link.h"
 #include "platform/os/log.h"
+#if UCC_HAVE_VERBS
+#include "platform/verbs/verbs_net.h"
+#endif
 
 namespace ucc::host {
 namespace {
@@ -19,7 +23,10 @@ class InlineLink final : public off::EngineLink {
  public:
   ~InlineLink() override {
     engine_.fini();  // its teams leave the net first
-    tcp_.fini();     // which delivers what they still owe
+#if UCC_HAVE_VERBS
+    verbs_.fini();  // which delivers what they still owe
+#endif
+    tcp_.fini();
     if (mem_ != nullptr) munmap(mem_, bytes_);
   }
 
@@ -34,10 +41,14 @@ class InlineLink final : public off::EngineLink {
     ch->init(mem_, sq_capacity, ncomp);
     dev::EngineEnv env;
     env.user_reduce = cfg.user_reduce;
-    if (cfg.net != LinkConfig::NetMode::kNone) {
+    if (cfg.net == LinkConfig::NetMode::kVerbs) {
+      const Status vst = open_verbs(cfg);
+      if (failed(vst)) return vst;
+      env.net = net_;
+    } else if (cfg.net != LinkConfig::NetMode::kNone) {
       const Status nst = tcp_.init(cfg.tcp);
       if (ok(nst)) {
-        has_net_ = true;
+        net_ = &tcp_;
         env.net = &tcp_;
       } else if (cfg.net == LinkConfig::NetMode::kTcp) {
         return nst;  // asked for by name: no quiet fallback
@@ -59,7 +70,8 @@ class InlineLink final : public off::EngineLink {
   int owner_pid() const override { return pid_; }
   uint64_t progress() override {
     uint64_t ev = engine_.progress();
-    if (!has_net_) return ev;  // no system call while unused
+    if (net_ == nullptr) return ev;  // no system call while unused
+    if (net_ != &tcp_) return ev + net_->progress();
     // The net may sleep on its sockets only once the engine too has been
     // idle for as long: a rank waiting on shared memory (a node-aware
     // algorithm's non-leaders) has nothing that would wake it there.
@@ -91,8 +103,37 @@ class InlineLink final : public off::EngineLink {
 
  private:
   dev::Engine engine_;
+  // UCC_NET=verbs: the verbs net, over a TCP net that only sets up its
+  // connections (and so never waits on its sockets).
+  Status open_verbs(const LinkConfig& cfg) {
+#if UCC_HAVE_VERBS
+    plat::tcp::TcpConfig cm = cfg.tcp;
+    cm.spin = UINT32_MAX;
+    cm.wait_us = 0;
+    Status st = tcp_.init(cm);
+    if (failed(st)) return st;
+    st = verbs_.init(cfg.verbs, &tcp_);
+    if (failed(st)) {
+      UCC_ERROR("UCC_NET=verbs: no usable RDMA port (UCC_NET_DEVICES '%s', "
+                "UCC_VERBS_LIB '%s')",
+                cfg.verbs.device != nullptr ? cfg.verbs.device : "",
+                cfg.verbs.lib != nullptr ? cfg.verbs.lib : "");
+      return st;
+    }
+    net_ = &verbs_;
+    return Status::kOk;
+#else
+    (void)cfg;
+    UCC_ERROR("UCC_NET=verbs: built without rdma-core's headers");
+    return Status::kNotSupported;
+#endif
+  }
+
   plat::tcp::TcpNet tcp_;
-  bool has_net_ = false;
+#if UCC_HAVE_VERBS
+  plat::verbs::VerbsNet verbs_;
+#endif
+  plat::Net* net_ = nullptr;  // the engine's network, if any
   uint32_t quiet_ = 0;  // engine passes in a row without events
   void* mem_ = nullptr;
   size_t bytes_ = 0;

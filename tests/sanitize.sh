@@ -12,8 +12,9 @@
 #          inline, on the suite again with UCC_OFFLOAD=emu (so the
 #          firmware_sim daemon the library starts is the ASan build too;
 #          the matrices' small-slot and single-copy configurations only
-#          inline),
-#          and on short runs of both fuzz drivers.
+#          inline), on the verbs transport over tests/verbs_loop's
+#          provider (its fault cases and a matrix, where rdma-core's header
+#          is installed), and on short runs of both fuzz drivers.
 #
 # Every sanitized process, forked ranks and the daemon included, writes its
 # reports to $UCCT_SAN_LOGS (default build-asan/sanitizer-logs) instead of
@@ -85,6 +86,17 @@ asan_stage() {
     return 1
   fi
   check_logs "the multi-process suite, emu ($((SECONDS - t0)) s)"
+
+  if grep -q '^UCC_VERBS_INCLUDE:PATH=/' build-asan/CMakeCache.txt; then
+    cmake --build build-asan -j"$jobs" --target verbs_loop verbs_loop_tests
+    $t/verbs_loop_tests --gtest_brief=1
+    t0=$SECONDS
+    VERBS_LOOP_FABRIC=$PWD/build-asan/sanitize-verbs.fabric UCC_NET=verbs \
+      UCC_VERBS_LIB=$PWD/$t/libverbs_loop.so UCCT_RANKS_PER_HOST=2 \
+      $t/ucc_mp_tests --gtest_brief=1 \
+      --gtest_filter='Verbs.*:Mp/Collectives.*default_n4:Mp/CollectivesV.*default_n4'
+    check_logs "the verbs transport ($((SECONDS - t0)) s)"
+  fi
 
   $t/fuzz_engine_driver -n 1000000 -t 20 -s 11 \
     -o ./build-asan/fuzz_engine_crash.bin

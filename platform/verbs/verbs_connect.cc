@@ -1,0 +1,227 @@
+// Connection management of a verbs fabric (verbs_fabric.h): queue pairs
+// through RESET, INIT, RTR and RTS, and the messages over the connection
+// manager's fabric that carry what each side needs (verbs_net.h:
+// hello, ready, goodbye and its answer).
+#include <cstring>
+
+#include "platform/os/clock.h"
+#include "platform/os/log.h"
+#include "platform/verbs/verbs_fabric.h"
+#include "platform/verbs/verbs_net.h"
+
+namespace ucc::plat::verbs {
+namespace {
+
+// Where a shadow's release counts lie, from its start.
+size_t done_offset() {
+  alignas(InboxCtl) char buf[sizeof(InboxCtl)];
+  auto* c = reinterpret_cast<InboxCtl*>(buf);
+  return static_cast<size_t>(reinterpret_cast<char*>(&c->done[0]) - buf);
+}
+
+}  // namespace
+
+void VerbsFabric::seal() {
+  // Every member has connected its connection manager's fabric: only now
+  // may messages go over it (a member not connected yet drops them).
+  sealed_ = true;
+  const uint64_t now = now_ns();
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    VLink& l = links_[r];
+    if (l.state != VLink::State::kConnecting) continue;
+    l.since = now;
+    advance(r);
+  }
+}
+
+void VerbsFabric::advance(uint32_t r) {
+  // In this order, each once: our hello (after seal), our ready (after
+  // our hello and the peer's: the peer must know our queue pair before it
+  // hears that we can take its writes), then ready both ways.
+  VLink& l = links_[r];
+  if (l.state != VLink::State::kConnecting) return;
+  if (!l.hello_sent && sealed_) l.hello_sent = send_cm(r, CmMsg::kHello);
+  if (l.hello_sent && l.got_hello && !l.ready_sent)
+    l.ready_sent = send_cm(r, CmMsg::kReady);
+  if (l.ready_sent && l.peer_ready) {
+    l.state = VLink::State::kReady;
+    --connecting_;
+    owe(r);  // what was committed meanwhile
+  }
+}
+
+void VerbsFabric::create_qp(uint32_t r) {
+  VLink& l = links_[r];
+  ibv_qp_init_attr a{};
+  a.send_cq = cq_;
+  a.recv_cq = cq_;
+  a.srq = net_->srq();
+  a.qp_type = IBV_QPT_RC;
+  a.cap.max_send_wr = max_send_;
+  a.cap.max_send_sge = 1;
+  a.cap.max_recv_sge = 1;
+  a.cap.max_inline_data = net_->config().max_inline;
+  l.qp = net_->api().create_qp(net_->pd(), &a);
+  if (l.qp == nullptr) {
+    fail(r, "cannot create a queue pair");
+    return;
+  }
+  max_inline_ = a.cap.max_inline_data;
+  l.psn = static_cast<uint32_t>(net_->rand64()) & 0xffffffu;
+  if (!to_init(l)) fail(r, "cannot move a queue pair to INIT");
+}
+
+bool VerbsFabric::to_init(VLink& l) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.pkey_index = 0;
+  a.port_num = net_->port();
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+  return net_->api().modify_qp(l.qp, &a,
+                               IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0;
+}
+
+bool VerbsFabric::to_rts(VLink& l, const CmMsg& m) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = m.mtu < net_->mtu() ? static_cast<ibv_mtu>(m.mtu) : net_->mtu();
+  a.dest_qp_num = m.qpn;
+  a.rq_psn = m.psn;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 12;  // 0.64 ms
+  a.ah_attr.dlid = m.lid;
+  a.ah_attr.port_num = net_->port();
+  if (net_->roce()) {  // RoCE routes by GID
+    a.ah_attr.is_global = 1;
+    memcpy(a.ah_attr.grh.dgid.raw, m.gid, 16);
+    a.ah_attr.grh.sgid_index = static_cast<uint8_t>(net_->gid_index());
+    a.ah_attr.grh.hop_limit = 64;
+  }
+  const Api& api = net_->api();
+  if (api.modify_qp(l.qp, &a,
+                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
+    return false;
+  ibv_qp_attr b{};
+  b.qp_state = IBV_QPS_RTS;
+  b.timeout = 14;   // 67 ms per try
+  b.retry_cnt = 7;
+  b.rnr_retry = 7;  // for ever: the peer timeout bounds it (peer_lost)
+  b.sq_psn = l.psn;
+  b.max_rd_atomic = 1;
+  return api.modify_qp(l.qp, &b,
+                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                           IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                           IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+}
+
+void VerbsFabric::fail(uint32_t r, const char* why) {
+  VLink& l = links_[r];
+  if (l.state == VLink::State::kFailed || l.state == VLink::State::kLeft ||
+      l.state == VLink::State::kNone)
+    return;
+  if (l.state == VLink::State::kConnecting) --connecting_;
+  l.state = VLink::State::kFailed;
+  lost_ = true;
+  if (broken_) return;  // one of ours, failing as we broke it
+  UCC_WARN("verbs: rank %u: link to team rank %u failed: %s", cfg_.rank, r,
+           why);
+}
+
+bool VerbsFabric::send_cm(uint32_t r, uint32_t type) {
+  void* p = cm_->tx_reserve(r);
+  if (p == nullptr) return false;
+  CmMsg m{};
+  m.type = type;
+  const VLink& l = links_[r];
+  if (type == CmMsg::kHello) {
+    m.qpn = l.qp->qp_num;
+    m.psn = l.psn;
+    m.seg_rkey = seg_mr_->rkey;
+    m.seg_addr = reinterpret_cast<uintptr_t>(seg_);
+    m.shadow_rkey = shadow_mr_->rkey;
+    m.shadow_addr = reinterpret_cast<uintptr_t>(shadows_);
+    m.lid = net_->lid();
+    m.mtu = static_cast<uint8_t>(net_->mtu());
+    memcpy(m.gid, net_->gid().raw, 16);
+    m.slot_size = cfg_.slot_size;
+    m.nslots = static_cast<uint16_t>(cfg_.nslots);
+  }
+  m.lost = lost_leave_ ? 1 : 0;
+  memcpy(p, &m, sizeof(m));
+  cm_->tx_commit(r, sizeof(m), MsgKey{{kVerbsAddrMagic, type, 0}}, 0);
+  return true;
+}
+
+void VerbsFabric::on_cm(uint32_t r, const CmMsg& m) {
+  VLink& l = links_[r];
+  if (l.state == VLink::State::kFailed || l.state == VLink::State::kLeft)
+    return;
+  switch (m.type) {
+    case CmMsg::kHello:
+      if (l.got_hello) return;
+      if (m.slot_size != cfg_.slot_size || m.nslots != cfg_.nslots ||
+          m.qpn == 0 || m.qpn >= (1u << 24) || m.mtu < IBV_MTU_256 ||
+          m.mtu > IBV_MTU_4096) {
+        fail(r, "its hello does not fit our fabric");
+        return;
+      }
+      l.peer_seg = m.seg_addr;
+      l.peer_seg_rkey = m.seg_rkey;
+      l.peer_shadow = m.shadow_addr + shadow_bytes(cfg_) * cfg_.rank +
+                      done_offset();
+      l.peer_shadow_rkey = m.shadow_rkey;
+      if (!to_rts(l, m)) {
+        fail(r, "cannot connect its queue pair (RTR/RTS)");
+        return;
+      }
+      l.got_hello = true;
+      break;
+    case CmMsg::kReady:
+      if (!l.got_hello) {
+        fail(r, "ready before hello");
+        return;
+      }
+      l.peer_ready = true;
+      break;
+    case CmMsg::kBye:
+      if (m.lost != 0) {
+        fail(r, "it failed");
+        return;
+      }
+      if (l.state == VLink::State::kConnecting) --connecting_;
+      l.state = VLink::State::kLeft;
+      // Nothing more goes to it; the answer tells it so once what we
+      // posted is done, and it may then free what we wrote into.
+      l.ack_owed = true;
+      ++acks_owed_;
+      return;
+    case CmMsg::kByeAck:
+      l.bye_acked = true;
+      return;
+    default:
+      fail(r, "unknown connection message");
+      return;
+  }
+  advance(r);
+}
+
+uint64_t VerbsFabric::read_cm(uint32_t r) {
+  advance(r);  // what could not go before (no free slot)
+  const uint32_t n = cm_->rx_poll(r);
+  for (uint32_t i = 0; i < n; ++i) {
+    const MsgHdr* h = cm_->rx_hdr(r, i);
+    if (h == nullptr) continue;
+    if (h->len == sizeof(CmMsg) && h->key.w[0] == kVerbsAddrMagic) {
+      CmMsg m;
+      memcpy(&m, cm_->rx_payload(r, i), sizeof(m));
+      on_cm(r, m);
+    }
+    cm_->rx_release(r, i);
+  }
+  return n;
+}
+
+}  // namespace ucc::plat::verbs

@@ -1,0 +1,390 @@
+#include "platform/verbs/verbs_fabric.h"
+
+#include <arpa/inet.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "platform/os/clock.h"
+#include "platform/os/log.h"
+#include "platform/verbs/verbs_net.h"
+
+namespace ucc::plat::verbs {
+namespace {
+
+// Work request ids: the shared receive queue's, or (rank << 8) | kind.
+constexpr uint64_t kRecvId = ~uint64_t{0};
+constexpr uint64_t kMsgWr = 1;
+constexpr uint64_t kCreditWr = 2;
+
+void* map_zeroed(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace
+
+VerbsFabric::VerbsFabric(VerbsNet* net, const FabricConfig& cfg, Fabric* cm)
+    : net_(net), cfg_(cfg), cm_(cm) {}
+
+VerbsFabric::~VerbsFabric() {
+  const Api& api = net_->api();
+  if (links_ != nullptr) {
+    for (uint32_t r = 0; r < cfg_.nranks; ++r)
+      if (links_[r].qp != nullptr) api.destroy_qp(links_[r].qp);
+  }
+  if (cq_ != nullptr) api.destroy_cq(cq_);
+  if (seg_mr_ != nullptr) api.dereg_mr(seg_mr_);
+  if (shadow_mr_ != nullptr) api.dereg_mr(shadow_mr_);
+  if (seg_ != nullptr) munmap(seg_, seg_bytes_);
+  if (shadows_ != nullptr) munmap(shadows_, shadows_bytes_);
+  free(peers_);
+  free(links_);
+  free(heads_);
+  free(owe_);
+}
+
+bool VerbsFabric::setup() {
+  const uint32_t n = cfg_.nranks;
+  peers_ = static_cast<InboxPair*>(calloc(n, sizeof(InboxPair)));
+  links_ = static_cast<VLink*>(calloc(n, sizeof(VLink)));
+  heads_ = static_cast<uint32_t*>(calloc(n, sizeof(uint32_t)));
+  owe_ = static_cast<uint32_t*>(calloc(n, sizeof(uint32_t)));
+  seg_bytes_ = segment_bytes(cfg_);
+  shadows_bytes_ = shadow_bytes(cfg_) * n;
+  seg_ = static_cast<char*>(map_zeroed(seg_bytes_));
+  shadows_ = static_cast<char*>(map_zeroed(shadows_bytes_));
+  if (peers_ == nullptr || links_ == nullptr || heads_ == nullptr ||
+      owe_ == nullptr || seg_ == nullptr || shadows_ == nullptr)
+    return false;
+  seg_init(seg_, cfg_, getpid());
+  for (uint32_t i = 0; i < n; ++i) {
+    new (&peers_[i]) InboxPair;
+    new (&links_[i]) VLink;
+    peers_[i].bind_rx(InboxView{seg_ctl(seg_, i), seg_slots(seg_, cfg_, i)});
+  }
+  // Peers write messages into the segment and release counts into the
+  // shadows; both are sources of our own writes too.
+  const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  const Api& api = net_->api();
+  seg_mr_ = api.reg_mr(net_->pd(), seg_, seg_bytes_, acc);
+  shadow_mr_ = api.reg_mr(net_->pd(), shadows_, shadows_bytes_, acc);
+  if (seg_mr_ == nullptr || shadow_mr_ == nullptr) {
+    UCC_ERROR("verbs: cannot register %zu + %zu bytes: %s", seg_bytes_,
+              shadows_bytes_, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
+  const uint32_t n = cfg_.nranks;
+  auto* cm_addrs = new (std::nothrow) FabricAddr[n];
+  if (cm_addrs == nullptr) return Status::kNoMemory;
+  memset(cm_addrs, 0, sizeof(FabricAddr) * n);
+  nremote_ = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (!mine[r] || r == cfg_.rank) continue;
+    if (addrs[r].kind != kVerbsAddrMagic) {
+      UCC_ERROR("rank %u: team rank %u has no verbs address", cfg_.rank, r);
+      delete[] cm_addrs;
+      return Status::kError;
+    }
+    cm_addrs[r].kind = addrs[r].pad;
+    memcpy(cm_addrs[r].bytes, addrs[r].bytes, sizeof(addrs[r].bytes));
+    ++nremote_;
+  }
+  Status st = cm_->connect(cm_addrs, mine);
+  delete[] cm_addrs;
+  if (failed(st)) return st;
+  // Every completion this member can have outstanding fits: no overflow.
+  max_send_ = 2 * cfg_.nslots + 8;
+  const int cqe = static_cast<int>(nremote_ * (max_send_ + cfg_.nslots) + 64);
+  cq_ = net_->api().create_cq(net_->ctx(), cqe, nullptr, nullptr, 0);
+  if (cq_ == nullptr) {
+    UCC_ERROR("verbs: cannot create a CQ of %d: %s", cqe, strerror(errno));
+    return Status::kNoResource;
+  }
+  const size_t sb = shadow_bytes(cfg_);
+  for (uint32_t r = 0; r < n; ++r) {
+    if (!mine[r] || r == cfg_.rank) continue;
+    VLink& l = links_[r];
+    char* base = shadows_ + sb * r;
+    l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};
+    peers_[r].bind_tx(l.shadow);
+    l.state = VLink::State::kConnecting;
+    l.since = now_ns();
+    ++connecting_;
+    create_qp(r);
+    if (l.state == VLink::State::kFailed) return Status::kNoResource;
+  }
+  return Status::kOk;
+}
+
+void VerbsFabric::owe(uint32_t r) {
+  VLink& l = links_[r];
+  if (l.listed) return;
+  l.listed = true;
+  owe_[nowe_++] = r;
+}
+
+bool VerbsFabric::post_write(VLink& l, uint32_t r, const void* src,
+                             uint32_t len, uint32_t lkey, uint64_t raddr,
+                             uint32_t rkey, bool imm, uint32_t imm_slot) {
+  ibv_sge sge{};
+  sge.addr = reinterpret_cast<uintptr_t>(src);
+  sge.length = len;
+  sge.lkey = lkey;
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = (uint64_t{r} << 8) | (imm ? kMsgWr : kCreditWr);
+  wr.sg_list = &sge;
+  wr.num_sge = len != 0 ? 1 : 0;
+  wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  const bool inl = len <= max_inline_;
+  if (inl) wr.send_flags |= IBV_SEND_INLINE;
+  if (imm) wr.imm_data = htonl((cfg_.rank << 8) | (imm_slot & 0xffu));
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  const int rc = ibv_post_send(l.qp, &wr, &bad);
+  if (rc != 0) {
+    fail(r, strerror(rc));
+    return false;
+  }
+  if (l.outstanding++ == 0) l.since = net_->now();
+  VerbsStats& s = net_->counters();
+  if (imm) {
+    ++s.tx_msgs;
+    if (inl) ++s.inline_msgs;
+  } else {
+    ++s.credits;
+  }
+  return true;
+}
+
+bool VerbsFabric::post_owed(uint32_t r) {
+  VLink& l = links_[r];
+  if (l.state == VLink::State::kConnecting) return false;
+  if (l.state != VLink::State::kReady) return true;  // never will
+  const uint32_t head = shadow_head(*l.shadow.ctl);
+  const uint32_t mask = cfg_.nslots - 1;
+  while (l.msgs != head) {
+    if (l.outstanding >= max_send_) return false;
+    const uint32_t slot = l.shadow.ctl->order[l.msgs & mask] & mask;
+    const char* s = l.shadow.slot(cfg_, slot);
+    uint32_t len = reinterpret_cast<const MsgHdr*>(s)->len;
+    if (len > cfg_.slot_size) len = cfg_.slot_size;
+    const uint64_t raddr =
+        l.peer_seg + data_offset(cfg_.nranks) +
+        (uint64_t{cfg_.rank} * cfg_.nslots + slot) * slot_stride(cfg_.slot_size);
+    if (!post_write(l, r, s, static_cast<uint32_t>(kSlotHdr) + len,
+                    shadow_mr_->lkey, raddr, l.peer_seg_rkey, true, slot))
+      return true;
+    ++l.msgs;
+  }
+  if (l.credit_owed) {
+    if (l.outstanding >= max_send_) return false;
+    l.credit_owed = false;
+    post_write(l, r, &seg_ctl(seg_, r)->done[0], kMaxSlots, seg_mr_->lkey,
+               l.peer_shadow, l.peer_shadow_rkey, false, 0);
+  }
+  return true;
+}
+
+void VerbsFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
+                            uint8_t kind) {
+  peers_[peer].tx_commit(cfg_, len, key, kind);
+  ++events_;
+  // Straight out (after anything still waiting: post_owed goes in
+  // order); what cannot go now goes from progress.
+  if (!post_owed(peer)) owe(peer);
+}
+
+void VerbsFabric::rx_release(uint32_t peer, uint32_t i) {
+  if (!peers_[peer].rx_release(i)) return;
+  ++events_;
+  links_[peer].credit_owed = true;
+  owe(peer);
+}
+
+void VerbsFabric::publish(uint32_t r, uint32_t slot) {
+  InboxCtl* c = seg_ctl(seg_, r);
+  publish_head(c, cfg_.nslots - 1, ++heads_[r], slot);
+  const auto* mh = reinterpret_cast<const MsgHdr*>(
+      peers_[r].rx().slot(cfg_, slot));
+  if (mh->kind != 0)
+    seg_header(seg_)->attention.fetch_add(1, std::memory_order_release);
+}
+
+void VerbsFabric::on_recv(const ibv_wc& wc) {
+  const uint32_t imm = ntohl(wc.imm_data);
+  const uint32_t r = imm >> 8;
+  // The immediate is the peer's: it must name the link it came on.
+  if (r >= cfg_.nranks || links_[r].qp == nullptr ||
+      links_[r].qp->qp_num != wc.qp_num || !links_[r].got_hello ||
+      (links_[r].state != VLink::State::kReady &&
+       links_[r].state != VLink::State::kConnecting)) {
+    ++net_->counters().bad_imm;
+    return;
+  }
+  publish(r, imm & (cfg_.nslots - 1));
+  ++net_->counters().rx_msgs;
+  ++events_;
+}
+
+uint64_t VerbsFabric::poll_cq() {
+  ibv_wc wc[16];
+  const int n = ibv_poll_cq(cq_, 16, wc);
+  if (n < 0) {  // the CQ overflowed or broke: every link with it
+    for (uint32_t r = 0; r < cfg_.nranks; ++r) fail(r, "completion queue error");
+    return 0;
+  }
+  for (int i = 0; i < n; ++i) {
+    const ibv_wc& w = wc[i];
+    if (w.wr_id == kRecvId) {
+      net_->srq_used();
+      if (w.status == IBV_WC_SUCCESS && w.opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+        on_recv(w);
+      continue;
+    }
+    const auto r = static_cast<uint32_t>(w.wr_id >> 8);
+    if (r >= cfg_.nranks) continue;
+    VLink& l = links_[r];
+    if (l.outstanding > 0) --l.outstanding;
+    l.since = net_->now();
+    if (w.status != IBV_WC_SUCCESS) {
+      ++net_->counters().errors;
+      fail(r, net_->api().wc_status_str(w.status));
+    }
+  }
+  return static_cast<uint64_t>(n);
+}
+
+uint64_t VerbsFabric::progress(bool cm_too) {
+  uint64_t ev = cq_ != nullptr ? poll_cq() : 0;
+  // Lingering after our goodbyes: the connection manager's fabric is
+  // gone, and nothing more goes out.
+  if (cm_closed) return ev;
+  if (connecting_ != 0 || cm_too || leaving_ || acks_owed_ != 0) {
+    for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+      const VLink& l = links_[r];
+      if (l.state == VLink::State::kConnecting ||
+          (l.state == VLink::State::kReady && (cm_too || leaving_)))
+        ev += read_cm(r);
+      if (l.ack_owed && l.outstanding == 0 && send_cm(r, CmMsg::kByeAck)) {
+        links_[r].ack_owed = false;
+        --acks_owed_;
+        ++ev;
+      }
+    }
+  }
+  if (nowe_ != 0) {
+    const uint32_t n = nowe_;
+    nowe_ = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t r = owe_[k];
+      links_[r].listed = false;
+      if (!post_owed(r)) owe(r);
+    }
+  }
+  if (leaving_) {
+    for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+      VLink& l = links_[r];
+      if (l.state == VLink::State::kReady && !l.bye_sent && !l.listed &&
+          l.msgs == shadow_head(*l.shadow.ctl) && l.outstanding == 0)
+        l.bye_sent = send_cm(r, CmMsg::kBye);
+    }
+  }
+  return ev;
+}
+
+void VerbsFabric::leave(bool lost) {
+  leaving_ = true;
+  lost_leave_ = lost;
+}
+
+bool VerbsFabric::drained() const {
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    const VLink& l = links_[r];
+    if (l.state == VLink::State::kReady &&
+        (!l.bye_sent || !l.bye_acked || l.outstanding != 0))
+      return false;
+    if (l.state == VLink::State::kConnecting) return false;
+  }
+  return true;
+}
+
+bool VerbsFabric::peer_lost() const {
+  // The engine asks when a team seems stuck (every 100 ms at most): a
+  // query, which also probes. const_cast: the probes are ours to post.
+  return const_cast<VerbsFabric*>(this)->check_peers();
+}
+
+bool VerbsFabric::check_peers() {
+  bool lost = lost_ || cm_->peer_lost();
+  const uint64_t now = now_ns();
+  const uint64_t limit = uint64_t{net_->config().peer_timeout_ms} * 1000000u;
+  for (uint32_t r = 0; r < cfg_.nranks && !lost; ++r) {
+    VLink& l = links_[r];
+    // Not connected in time, or a work request the peer never answered
+    // (RNR or transport retries going on for ever).
+    if ((l.state == VLink::State::kConnecting ||
+         (l.state == VLink::State::kReady && l.outstanding != 0)) &&
+        now - l.since > limit) {
+      fail(r, "no answer within the peer timeout");
+      lost = true;
+    } else if (l.state == VLink::State::kReady && l.outstanding == 0) {
+      // An idle link tells nothing: a zero-length write does. It fails
+      // (retries exceeded, or flushed) when the peer's queue pair or ours
+      // is in error, as after a fault, or when the peer broke its links.
+      post_write(l, r, nullptr, 0, 0, l.peer_shadow, l.peer_shadow_rkey,
+                 false, 0);
+    }
+  }
+  if (lost && !broken_) break_links();
+  return lost;
+}
+
+void VerbsFabric::break_links() {
+  // The team fails here: tell every peer at once, so that none waits on
+  // us for ever. Our queue pairs go to the error state (a peer's next
+  // write or probe fails), and a goodbye saying so goes out.
+  broken_ = true;
+  lost_ = true;
+  lost_leave_ = true;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    VLink& l = links_[r];
+    if (l.qp != nullptr) net_->api().modify_qp(l.qp, &a, IBV_QP_STATE);
+    if (l.state == VLink::State::kReady ||
+        l.state == VLink::State::kConnecting)
+      send_cm(r, CmMsg::kBye);
+    if (l.state == VLink::State::kConnecting) --connecting_;
+    if (l.state != VLink::State::kNone) l.state = VLink::State::kFailed;
+  }
+}
+
+bool VerbsFabric::tx_flushed() const {
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    const VLink& l = links_[r];
+    if (l.state == VLink::State::kReady &&
+        (l.msgs != shadow_head(*l.shadow.ctl) || l.outstanding != 0))
+      return false;
+    if (l.state == VLink::State::kConnecting &&
+        shadow_head(*l.shadow.ctl) != 0)
+      return false;
+  }
+  return true;
+}
+
+uint32_t VerbsFabric::attention() const {
+  return seg_header(seg_)->attention.load(std::memory_order_acquire);
+}
+
+}  // namespace ucc::plat::verbs

@@ -1,0 +1,180 @@
+// One team member's fabric over verbs (verbs_net.h): the inbox protocol
+// (fabric/inbox.h) on registered memory. Its segment holds the inboxes
+// the peers write their messages into; for each remote peer a shadow of
+// the peer's inbox for us holds what we send, and receives the peer's
+// release counts. One RC queue pair per remote peer, all on this
+// member's completion queue and the net's shared receive queue.
+//
+// Threads: the engine's.
+#pragma once
+
+#include <cstdint>
+
+#include "platform/fabric/inbox.h"
+#include "platform/verbs/verbs_api.h"
+
+namespace ucc::plat::verbs {
+
+class VerbsNet;
+
+inline constexpr uint32_t kVerbsAddrMagic = 0x55435642u;  // "UCVB"
+
+// A member's FabricAddr over verbs: kind kVerbsAddrMagic, `pad` the
+// connection manager's address kind, `bytes` that address's bytes.
+
+// What goes over the connection manager, one message each (all fields
+// the peer's: checked before use).
+struct CmMsg {
+  enum Type : uint32_t { kHello = 1, kReady = 2, kBye = 3, kByeAck = 4 };
+  uint32_t type;
+  uint32_t qpn;
+  uint32_t psn;
+  uint32_t seg_rkey;
+  uint64_t seg_addr;     // its segment (our inbox there)
+  uint64_t shadow_addr;  // its shadows (our credits there)
+  uint32_t shadow_rkey;
+  uint16_t lid;
+  uint8_t mtu;  // ibv_mtu
+  uint8_t lost;  // kBye: it failed
+  uint8_t gid[16];
+  uint32_t slot_size;
+  uint16_t nslots;
+  uint16_t pad;
+};
+static_assert(sizeof(CmMsg) == 64);
+
+struct VLink {
+  enum class State : uint8_t { kNone, kConnecting, kReady, kLeft, kFailed };
+  State state = State::kNone;
+  bool hello_sent = false;
+  bool got_hello = false;  // our QP is at RTS
+  bool ready_sent = false;
+  bool peer_ready = false;
+  bool credit_owed = false;
+  bool bye_sent = false;
+  bool bye_acked = false;  // the peer will write to us no more
+  bool ack_owed = false;   // the peer left: answer once our writes are done
+  bool listed = false;  // on the fabric's owed list
+  ibv_qp* qp = nullptr;
+  uint32_t psn = 0;
+  uint64_t peer_seg = 0;
+  uint32_t peer_seg_rkey = 0;
+  uint64_t peer_shadow = 0;  // our credit line there
+  uint32_t peer_shadow_rkey = 0;
+  uint32_t msgs = 0;         // of our shadow's messages, posted
+  uint32_t outstanding = 0;  // work requests posted, not completed
+  uint64_t since = 0;        // connecting since / last completion (ns)
+  InboxView shadow;          // the peer's inbox for us (our copy)
+};
+
+class VerbsFabric final : public Fabric {
+ public:
+  VerbsFabric(VerbsNet* net, const FabricConfig& cfg, Fabric* cm);
+  ~VerbsFabric() override;
+  VerbsFabric(const VerbsFabric&) = delete;
+  VerbsFabric& operator=(const VerbsFabric&) = delete;
+
+  // Memory and its registration; false when either failed.
+  bool setup();
+
+  // --- Fabric -----------------------------------------------------------------
+  // Queue pairs to INIT; the hellos go at seal().
+  Status connect(const FabricAddr* addrs, const bool* mine) override;
+  void seal() override;
+  void* tx_reserve(uint32_t peer) override {
+    return peers_[peer].tx_reserve(cfg_);
+  }
+  uint32_t tx_free(uint32_t peer) override { return peers_[peer].tx_free(cfg_); }
+  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
+                 uint8_t kind) override;
+  uint32_t rx_poll(uint32_t peer) override {
+    return peers_[peer].rx_poll(cfg_);
+  }
+  uint32_t rx_npend(uint32_t peer) const override {
+    return peers_[peer].rx_npend();
+  }
+  uint32_t rx_epoch(uint32_t peer) const override {
+    return peers_[peer].rx_epoch();
+  }
+  const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const override {
+    return peers_[peer].rx_hdr(cfg_, i);
+  }
+  const void* rx_payload(uint32_t peer, uint32_t i) const override {
+    return peers_[peer].rx_payload(cfg_, i);
+  }
+  void rx_release(uint32_t peer, uint32_t i) override;
+  bool peer_lost() const override;
+  uint32_t attention() const override;
+  uint64_t events() const override { return events_; }
+  bool tx_flushed() const override;
+
+  // --- for the net ------------------------------------------------------------
+  // Completions, connection messages, what is owed: returns how much
+  // happened. `cm_too`: also read the connection manager's messages of
+  // connected links (goodbyes), which is not urgent.
+  uint64_t progress(bool cm_too);
+  // The member left (Net::close): goodbyes once what we owe is out.
+  void leave(bool lost);
+  // Left, and everything owed is delivered or never will be.
+  bool drained() const;
+  bool leaving() const { return leaving_; }
+  bool left_lost() const { return lost_leave_; }
+  // Links still connecting, or leaving: the manager's messages matter.
+  bool busy() const { return connecting_ != 0 || leaving_; }
+  Fabric* cm() const { return cm_; }
+  // When the net may free us (after the connection manager closed).
+  uint64_t free_at = 0;
+  bool cm_closed = false;
+
+ private:
+  void create_qp(uint32_t r);
+  bool to_init(VLink& l);
+  bool to_rts(VLink& l, const CmMsg& peer);
+  void fail(uint32_t r, const char* why);
+  bool send_cm(uint32_t r, uint32_t type);
+  void on_cm(uint32_t r, const CmMsg& m);
+  void advance(uint32_t r);
+  uint64_t read_cm(uint32_t r);
+  uint64_t poll_cq();
+  void on_recv(const ibv_wc& wc);
+  // Posts the link's committed messages and owed credits; false while
+  // some must wait (not connected yet, send queue full).
+  bool post_owed(uint32_t r);
+  void owe(uint32_t r);
+  bool post_write(VLink& l, uint32_t r, const void* src, uint32_t len,
+                  uint32_t lkey, uint64_t raddr, uint32_t rkey, bool imm,
+                  uint32_t imm_slot);
+  void publish(uint32_t r, uint32_t slot);
+  bool check_peers();
+  void break_links();
+
+  VerbsNet* net_;
+  FabricConfig cfg_;
+  Fabric* cm_;
+  char* seg_ = nullptr;      // our inboxes (segment layout)
+  char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
+  size_t seg_bytes_ = 0;
+  size_t shadows_bytes_ = 0;
+  ibv_mr* seg_mr_ = nullptr;
+  ibv_mr* shadow_mr_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  uint32_t max_send_ = 0;  // work requests per queue pair
+  uint32_t max_inline_ = 0;
+  InboxPair* peers_ = nullptr;
+  VLink* links_ = nullptr;
+  uint32_t* heads_ = nullptr;  // per peer: its messages received
+  uint32_t* owe_ = nullptr;    // links with something to post
+  uint32_t nowe_ = 0;
+  uint32_t nremote_ = 0;
+  uint32_t connecting_ = 0;  // links not yet ready (nor failed)
+  uint32_t acks_owed_ = 0;   // goodbyes not answered yet
+  bool owed_ = false;        // some link has something to post
+  bool leaving_ = false;
+  bool sealed_ = false;  // every member connected: hellos may go
+  bool lost_ = false;       // a link failed
+  bool lost_leave_ = false;  // we left because we failed
+  bool broken_ = false;      // our links were failed on purpose
+  uint64_t events_ = 0;
+};
+
+}  // namespace ucc::plat::verbs

@@ -1,0 +1,125 @@
+// Verbs RDMA between hosts: an engine's Net (platform/fabric/fabric.h)
+// over an RC queue pair per pair of team members, on InfiniBand or RoCE
+// (rdma-core's libibverbs, loaded at run time: verbs_api.h).
+//
+// Data path, per message: the sender writes header and payload into its
+// shadow of the peer's inbox (fabric/inbox.h), then one
+// RDMA_WRITE_WITH_IMM puts them into the peer's slot; the immediate
+// names the sender's rank and the slot, and its completion, taken from
+// the net's shared receive queue, publishes the message in the
+// receiver's inbox. Messages that fit the queue pair's inline limit go
+// inline (no read of our memory by the NIC). Credits: the receiver's
+// release counts (one cache line per peer) go back by a plain
+// RDMA_WRITE into the sender's shadow, where tx_reserve finds them, as
+// over shared memory.
+//
+// Connection management: the queue pairs' numbers, PSNs, LID/GID and
+// memory keys travel over a second Net given at init (the connection
+// manager: TCP, as rdma_cm uses IP). Each member also publishes that
+// net's address inside its own, so a team exchanges both in one OOB
+// round. Per link: hello (our QP, RESET -> INIT, sent), RTR and RTS on the
+// peer's hello, then "ready"; data goes out once the peer is ready too,
+// so no write ever meets a queue pair that cannot take it. Goodbyes go
+// the same way (a peer that left is not a lost one). The connection
+// manager also tells when a peer's process died (its socket closed).
+//
+// Failure: an error completion (retry or RNR retries exceeded, a remote
+// access error, a flushed work request) fails its link; so does a link
+// that does not connect, or a work request not completed, within the
+// peer timeout. peer_lost() then reports it, and the engine fails the
+// team's collectives: an error, never a hang.
+//
+// Threads: the engine's. Memory: device, PD and SRQ at init; queue
+// pairs, CQ and registered memory at team creation (open/connect);
+// progress allocates nothing.
+#pragma once
+
+#include <cstdint>
+
+#include "platform/fabric/fabric.h"
+#include "platform/verbs/verbs_api.h"
+#include "platform/verbs/verbs_config.h"
+
+namespace ucc::plat::verbs {
+
+
+struct VerbsStats {
+  uint64_t tx_msgs, rx_msgs, credits;
+  uint64_t inline_msgs;  // of tx_msgs
+  uint64_t errors;       // error completions
+  uint64_t bad_imm;      // receive completions naming no live link
+};
+
+class VerbsFabric;
+
+class VerbsNet final : public Net {
+ public:
+  VerbsNet() = default;
+  VerbsNet(const VerbsNet&) = delete;
+  VerbsNet& operator=(const VerbsNet&) = delete;
+  ~VerbsNet() override { fini(); }
+
+  // Loads the library, opens the device and port, a protection domain
+  // and the shared receive queue; `cm` carries connection setup (not
+  // owned; this net drives its progress). kNoResource when there is no
+  // library or no active port (the reason logged), kInvalidParam for a
+  // device that does not exist, kError.
+  Status init(const VerbsConfig& cfg, Net* cm);
+  // Closes every member (delivering what it can) and the device.
+  void fini();
+
+  // --- Net --------------------------------------------------------------------
+  Fabric* open(const FabricConfig& cfg, FabricAddr* addr) override;
+  void close(Fabric* f, bool lost) override;
+  uint64_t progress() override;
+
+  const VerbsConfig& config() const { return cfg_; }
+  const VerbsStats& stats() const { return stats_; }
+  bool active() const { return nopen_ != 0; }
+
+  // --- for fabrics ------------------------------------------------------------
+  const Api& api() const { return *api_; }
+  ibv_context* ctx() const { return ctx_; }
+  ibv_pd* pd() const { return pd_; }
+  ibv_srq* srq() const { return srq_; }
+  uint8_t port() const { return port_; }
+  int gid_index() const { return gid_index_; }
+  bool roce() const { return roce_; }
+  uint16_t lid() const { return lid_; }
+  const ibv_gid& gid() const { return gid_; }
+  ibv_mtu mtu() const { return mtu_; }
+  Net* cm() const { return cm_; }
+  VerbsStats& counters() { return stats_; }
+  // A receive of the shared queue was used: posted again in batches.
+  void srq_used() { ++srq_owed_; }
+  uint64_t now() const { return now_; }
+  uint64_t rand64();
+
+ private:
+  Status open_port(const char* want);
+  void pick_gid(int table);
+  void repost_srq();
+  void reap(bool force);
+
+  VerbsConfig cfg_{};
+  const Api* api_ = nullptr;
+  Net* cm_ = nullptr;
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_srq* srq_ = nullptr;
+  uint8_t port_ = 1;
+  int gid_index_ = 0;
+  bool roce_ = false;
+  uint16_t lid_ = 0;
+  ibv_gid gid_{};
+  ibv_mtu mtu_ = IBV_MTU_1024;
+  uint32_t srq_owed_ = 0;
+  uint64_t now_ = 0;
+  uint64_t rng_ = 0;
+  uint32_t passes_ = 0;
+  VerbsStats stats_{};
+  VerbsFabric** eps_ = nullptr;  // open or closing members, compact
+  uint32_t nopen_ = 0;
+};
+
+}  // namespace ucc::plat::verbs
