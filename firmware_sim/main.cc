@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "firmware_sim/server.h"
+#include "firmware_sim/verbs_opts.h"
 #include "firmware_sim/wire_opts.h"
 #include "offload/proto.h"
 #include "platform/os/host_id.h"
@@ -62,8 +63,8 @@ void usage(FILE* f) {
           "                     alone; without, the machine)\n"
           "  --has-wire         exit 0 when built with the DPDK wire, else 1\n"
           "  --help             this text\n"
-          "\n%s",
-          ucc::fw::wire_usage());
+          "\n%s%s",
+          ucc::fw::wire_usage(), ucc::fw::verbs_usage());
 }
 
 // One request to a running daemon (--stats, --shutdown).
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   }
   ucc::fw::ServerConfig cfg;
   ucc::fw::WireOptions wopt;
+  ucc::fw::VerbsOptions vopt;
   const char* node = nullptr;
   int ask = 0;
   for (int i = 1; i < argc; ++i) {
@@ -186,11 +188,14 @@ int main(int argc, char** argv) {
       node = need();
     } else if (strcmp(a, "--has-wire") == 0) {
       return UCC_HAVE_DPDK ? 0 : 1;
+    } else if (strcmp(a, "--has-verbs") == 0) {
+      return ucc::fw::verbs_built() ? 0 : 1;
     } else if (strcmp(a, "--stats") == 0) {
       ask = ucc::off::proto::kStats;
     } else if (strcmp(a, "--shutdown") == 0) {
       ask = ucc::off::proto::kShutdown;
-    } else if (int w = ucc::fw::wire_option(a, v, &wopt); w != 0) {
+    } else if (int w = ucc::fw::wire_option(a, v, &wopt);
+               w != 0 || (w = ucc::fw::verbs_option(a, v, &vopt)) != 0) {
       if (w < 0) {
         fprintf(stderr, "firmware_sim: bad value for %s\n", a);
         return 2;
@@ -217,11 +222,13 @@ int main(int argc, char** argv) {
     }
     cfg.wire = &wire;
   }
+  ucc::fw::VerbsNode* vnode = nullptr;
+  if (ucc::off::failed(ucc::fw::verbs_start(vopt, &vnode, &cfg.net))) return 1;
   // The node this daemon emulates: with a wire of its own, a node apart
   // from the other daemons of this machine (named by --node, else by its
   // socket); without, the machine, whose daemons share memory.
   char name[400];
-  if (node == nullptr && cfg.wire != nullptr) {
+  if (node == nullptr && (cfg.wire != nullptr || cfg.net != nullptr)) {
     char host[256] = {0};
     gethostname(host, sizeof(host) - 1);
     snprintf(name, sizeof(name), "%s:%s", host, path);
@@ -229,8 +236,9 @@ int main(int argc, char** argv) {
   }
   ucc::plat::host_identity(node, cfg.node);
   int rc = serve(cfg, path);
-  // The server (and the fabrics of its engines) are gone: now the wire,
-  // then its ports.
+  // The server (and the fabrics of its engines) are gone: now the
+  // networks, then the wire's ports.
+  ucc::fw::verbs_stop(vnode);
   wire.fini();
   ucc::fw::wire_stop();
   return rc;

@@ -273,7 +273,7 @@ bool Server::on_hello(Client& c, Msg& m) {
           // The host's memory by its pid from the socket (not from
           // anything it says), within its registrations only.
           dev::EngineEnv env;
-          env.net = cfg_.wire;
+          env.net = cfg_.wire != nullptr ? cfg_.wire : cfg_.net;
           env.where.host[0] = cfg_.node[0];
           env.where.host[1] = cfg_.node[1];
           env.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
@@ -386,6 +386,7 @@ bool Server::on_stats(Client& c, const Msg& m) {
 
 uint64_t Server::progress() {
   uint64_t events = cfg_.wire != nullptr ? cfg_.wire->progress() : 0;
+  if (cfg_.net != nullptr) events += cfg_.net->progress();
   for (uint32_t i = nclients_; i-- > 0;) {
     Client& c = *clients_[i];
     if (!c.ready) continue;
@@ -449,7 +450,8 @@ void Server::run() {
     int timeout = 0;
     if (sleep) timeout = nclients_ != 0 ? cfg_.sleep_ms : 100;
     // Peers on the wire cannot ring our doorbell: keep naps short.
-    if (sleep && cfg_.wire != nullptr && timeout > 1) timeout = 1;
+    if (sleep && (cfg_.wire != nullptr || cfg_.net != nullptr) && timeout > 1)
+      timeout = 1;
     if (!io_pass(timeout)) break;
     if (sleep) {
       for (uint32_t i = 0; i < nclients_; ++i)

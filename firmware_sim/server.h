@@ -19,9 +19,12 @@
 #include "offload/proto.h"
 #include "offload/types.h"
 
-namespace ucc::plat::wire {
+namespace ucc::plat {
+class Net;
+namespace wire {
 class Wire;
 }
+}  // namespace ucc::plat
 
 namespace ucc::fw {
 
@@ -41,6 +44,9 @@ struct ServerConfig {
   // shared memory). Progressed by run(); the daemon never sleeps long
   // while it holds frames in flight.
   plat::wire::Wire* wire = nullptr;
+  // Or another network to other nodes (verbs, --verbs), progressed and
+  // napped on the same way (its peers cannot ring our doorbell either).
+  plat::Net* net = nullptr;
   // The identity of the node this daemon emulates (platform/os/host_id.h):
   // its engines share memory with the engines of daemons of the same node.
   uint64_t node[2] = {0, 0};

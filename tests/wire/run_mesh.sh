@@ -3,14 +3,18 @@
 # by a full mesh of DPDK memif links (one emulated NIC per daemon), then
 # checks the daemons are still alive and prints their wire statistics.
 #
-#   tests/wire/run_mesh.sh BUILD NODES [--af-packet] [firmware_sim options] \
-#     -- CMD...
+#   tests/wire/run_mesh.sh BUILD NODES [--af-packet | --verbs LIB] \
+#     [firmware_sim options] -- CMD...
 #
 # --af-packet: instead of memif, each daemon runs in a network namespace of
 # its own (ucc-wn<N>-<pid>) with one veth port, the veths joined by a
 # bridge in one more namespace; the daemons use DPDK's net_af_packet on
 # them with 1514-byte frames. A lossy wire: the kernel drops frames when
 # a socket's ring is full. Exit 77 (skip) where namespaces cannot be made.
+#
+# --verbs LIB: no wire; the daemons' engines reach each other over verbs
+# RDMA (firmware_sim --verbs), loading LIB as libibverbs (the tests:
+# tests/verbs_loop's provider), each daemon a node of its own.
 #
 # Contexts spread over the daemons by OOB rank (UCC_FIRMWARE_SOCKET list).
 # Exit: the command's status; 1 when a daemon died; 77 (skip) when the
@@ -20,11 +24,18 @@ build=$1 nodes=$2
 shift 2
 fw_args=()
 afp=0
+verbs=
 if [ "${1:-}" = "--af-packet" ]; then afp=1; shift; fi
+if [ "${1:-}" = "--verbs" ]; then verbs=$2; shift 2; fi
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do fw_args+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 fw="$build/firmware_sim/firmware_sim"
-if ! "$fw" --has-wire; then
+if [ -n "$verbs" ]; then
+  if ! "$fw" --has-verbs; then
+    echo "SKIP: firmware_sim built without verbs (install libibverbs-dev)"
+    exit 77
+  fi
+elif ! "$fw" --has-wire; then
   echo "SKIP: firmware_sim built without DPDK (install libdpdk-dev)"
   exit 77
 fi
@@ -62,7 +73,10 @@ fi
 # Highest node first: it is a memif client of every lower node, so each
 # run checks that a client which comes before its server connects later.
 for ((n = nodes - 1; n >= 0; n--)); do
-  if [ $afp = 1 ]; then
+  if [ -n "$verbs" ]; then
+    "$fw" --socket "$dir/node$n.sock" --verbs auto --verbs-lib "$verbs" \
+      --node "$tag-node$n" --sleep-ms 1 "${fw_args[@]}" >"$dir/node$n.log" 2>&1 &
+  elif [ $afp = 1 ]; then
     ip netns exec "$tag-$n" "$fw" --socket "$dir/node$n.sock" \
       --wire-port "net_af_packet0,iface=ucc-v$n" --wire-frame 1514 \
       --sleep-ms 1 "${fw_args[@]}" >"$dir/node$n.log" 2>&1 &
@@ -91,6 +105,7 @@ for ((n = 0; n < nodes; n++)); do
     echo "firmware_sim node $n died:"; cat "$dir/node$n.log"; rc=1
     continue
   fi
+  [ -n "$verbs" ] && continue
   echo "node $n: $("$fw" --socket "${socks[$n]}" --stats | grep wire_ | tr '\n' ' ')"
 done
 exit $rc
