@@ -19,13 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "platform/fabric/inbox.h"
+#include "platform/fabric/inbox_fabric.h"
 
 namespace ucc::plat::shm {
 
 inline constexpr uint32_t kShmAddrMagic = 0x55435348u;  // "UCSH"
 
-class ShmFabric final : public Fabric {
+class ShmFabric final : public InboxFabric {
  public:
   ShmFabric() = default;
   ShmFabric(const ShmFabric&) = delete;
@@ -47,29 +47,8 @@ class ShmFabric final : public Fabric {
   // our own segment).
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override;
-  void* tx_reserve(uint32_t peer) override {
-    return peers_[peer].tx_reserve(cfg_);
-  }
-  uint32_t tx_free(uint32_t peer) override {
-    return peers_[peer].tx_free(cfg_);
-  }
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                  uint8_t kind) override;
-  uint32_t rx_poll(uint32_t peer) override {
-    return peers_[peer].rx_poll(cfg_);
-  }
-  uint32_t rx_npend(uint32_t peer) const override {
-    return peers_[peer].rx_npend();
-  }
-  uint32_t rx_epoch(uint32_t peer) const override {
-    return peers_[peer].rx_epoch();
-  }
-  const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const override {
-    return peers_[peer].rx_hdr(cfg_, i);
-  }
-  const void* rx_payload(uint32_t peer, uint32_t i) const override {
-    return peers_[peer].rx_payload(cfg_, i);
-  }
   void rx_release(uint32_t peer, uint32_t i) override {
     if (peers_[peer].rx_release(i)) ++events_;
   }
@@ -91,11 +70,9 @@ class ShmFabric final : public Fabric {
     std::atomic<uint32_t>* attention = nullptr;  // in its header
   };
 
-  FabricConfig cfg_{};
   char* seg_ = nullptr;
   size_t seg_bytes_ = 0;
   int fd_ = -1;
-  InboxPair* peers_ = nullptr;
   Map* maps_ = nullptr;
   uint64_t events_ = 0;
 };

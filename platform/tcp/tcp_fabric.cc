@@ -13,7 +13,7 @@
 namespace ucc::plat::tcp {
 
 TcpFabric::TcpFabric(TcpNet* net, uint32_t id, const FabricConfig& cfg)
-    : net_(net), id_(id), cfg_(cfg) {
+    : InboxFabric(cfg), net_(net), id_(id) {
   // Pages of inboxes and shadows of ranks not reached over TCP are never
   // touched (large callocs are fresh mappings).
   seg_ = static_cast<char*>(calloc(1, segment_bytes(cfg)));

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "platform/fabric/inbox.h"
+#include "platform/fabric/inbox_fabric.h"
 #include "platform/tcp/tcp_proto.h"
 
 namespace ucc::plat::tcp {
@@ -46,7 +46,7 @@ struct Link {
   uint8_t bye_flags = 0;
 };
 
-class TcpFabric final : public Fabric {
+class TcpFabric final : public InboxFabric {
  public:
   TcpFabric(TcpNet* net, uint32_t id, const FabricConfig& cfg);
   ~TcpFabric() override;
@@ -58,27 +58,8 @@ class TcpFabric final : public Fabric {
   // that is not a TCP one or whose fabric differs from ours, kNoMemory.
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override {}
-  void* tx_reserve(uint32_t peer) override {
-    return peers_[peer].tx_reserve(cfg_);
-  }
-  uint32_t tx_free(uint32_t peer) override { return peers_[peer].tx_free(cfg_); }
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                  uint8_t kind) override;
-  uint32_t rx_poll(uint32_t peer) override {
-    return peers_[peer].rx_poll(cfg_);
-  }
-  uint32_t rx_npend(uint32_t peer) const override {
-    return peers_[peer].rx_npend();
-  }
-  uint32_t rx_epoch(uint32_t peer) const override {
-    return peers_[peer].rx_epoch();
-  }
-  const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const override {
-    return peers_[peer].rx_hdr(cfg_, i);
-  }
-  const void* rx_payload(uint32_t peer, uint32_t i) const override {
-    return peers_[peer].rx_payload(cfg_, i);
-  }
   void rx_release(uint32_t peer, uint32_t i) override;
   bool peer_lost() const override;
   uint32_t attention() const override;
@@ -109,10 +90,8 @@ class TcpFabric final : public Fabric {
  private:
   TcpNet* net_;
   uint32_t id_;
-  FabricConfig cfg_;
   char* seg_ = nullptr;      // our inboxes (segment layout)
   char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
-  InboxPair* peers_ = nullptr;
   Link* links_ = nullptr;
   bool leaving_ = false;
   uint64_t events_ = 0;

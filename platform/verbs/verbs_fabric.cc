@@ -29,7 +29,7 @@ void* map_zeroed(size_t bytes) {
 }  // namespace
 
 VerbsFabric::VerbsFabric(VerbsNet* net, const FabricConfig& cfg, Fabric* cm)
-    : net_(net), cfg_(cfg), cm_(cm) {}
+    : InboxFabric(cfg), net_(net), cm_(cm) {}
 
 VerbsFabric::~VerbsFabric() {
   const Api& api = net_->api();

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "platform/fabric/inbox.h"
+#include "platform/fabric/inbox_fabric.h"
 #include "platform/verbs/verbs_api.h"
 
 namespace ucc::plat::verbs {
@@ -67,7 +67,7 @@ struct VLink {
   InboxView shadow;          // the peer's inbox for us (our copy)
 };
 
-class VerbsFabric final : public Fabric {
+class VerbsFabric final : public InboxFabric {
  public:
   VerbsFabric(VerbsNet* net, const FabricConfig& cfg, Fabric* cm);
   ~VerbsFabric() override;
@@ -81,27 +81,8 @@ class VerbsFabric final : public Fabric {
   // Queue pairs to INIT; the hellos go at seal().
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override;
-  void* tx_reserve(uint32_t peer) override {
-    return peers_[peer].tx_reserve(cfg_);
-  }
-  uint32_t tx_free(uint32_t peer) override { return peers_[peer].tx_free(cfg_); }
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                  uint8_t kind) override;
-  uint32_t rx_poll(uint32_t peer) override {
-    return peers_[peer].rx_poll(cfg_);
-  }
-  uint32_t rx_npend(uint32_t peer) const override {
-    return peers_[peer].rx_npend();
-  }
-  uint32_t rx_epoch(uint32_t peer) const override {
-    return peers_[peer].rx_epoch();
-  }
-  const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const override {
-    return peers_[peer].rx_hdr(cfg_, i);
-  }
-  const void* rx_payload(uint32_t peer, uint32_t i) const override {
-    return peers_[peer].rx_payload(cfg_, i);
-  }
   void rx_release(uint32_t peer, uint32_t i) override;
   bool peer_lost() const override;
   uint32_t attention() const override;
@@ -149,7 +130,6 @@ class VerbsFabric final : public Fabric {
   void break_links();
 
   VerbsNet* net_;
-  FabricConfig cfg_;
   Fabric* cm_;
   char* seg_ = nullptr;      // our inboxes (segment layout)
   char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
@@ -160,7 +140,6 @@ class VerbsFabric final : public Fabric {
   ibv_cq* cq_ = nullptr;
   uint32_t max_send_ = 0;  // work requests per queue pair
   uint32_t max_inline_ = 0;
-  InboxPair* peers_ = nullptr;
   VLink* links_ = nullptr;
   uint32_t* heads_ = nullptr;  // per peer: its messages received
   uint32_t* owe_ = nullptr;    // links with something to post

@@ -7,7 +7,7 @@
 
 namespace ucc::plat::wire {
 
-WireFabric::WireFabric(Endpoint* ep) : ep_(ep), cfg_(ep->config()) {
+WireFabric::WireFabric(Endpoint* ep) : InboxFabric(ep->config()), ep_(ep) {
   peers_ = static_cast<InboxPair*>(calloc(cfg_.nranks, sizeof(InboxPair)));
   if (peers_ == nullptr) return;  // connect() reports it
   char* seg = ep->segment();

@@ -10,13 +10,13 @@
 
 #include <cstdint>
 
-#include "platform/fabric/inbox.h"
+#include "platform/fabric/inbox_fabric.h"
 
 namespace ucc::plat::wire {
 
 class Endpoint;
 
-class WireFabric final : public Fabric {
+class WireFabric final : public InboxFabric {
  public:
   explicit WireFabric(Endpoint* ep);
   ~WireFabric() override;
@@ -27,29 +27,8 @@ class WireFabric final : public Fabric {
 
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override {}
-  void* tx_reserve(uint32_t peer) override {
-    return peers_[peer].tx_reserve(cfg_);
-  }
-  uint32_t tx_free(uint32_t peer) override {
-    return peers_[peer].tx_free(cfg_);
-  }
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                  uint8_t kind) override;
-  uint32_t rx_poll(uint32_t peer) override {
-    return peers_[peer].rx_poll(cfg_);
-  }
-  uint32_t rx_npend(uint32_t peer) const override {
-    return peers_[peer].rx_npend();
-  }
-  uint32_t rx_epoch(uint32_t peer) const override {
-    return peers_[peer].rx_epoch();
-  }
-  const MsgHdr* rx_hdr(uint32_t peer, uint32_t i) const override {
-    return peers_[peer].rx_hdr(cfg_, i);
-  }
-  const void* rx_payload(uint32_t peer, uint32_t i) const override {
-    return peers_[peer].rx_payload(cfg_, i);
-  }
   void rx_release(uint32_t peer, uint32_t i) override {
     if (peers_[peer].rx_release(i)) ++events_;
   }
@@ -59,8 +38,6 @@ class WireFabric final : public Fabric {
 
  private:
   Endpoint* ep_;
-  FabricConfig cfg_{};
-  InboxPair* peers_ = nullptr;
   uint64_t events_ = 0;
 };
 
