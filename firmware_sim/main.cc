@@ -135,6 +135,21 @@ int serve(const ucc::fw::ServerConfig& cfg, const char* path) {
   return 0;
 }
 
+// The node this daemon emulates: with a network of its own (a wire, or
+// verbs), a node apart from the other daemons of this machine (named by
+// --node, else by its socket); without, the machine, whose daemons share
+// memory.
+void set_node(const char* node, const char* path, ucc::fw::ServerConfig* cfg) {
+  char name[400];
+  if (node == nullptr && (cfg->wire != nullptr || cfg->net != nullptr)) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    snprintf(name, sizeof(name), "%s:%s", host, path);
+    node = name;
+  }
+  ucc::plat::host_identity(node, cfg->node);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +228,10 @@ int main(int argc, char** argv) {
     return 1;  // logged: no directory of this user's to use
   if (ask != 0) return query(path, static_cast<uint16_t>(ask));
   cfg.socket_path = path;
+  if (wopt.nvdev != 0 && vopt.device != nullptr) {
+    fprintf(stderr, "firmware_sim: --verbs and a wire exclude each other\n");
+    return 2;
+  }
   ucc::plat::wire::Wire wire;
   if (wopt.nvdev != 0) {
     if (ucc::off::failed(ucc::fw::wire_start(&wopt, &wire))) {
@@ -224,17 +243,7 @@ int main(int argc, char** argv) {
   }
   ucc::fw::VerbsNode* vnode = nullptr;
   if (ucc::off::failed(ucc::fw::verbs_start(vopt, &vnode, &cfg.net))) return 1;
-  // The node this daemon emulates: with a wire of its own, a node apart
-  // from the other daemons of this machine (named by --node, else by its
-  // socket); without, the machine, whose daemons share memory.
-  char name[400];
-  if (node == nullptr && (cfg.wire != nullptr || cfg.net != nullptr)) {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    snprintf(name, sizeof(name), "%s:%s", host, path);
-    node = name;
-  }
-  ucc::plat::host_identity(node, cfg.node);
+  set_node(node, path, &cfg);
   int rc = serve(cfg, path);
   // The server (and the fabrics of its engines) are gone: now the
   // networks, then the wire's ports.

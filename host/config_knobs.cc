@@ -82,7 +82,8 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "(its first active port); empty: the first active port of any device"},
     {"NET_GID_INDEX", "auto", Scope::kContext,
      "UCC_NET=verbs: the GID table entry to route by (RoCE); auto: 0 on "
-     "InfiniBand, on RoCE the first IPv4-mapped GID, else the first set"},
+     "InfiniBand; on RoCE a RoCE v2 GID over IPv4, else any RoCE v2, else "
+     "an IPv4-mapped one, else the first set"},
     {"VERBS_LIB", "", Scope::kContext,
      "UCC_NET=verbs: the libibverbs to load; empty: libibverbs.so.1. Tests "
      "name tests/verbs_loop's provider here"},

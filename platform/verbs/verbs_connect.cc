@@ -60,8 +60,16 @@ void VerbsFabric::create_qp(uint32_t r) {
   a.cap.max_send_wr = max_send_;
   a.cap.max_send_sge = 1;
   a.cap.max_recv_sge = 1;
-  a.cap.max_inline_data = net_->config().max_inline;
-  l.qp = net_->api().create_qp(net_->pd(), &a);
+  // As much inline data as the device grants of what we ask, halving
+  // down to none (providers refuse a queue pair above their limit).
+  uint32_t inl = max_inline_ != kUnknownInline ? max_inline_
+                                                 : net_->config().max_inline;
+  for (;;) {
+    a.cap.max_inline_data = inl;
+    l.qp = net_->api().create_qp(net_->pd(), &a);
+    if (l.qp != nullptr || inl == 0) break;
+    inl /= 2;
+  }
   if (l.qp == nullptr) {
     fail(r, "cannot create a queue pair");
     return;
@@ -125,6 +133,10 @@ void VerbsFabric::fail(uint32_t r, const char* why) {
   if (l.state == VLink::State::kConnecting) --connecting_;
   l.state = VLink::State::kFailed;
   lost_ = true;
+  if (l.ack_owed) {  // nothing to answer on a failed link
+    l.ack_owed = false;
+    --acks_owed_;
+  }
   if (broken_) return;  // one of ours, failing as we broke it
   UCC_WARN("verbs: rank %u: link to team rank %u failed: %s", cfg_.rank, r,
            why);

@@ -156,7 +156,8 @@ bool VerbsFabric::post_write(VLink& l, uint32_t r, const void* src,
     fail(r, strerror(rc));
     return false;
   }
-  if (l.outstanding++ == 0) l.since = net_->now();
+  // The net's clock may be old here (the engine runs before the net).
+  if (l.outstanding++ == 0) l.since = now_ns();
   VerbsStats& s = net_->counters();
   if (imm) {
     ++s.tx_msgs;
@@ -224,11 +225,12 @@ void VerbsFabric::publish(uint32_t r, uint32_t slot) {
 void VerbsFabric::on_recv(const ibv_wc& wc) {
   const uint32_t imm = ntohl(wc.imm_data);
   const uint32_t r = imm >> 8;
-  // The immediate is the peer's: it must name the link it came on.
+  // The immediate is the peer's: it must name the link it came on. A
+  // peer that left may have written its last messages before its goodbye
+  // (our completions can come after the goodbye): they count.
   if (r >= cfg_.nranks || links_[r].qp == nullptr ||
       links_[r].qp->qp_num != wc.qp_num || !links_[r].got_hello ||
-      (links_[r].state != VLink::State::kReady &&
-       links_[r].state != VLink::State::kConnecting)) {
+      links_[r].state == VLink::State::kFailed) {
     ++net_->counters().bad_imm;
     return;
   }
@@ -266,7 +268,14 @@ uint64_t VerbsFabric::poll_cq() {
 }
 
 uint64_t VerbsFabric::progress(bool cm_too) {
-  uint64_t ev = cq_ != nullptr ? poll_cq() : 0;
+  uint64_t ev = 0;
+  // Every completion before any goodbye is read: a peer's goodbye comes
+  // after its writes completed, and those must be published first. (The
+  // CQ holds at most what the member can have outstanding.)
+  for (uint64_t n = 16; cq_ != nullptr && n == 16;) {
+    n = poll_cq();
+    ev += n;
+  }
   // Lingering after our goodbyes: the connection manager's fabric is
   // gone, and nothing more goes out.
   if (cm_closed) return ev;
@@ -306,6 +315,9 @@ uint64_t VerbsFabric::progress(bool cm_too) {
 void VerbsFabric::leave(bool lost) {
   leaving_ = true;
   lost_leave_ = lost;
+  // A member that failed owes nothing: its peers learn at once (errored
+  // queue pairs, a goodbye that says so) instead of after a timeout.
+  if (lost && !broken_) break_links();
 }
 
 bool VerbsFabric::drained() const {
@@ -314,7 +326,9 @@ bool VerbsFabric::drained() const {
     if (l.state == VLink::State::kReady &&
         (!l.bye_sent || !l.bye_acked || l.outstanding != 0))
       return false;
-    if (l.state == VLink::State::kConnecting) return false;
+    // A peer that has not had our hello cannot write to us.
+    if (l.state == VLink::State::kConnecting && l.hello_sent) return false;
+    if (l.ack_owed) return false;  // its goodbye is not answered yet
   }
   return true;
 }
@@ -362,8 +376,10 @@ void VerbsFabric::break_links() {
   for (uint32_t r = 0; r < cfg_.nranks; ++r) {
     VLink& l = links_[r];
     if (l.qp != nullptr) net_->api().modify_qp(l.qp, &a, IBV_QP_STATE);
-    if (l.state == VLink::State::kReady ||
-        l.state == VLink::State::kConnecting)
+    // Before seal a peer may not have its end yet (it would drop the
+    // message); it has not had our hello either, so it writes nothing.
+    if (sealed_ && (l.state == VLink::State::kReady ||
+                    l.state == VLink::State::kConnecting))
       send_cm(r, CmMsg::kBye);
     if (l.state == VLink::State::kConnecting) --connecting_;
     if (l.state != VLink::State::kNone) l.state = VLink::State::kFailed;

@@ -139,7 +139,8 @@ class VerbsFabric final : public InboxFabric {
   ibv_mr* shadow_mr_ = nullptr;
   ibv_cq* cq_ = nullptr;
   uint32_t max_send_ = 0;  // work requests per queue pair
-  uint32_t max_inline_ = 0;
+  static constexpr uint32_t kUnknownInline = UINT32_MAX;
+  uint32_t max_inline_ = kUnknownInline;  // granted, once a QP exists
   VLink* links_ = nullptr;
   uint32_t* heads_ = nullptr;  // per peer: its messages received
   uint32_t* owe_ = nullptr;    // links with something to post
@@ -147,7 +148,6 @@ class VerbsFabric final : public InboxFabric {
   uint32_t nremote_ = 0;
   uint32_t connecting_ = 0;  // links not yet ready (nor failed)
   uint32_t acks_owed_ = 0;   // goodbyes not answered yet
-  bool owed_ = false;        // some link has something to post
   bool leaving_ = false;
   bool sealed_ = false;  // every member connected: hellos may go
   bool lost_ = false;       // a link failed

@@ -1,6 +1,7 @@
 #include "platform/verbs/verbs_net.h"
 
 #include <sched.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -86,7 +87,7 @@ Status VerbsNet::open_port(const char* want) {
       UCC_INFO("verbs: %s port %d (%s, lid %u, mtu %d)", dn, p,
                roce_ ? "RoCE" : "InfiniBand", lid_, 128 << mtu_);
       gid_index_ = cfg_.gid_index;
-      if (gid_index_ < 0) pick_gid(pa.gid_tbl_len);
+      if (gid_index_ < 0) pick_gid(dn, pa.gid_tbl_len);
     }
     if (ctx_ != c) api_->close_device(c);
   }
@@ -99,22 +100,34 @@ Status VerbsNet::open_port(const char* want) {
   return st;
 }
 
-void VerbsNet::pick_gid(int table) {
-  // InfiniBand: the port GID (index 0). RoCE: an IPv4-mapped GID (RoCE
-  // v2 over IPv4) if the table has one, else the first that is set.
+void VerbsNet::pick_gid(const char* dev, int table) {
+  // InfiniBand: the port GID (index 0). RoCE: the best of the set GIDs,
+  // by the kernel's type of each (sysfs; a provider without it, such as
+  // the tests', has none): RoCE v2 over IPv4 (routable; an IPv4-mapped
+  // GID appears as v1 too, at another index), then any RoCE v2, then
+  // IPv4-mapped, then the first set.
   gid_index_ = 0;
   if (!roce_) return;
-  int first = -1;
-  for (int i = 0; i < table && i < 16; ++i) {
+  int best = -1, best_score = -1;
+  for (int i = 0; i < table && i < 256; ++i) {
     ibv_gid g{};
     if (api_->query_gid(ctx_, port_, i, &g) != 0 || zero_gid(g)) continue;
-    if (ipv4_mapped(g)) {
-      gid_index_ = i;
-      return;
+    char path[256], type[32] = "";
+    snprintf(path, sizeof(path),
+             "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", dev,
+             port_, i);
+    if (FILE* f = fopen(path, "r")) {
+      if (fgets(type, sizeof(type), f) == nullptr) type[0] = '\0';
+      fclose(f);
     }
-    if (first < 0) first = i;
+    const bool v2 = strncasecmp(type, "RoCE v2", 7) == 0;
+    const int score = (v2 ? 2 : 0) + (ipv4_mapped(g) ? 1 : 0);
+    if (score > best_score) {
+      best = i;
+      best_score = score;
+    }
   }
-  if (first >= 0) gid_index_ = first;
+  if (best >= 0) gid_index_ = best;
 }
 
 Status VerbsNet::init(const VerbsConfig& cfg, Net* cm) {
@@ -168,7 +181,12 @@ void VerbsNet::repost_srq() {
     }
     ibv_recv_wr* bad = nullptr;
     if (ibv_post_srq_recv(srq_, wr, &bad) != 0) {
-      UCC_WARN("verbs: cannot post receives to the shared queue");
+      // Those before `bad` were posted; the rest are tried again later.
+      const uint32_t done =
+          bad != nullptr ? static_cast<uint32_t>(bad - wr) : 0;
+      srq_owed_ -= done < k ? done : k;
+      if (!srq_warned_) UCC_WARN("verbs: cannot post receives to the shared queue");
+      srq_warned_ = true;
       return;
     }
     srq_owed_ -= k;

@@ -97,7 +97,7 @@ class VerbsNet final : public Net {
 
  private:
   Status open_port(const char* want);
-  void pick_gid(int table);
+  void pick_gid(const char* dev, int table);
   void repost_srq();
   void reap(bool force);
 
@@ -114,6 +114,7 @@ class VerbsNet final : public Net {
   ibv_gid gid_{};
   ibv_mtu mtu_ = IBV_MTU_1024;
   uint32_t srq_owed_ = 0;
+  bool srq_warned_ = false;
   uint64_t now_ = 0;
   uint64_t rng_ = 0;
   uint32_t passes_ = 0;

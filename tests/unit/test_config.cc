@@ -69,7 +69,10 @@ TEST(Config, BadValuesAreErrors) {
            {"UCC_SHM_NSEGS", "3"},
            {"UCC_SHM_SEG_SIZE", "100"},
            {"UCC_MAX_TEAMS", "lots"},
-           {"UCC_OFFLOAD", "moon"}}) {
+           {"UCC_OFFLOAD", "moon"},
+           {"UCC_NET", "rdma"},
+           {"UCC_NET_GID_INDEX", "256"},
+           {"UCC_NET_GID_INDEX", "first"}}) {
     setenv(name, v, 1);
     ConfigValues c;
     EXPECT_EQ(ucc::host::config_read(&c, Scope::kContext, nullptr, nullptr),
@@ -77,6 +80,31 @@ TEST(Config, BadValuesAreErrors) {
         << name << "=" << v;
     unsetenv(name);
   }
+}
+
+// UCC_NET=verbs and its knobs reach the link's configuration.
+TEST(Config, VerbsKnobsReachTheLink) {
+  setenv("UCC_NET", "verbs", 1);
+  setenv("UCC_NET_DEVICES", "mlx5_1:2", 1);
+  setenv("UCC_NET_GID_INDEX", "3", 1);
+  setenv("UCC_NET_PEER_TIMEOUT", "2s", 1);
+  ConfigValues c;
+  ASSERT_EQ(ucc::host::config_read(&c, Scope::kContext, nullptr, nullptr),
+            Status::kOk);
+  ucc::host::ContextSettings st;
+  ASSERT_EQ(ucc::host::context_settings(c, &st), Status::kOk);
+  EXPECT_EQ(st.link.net, ucc::host::LinkConfig::NetMode::kVerbs);
+  EXPECT_STREQ(st.link.verbs.device, "mlx5_1:2");
+  EXPECT_EQ(st.link.verbs.gid_index, 3);
+  EXPECT_EQ(st.link.verbs.peer_timeout_ms, 2000u);
+  setenv("UCC_NET_GID_INDEX", "auto", 1);
+  ASSERT_EQ(ucc::host::config_read(&c, Scope::kContext, nullptr, nullptr),
+            Status::kOk);
+  ASSERT_EQ(ucc::host::context_settings(c, &st), Status::kOk);
+  EXPECT_EQ(st.link.verbs.gid_index, -1);
+  for (const char* k : {"UCC_NET", "UCC_NET_DEVICES", "UCC_NET_GID_INDEX",
+                        "UCC_NET_PEER_TIMEOUT"})
+    unsetenv(k);
 }
 
 TEST(Config, ModifyAndFile) {
