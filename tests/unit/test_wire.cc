@@ -14,6 +14,7 @@
 #include "platform/wire/endpoint.h"
 #include "platform/wire/mem_port.h"
 #include "platform/wire/wire.h"
+#include "tests/unit/fabric_exchange.h"
 
 namespace {
 
@@ -98,66 +99,13 @@ struct Team {
   }
 };
 
-uint32_t msg_len(uint32_t s, uint32_t d, uint32_t m, uint32_t slot) {
-  uint32_t h = (s * 7919u + d * 104729u + m * 2654435761u) >> 7;
-  return m % 5 == 0 ? 0 : h % (slot + 1);  // 0 and full slots included
-}
-uint8_t msg_byte(uint32_t s, uint32_t d, uint32_t m, uint32_t i) {
-  return static_cast<uint8_t>(s * 31 + d * 17 + m * 13 + i * 7 + (i >> 8));
-}
-
 // Every rank sends `msgs` messages to every other rank (itself included)
 // and checks what it receives: length, key, kind, every byte, order.
 // Returns true when all arrived within `secs`.
 bool exchange(Cluster& c, Team& t, uint32_t msgs, uint32_t slot, double secs) {
-  const uint32_t n = static_cast<uint32_t>(t.fab.size());
-  std::vector<uint32_t> sent(n * n, 0), got(n * n, 0);
-  uint64_t want = uint64_t{n} * n * msgs, have = 0;
-  const uint64_t end = ucc::plat::now_ns() + static_cast<uint64_t>(secs * 1e9);
-  while (have < want && ucc::plat::now_ns() < end) {
-    c.progress();
-    for (uint32_t s = 0; s < n; ++s) {
-      for (uint32_t d = 0; d < n; ++d) {
-        uint32_t& m = sent[s * n + d];
-        if (m == msgs) continue;
-        auto* p = static_cast<uint8_t*>(t.fab[s]->tx_reserve(d));
-        if (p == nullptr) continue;
-        uint32_t len = msg_len(s, d, m, slot);
-        for (uint32_t i = 0; i < len; ++i) p[i] = msg_byte(s, d, m, i);
-        plat::MsgKey k{{s, d, m}};
-        t.fab[s]->tx_commit(d, len, k, static_cast<uint8_t>(m % 3 == 0));
-        ++m;
-      }
-    }
-    for (uint32_t d = 0; d < n; ++d) {
-      for (uint32_t s = 0; s < n; ++s) {
-        uint32_t np = t.fab[d]->rx_poll(s);
-        for (uint32_t i = 0; i < np; ++i) {
-          const plat::MsgHdr* h = t.fab[d]->rx_hdr(s, i);
-          if (h == nullptr) continue;
-          uint32_t& m = got[d * n + s];
-          const uint32_t len = msg_len(s, d, m, slot);
-          EXPECT_EQ(h->len, len) << s << "->" << d << " msg " << m;
-          EXPECT_EQ(h->key, (plat::MsgKey{{s, d, m}})) << s << "->" << d;
-          EXPECT_EQ(h->kind, m % 3 == 0 ? 1 : 0);
-          if (h->len != len) return false;
-          const auto* p =
-              static_cast<const uint8_t*>(t.fab[d]->rx_payload(s, i));
-          for (uint32_t b = 0; b < len; ++b) {
-            if (p[b] != msg_byte(s, d, m, b)) {
-              ADD_FAILURE() << s << "->" << d << " msg " << m << " byte " << b;
-              return false;
-            }
-          }
-          t.fab[d]->rx_release(s, i);
-          ++m;
-          ++have;
-        }
-      }
-    }
-  }
-  EXPECT_EQ(have, want);
-  return have == want;
+  return ucct::exchange_messages(
+      [&c] { c.progress(); }, t.fab, [](uint32_t, uint32_t) { return true; },
+      msgs, slot, secs);
 }
 
 wire::WireConfig quick() {
