@@ -243,6 +243,7 @@ int main(int argc, char** argv) {
   }
   ucc::fw::VerbsNode* vnode = nullptr;
   if (ucc::off::failed(ucc::fw::verbs_start(vopt, &vnode, &cfg.net))) return 1;
+  cfg.hostmem = ucc::fw::verbs_host_mem(vnode);
   set_node(node, path, &cfg);
   int rc = serve(cfg, path);
   // The server (and the fabrics of its engines) are gone: now the

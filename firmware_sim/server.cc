@@ -19,6 +19,7 @@
 #include "platform/mem/mem_access.h"
 #include "platform/mem/proc_maps.h"
 #include "platform/mem/reg_table.h"
+#include "platform/mem/remote_mem.h"
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
 #include "platform/os/proc_id.h"
@@ -41,6 +42,9 @@ struct Server::Client {
   off::Channel ch;
   dev::Engine engine;
   plat::RegTable regs;  // what the host lets its engine reach
+  // Its memory by RDMA (kRdmaConnect), once asked; until then, and where
+  // not, cross-memory attach.
+  plat::RemoteMemSlot rmem;
   bool ready = false;   // kHello done
   uint32_t teams = 0;
 };
@@ -145,6 +149,7 @@ void Server::drop(uint32_t i) {
   // shared with other clients' engines go with it, and their collectives
   // with this client's ranks end with an error, not a hang.
   c->engine.fini(/*lost=*/true);
+  if (c->rmem.mem != nullptr) cfg_.hostmem->close(c->rmem.mem);
   if (c->chmem != nullptr) munmap(c->chmem, c->chbytes);
   delete c;  // closes the socket
   clients_[i] = clients_[--nclients_];
@@ -218,6 +223,8 @@ bool Server::dispatch(Client& c, Msg& m) {
       break;
     case proto::kRegister:
       return on_register(c, m);
+    case proto::kRdmaConnect:
+      return on_rdma_connect(c, m);
     case proto::kDeregister: {
       proto::Deregister dr;
       if (c.ready && m.fixed(sizeof(dr))) {
@@ -276,7 +283,7 @@ bool Server::on_hello(Client& c, Msg& m) {
           env.net = cfg_.wire != nullptr ? cfg_.wire : cfg_.net;
           env.where.host[0] = cfg_.node[0];
           env.where.host[1] = cfg_.node[1];
-          env.mem = plat::MemAccess::cross_process(c.pid, &c.regs);
+          env.mem = plat::MemAccess::cross_process(c.pid, &c.regs, &c.rmem);
           st = c.engine.init(hello.engine, env, &c.ch);
         }
         // Who said hello: every privileged act checks it is still so.
@@ -348,8 +355,13 @@ bool Server::on_register(Client& c, const Msg& m) {
           "has not mapped: refused",
           c.pid, static_cast<unsigned long long>(rg.addr),
           static_cast<unsigned long long>(rg.len));
+    } else if (c.rmem.mem != nullptr && rg.rkey == 0) {
+      // The engine reaches this host by RDMA: a range without a key of
+      // the host's could not be reached.
+      UCC_DEBUG("firmware_sim: pid %d registered a range without an rkey",
+                c.pid);
     } else {
-      rr.key = c.regs.insert(rg.addr, rg.len);
+      rr.key = c.regs.insert(rg.addr, rg.len, rg.rkey);
       rr.status =
           static_cast<int32_t>(rr.key != 0 ? Status::kOk
                                            : (c.regs.size() == c.regs.capacity()
@@ -357,6 +369,25 @@ bool Server::on_register(Client& c, const Msg& m) {
                                                   : Status::kInvalidParam));
       if (rr.key != 0) ++registered_;
     }
+  }
+  return reply(c, m.h.type, m.h.seq, &rr, sizeof(rr));
+}
+
+bool Server::on_rdma_connect(Client& c, const Msg& m) {
+  proto::RdmaConnectReply rr{};
+  rr.status = static_cast<int32_t>(Status::kInvalidParam);
+  proto::RdmaAddr host;
+  if (cfg_.hostmem == nullptr) {
+    rr.status = static_cast<int32_t>(Status::kNotSupported);
+  } else if (c.ready && c.rmem.mem == nullptr && c.regs.size() == 0 &&
+             m.fixed(sizeof(host))) {
+    // Before any registration: every one the engine holds has a key.
+    memcpy(&host, m.body, sizeof(host));
+    c.rmem.mem = cfg_.hostmem->open(host, &rr.addr);
+    UCC_INFO("firmware_sim: pid %d: its memory by RDMA%s", c.pid,
+             c.rmem.mem != nullptr ? "" : ": refused (no channel)");
+    rr.status = static_cast<int32_t>(c.rmem.mem != nullptr ? Status::kOk
+                                                             : Status::kError);
   }
   return reply(c, m.h.type, m.h.seq, &rr, sizeof(rr));
 }

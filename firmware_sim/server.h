@@ -21,6 +21,7 @@
 
 namespace ucc::plat {
 class Net;
+class RemoteMem;
 namespace wire {
 class Wire;
 }
@@ -30,6 +31,19 @@ namespace ucc::fw {
 
 using off::Status;
 struct Msg;  // a request as read from a client (client_io.h)
+
+// How the engines reach their hosts' memory by RDMA (proto::kRdmaConnect):
+// a channel per client over the node's verbs device (verbs_opts.cc, with
+// --verbs).
+class HostMemPort {
+ public:
+  virtual ~HostMemPort() = default;
+  // A channel connected to the host's end; *mine: the engine's end.
+  // nullptr when none can be made (logged).
+  virtual plat::RemoteMem* open(const off::proto::RdmaAddr& host,
+                                off::proto::RdmaAddr* mine) = 0;
+  virtual void close(plat::RemoteMem* m) = 0;
+};
 
 struct ServerConfig {
   const char* socket_path = nullptr;
@@ -47,6 +61,8 @@ struct ServerConfig {
   // Or another network to other nodes (verbs, --verbs), progressed and
   // napped on the same way (its peers cannot ring our doorbell either).
   plat::Net* net = nullptr;
+  // Where clients may ask the engine to reach their memory by RDMA.
+  HostMemPort* hostmem = nullptr;
   // The identity of the node this daemon emulates (platform/os/host_id.h):
   // its engines share memory with the engines of daemons of the same node.
   uint64_t node[2] = {0, 0};
@@ -106,6 +122,7 @@ class Server {
   Status on_team_connect(Client& c, const Msg& m);
   Status on_team_seal_close(Client& c, const Msg& m);
   bool on_register(Client& c, const Msg& m);
+  bool on_rdma_connect(Client& c, const Msg& m);
   bool on_stats(Client& c, const Msg& m);
   bool reply(Client& c, uint16_t type, uint32_t seq, const void* body,
              uint32_t len);

@@ -8,19 +8,49 @@
 #include "platform/os/log.h"
 #include "platform/tcp/tcp_net.h"
 #if UCC_HAVE_VERBS
+#include "platform/verbs/verbs_channel.h"
 #include "platform/verbs/verbs_net.h"
 #endif
 
 namespace ucc::fw {
 
 #if UCC_HAVE_VERBS
-class VerbsNode {
+class VerbsNode final : public HostMemPort {
  public:
   plat::tcp::TcpNet tcp;  // connection setup only: never waits on sockets
   plat::verbs::VerbsNet verbs;
+
+  // A channel per client that asks (its memory by RDMA): engine side, with
+  // a staging buffer for the transfers.
+  plat::RemoteMem* open(const off::proto::RdmaAddr& host,
+                        off::proto::RdmaAddr* mine) override {
+    auto* ch = new (std::nothrow) plat::verbs::VerbsChannel;
+    if (ch == nullptr) return nullptr;
+    plat::verbs::ChannelAddr a{}, h;
+    static_assert(sizeof(h) == sizeof(host));
+    memcpy(&h, &host, sizeof(h));
+    if (off::failed(ch->open(&verbs, kStaging, timeout_ms, &a)) ||
+        off::failed(ch->connect(h))) {
+      delete ch;
+      return nullptr;
+    }
+    memcpy(mine, &a, sizeof(a));
+    return ch;
+  }
+  void close(plat::RemoteMem* m) override { delete m; }
+
+  static constexpr size_t kStaging = 1 << 20;
+  uint32_t timeout_ms = 10000;
 };
 #else
-class VerbsNode {};
+class VerbsNode final : public HostMemPort {
+ public:
+  plat::RemoteMem* open(const off::proto::RdmaAddr&,
+                        off::proto::RdmaAddr*) override {
+    return nullptr;
+  }
+  void close(plat::RemoteMem*) override {}
+};
 #endif
 
 int verbs_option(const char* a, const char* v, VerbsOptions* o) {
@@ -82,6 +112,7 @@ off::Status verbs_start(const VerbsOptions& o, VerbsNode** node,
     delete n;
     return st;
   }
+  n->timeout_ms = o.peer_timeout_ms;
   *node = n;
   *out = &n->verbs;
   return off::Status::kOk;
@@ -90,6 +121,8 @@ off::Status verbs_start(const VerbsOptions& o, VerbsNode** node,
   return off::Status::kNotSupported;
 #endif
 }
+
+HostMemPort* verbs_host_mem(VerbsNode* node) { return node; }
 
 void verbs_stop(VerbsNode* node) {
 #if UCC_HAVE_VERBS

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "firmware_sim/server.h"
 #include "offload/types.h"
 #include "platform/fabric/fabric.h"
 
@@ -31,6 +32,9 @@ class VerbsNode;
 // --verbs, or without verbs in the build (a message then), nothing.
 off::Status verbs_start(const VerbsOptions& o, VerbsNode** node,
                         plat::Net** out);
+// The node's way for engines to reach their hosts' memory by RDMA
+// (ServerConfig::hostmem); nullptr without --verbs.
+HostMemPort* verbs_host_mem(VerbsNode* node);
 // After the server (and its engines' fabrics) are gone.
 void verbs_stop(VerbsNode* node);
 

@@ -182,6 +182,8 @@ bool valid(Knob k, const char* v) {
     case Knob::kNet:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "tcp") == 0 ||
              strcasecmp(v, "verbs") == 0 || strcasecmp(v, "none") == 0;
+    case Knob::kOffloadMem:
+      return strcasecmp(v, "cma") == 0 || strcasecmp(v, "verbs") == 0;
     case Knob::kNetDevices:
     case Knob::kVerbsLib:
       return strlen(v) < 256;
@@ -408,6 +410,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   LinkConfig& l = out->link;
   off::EngineConfig& e = l.engine;
   l.emu = strcasecmp(c.value[static_cast<int>(Knob::kOffload)], "emu") == 0;
+  l.rdma_mem =
+      strcasecmp(c.value[static_cast<int>(Knob::kOffloadMem)], "verbs") == 0;
   snprintf(out->socket_path, sizeof(out->socket_path), "%s",
            c.value[static_cast<int>(Knob::kFirmwareSocket)]);
   snprintf(out->daemon_path, sizeof(out->daemon_path), "%s",

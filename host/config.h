@@ -22,6 +22,7 @@ enum class Scope : uint8_t { kLib, kContext };
 enum class Knob : uint8_t {
   kLogLevel,
   kOffload,
+  kOffloadMem,
   kFirmwareSocket,
   kFirmwareSim,
   kFirmwareTimeout,

@@ -12,6 +12,10 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Where the collective engine runs: inline (in this process, "
      "progressed by ucc_context_progress) or emu (in this node's "
      "firmware_sim daemon, the emulated DPU; started if none runs)"},
+    {"OFFLOAD_MEM", "cma", Scope::kContext,
+     "emu: how the engine reaches this process's buffers: cma (cross-memory "
+     "attach) or verbs (RDMA with the keys of this process's registrations; "
+     "needs an RDMA port here and a firmware_sim started with --verbs)"},
     {"FIRMWARE_SOCKET", "", Scope::kContext,
      "emu: the daemon's unix socket; empty: firmware-sim.sock in "
      "$XDG_RUNTIME_DIR, else in /tmp/ucc-<uid> (either must be this "

@@ -276,6 +276,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   link.tcp.iface = ctx->settings.net_if;
   link.verbs.device = ctx->settings.net_devices;
   link.verbs.lib = ctx->settings.verbs_lib;
+  link.mem_map_handles = settings.mem_map_handles * 16;  // segments each
   Status st = link.emu ? ucc::host::open_daemon_link(link, kSubmitRing, ncomp,
                                                      &ctx->ch, &ctx->engine)
                        : ucc::host::open_inline_link(link, kSubmitRing, ncomp,

@@ -28,6 +28,11 @@ struct LinkConfig {
   plat::tcp::TcpConfig tcp;
   plat::verbs::VerbsConfig verbs;
   bool emu = false;
+  // Emu: the engine reaches this process's memory by verbs RDMA
+  // (UCC_OFFLOAD_MEM=verbs, host_rdma.h) instead of cross-memory attach;
+  // room for this many ucc_mem_map pins besides the link's own cache.
+  bool rdma_mem = false;
+  uint32_t mem_map_handles = 0;
   const char* socket_path = nullptr;  // emu; "" = the default path
   const char* daemon_path = nullptr;  // emu autostart: binary, or "none"
   uint32_t timeout_ms = 10000;        // daemon start and each request

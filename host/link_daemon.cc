@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "host/host_rdma.h"
 #include "host/link.h"
 #include "offload/proto.h"
 #include "platform/os/clock.h"
@@ -108,6 +109,9 @@ class DaemonLink final : public off::EngineLink {
   Status call(uint16_t type, const void* body, uint32_t len, void* out,
               uint32_t out_len, int pass_fd = -1);
 
+  Status connect_rdma(const LinkConfig& cfg);
+
+  HostRdma* rdma_ = nullptr;  // UCC_OFFLOAD_MEM=verbs
   off::Channel* ch_ = nullptr;
   void* mem_ = nullptr;
   size_t bytes_ = 0;
@@ -214,6 +218,7 @@ Status DaemonLink::call(uint16_t type, const void* body, uint32_t len,
 
 DaemonLink::~DaemonLink() {
   if (sock_ >= 0) close(sock_);  // the daemon frees this context's engine
+  delete rdma_;                  // then our registrations can go
   if (mem_ != nullptr) munmap(mem_, bytes_);
 }
 
@@ -234,7 +239,24 @@ Status DaemonLink::open(const LinkConfig& cfg, uint32_t sq_capacity,
   if (ok(st)) st = hello(cfg, sq_capacity, ncomp, memfd);
   // The daemon has its own mapping now (or we failed): the fd can go.
   close(memfd);
+  if (ok(st) && cfg.rdma_mem) st = connect_rdma(cfg);
   return st;
+}
+
+Status DaemonLink::connect_rdma(const LinkConfig& cfg) {
+  proto::RdmaAddr mine{};
+  Status st = HostRdma::open(cfg.verbs, kRegs + cfg.mem_map_handles,
+                             &mine, &rdma_);
+  if (failed(st)) return st;
+  proto::RdmaConnectReply r{};
+  st = call(proto::kRdmaConnect, &mine, sizeof(mine), &r, sizeof(r));
+  if (ok(st)) st = static_cast<Status>(r.status);
+  if (failed(st)) {
+    UCC_ERROR("UCC_OFFLOAD_MEM=verbs: the daemon cannot reach this "
+              "process's memory by RDMA (start it with --verbs)");
+    return st;
+  }
+  return rdma_->connect(r.addr);
 }
 
 Status DaemonLink::hello(const LinkConfig& cfg, uint32_t sq_capacity,
@@ -371,12 +393,23 @@ void DaemonLink::unpin(uint32_t key) {
 }
 
 Status DaemonLink::register_range(uint64_t addr, uint64_t len, uint32_t* key) {
-  proto::Register rq{addr, len};
+  proto::Register rq{addr, len, 0, 0};
+  uint32_t slot = 0;
+  if (rdma_ != nullptr) {  // the device's key first, for the engine
+    Status rs = rdma_->reg(addr, len, &rq.rkey, &slot);
+    if (failed(rs)) return rs;
+  }
   proto::RegisterReply r{};
   Status st = call(proto::kRegister, &rq, sizeof(rq), &r, sizeof(r));
   if (ok(st)) st = static_cast<Status>(r.status);
   if (ok(st) && r.key == 0) st = Status::kError;  // keys are never 0
   if (ok(st)) *key = r.key;
+  if (rdma_ != nullptr) {
+    if (ok(st))
+      rdma_->bind(slot, r.key);
+    else
+      rdma_->drop(slot);
+  }
   return st;
 }
 
@@ -384,6 +417,7 @@ void DaemonLink::deregister(uint32_t key) {
   proto::Deregister dr{key, 0};
   proto::Reply r{};
   call(proto::kDeregister, &dr, sizeof(dr), &r, sizeof(r));
+  if (rdma_ != nullptr) rdma_->release(key);  // the engine has let go
 }
 
 Status DaemonLink::team_open(uint32_t size, uint32_t rank, uint32_t* idx,

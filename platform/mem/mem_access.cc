@@ -18,9 +18,17 @@ bool MemAccess::check(const off::BufRef& ref, uint64_t off,
   return regs_->contains(ref.key, addr, len);
 }
 
-bool MemAccess::transfer(bool to_host, uint64_t addr, void* local,
-                         uint64_t len) const {
-  return cma_transfer(pid_, to_host, addr, local, len);
+bool MemAccess::transfer(bool to_host, const off::BufRef& ref, uint64_t addr,
+                         void* local, uint64_t len) const {
+  RemoteMem* rm = remote_ != nullptr ? remote_->mem : nullptr;
+  if (rm == nullptr) return cma_transfer(pid_, to_host, addr, local, len);
+  uint32_t rkey = 0;
+  if (!regs_->lookup(ref.key, addr, len, &rkey)) {  // check() passed
+    errno = EFAULT;
+    return false;
+  }
+  return to_host ? rm->write(addr, rkey, local, len)
+                 : rm->read(addr, rkey, local, len);
 }
 
 bool MemAccess::read(const off::BufRef& ref, uint64_t off, void* dst,
@@ -34,7 +42,7 @@ bool MemAccess::read(const off::BufRef& ref, uint64_t off, void* dst,
     memcpy(dst, map(ref, off, len), len);
     return true;
   }
-  return transfer(false, ref.addr + off, dst, len);
+  return transfer(false, ref, ref.addr + off, dst, len);
 }
 
 bool MemAccess::write(const off::BufRef& ref, uint64_t off, const void* src,
@@ -48,7 +56,7 @@ bool MemAccess::write(const off::BufRef& ref, uint64_t off, const void* src,
     memcpy(map(ref, off, len), src, len);
     return true;
   }
-  return transfer(true, ref.addr + off, const_cast<void*>(src), len);
+  return transfer(true, ref, ref.addr + off, const_cast<void*>(src), len);
 }
 
 }  // namespace ucc::plat

@@ -19,6 +19,8 @@
 //                  read()/write() check every access against the BufRef's
 //                  bounds AND the host's registrations (RegTable) before
 //                  touching anything, then loop over partial transfers.
+//                  Or, where the host connected one (remote_mem.h), by
+//                  RDMA with the key the host gave at registration.
 //
 // Failures are clean: false (or nullptr), errno saying why: EFAULT when
 // the range is outside the BufRef or the registrations (then nothing was
@@ -42,6 +44,7 @@
 
 #include "offload/descriptor.h"
 #include "platform/mem/reg_table.h"
+#include "platform/mem/remote_mem.h"
 
 namespace ucc::plat {
 
@@ -55,11 +58,15 @@ class MemAccess {
   // Cross-process mode into process `pid`, checked against `regs` (which
   // must outlive this object; nullptr: no registrations, every access
   // fails).
-  static MemAccess cross_process(pid_t pid, const RegTable* regs) {
+  // With `remote`, once its slot holds a RemoteMem, transfers go through
+  // that instead (by the remote key of the registration that holds them).
+  static MemAccess cross_process(pid_t pid, const RegTable* regs,
+                                 const RemoteMemSlot* remote = nullptr) {
     MemAccess m;
     m.mode_ = Mode::kCrossProcess;
     m.pid_ = pid;
     m.regs_ = regs;
+    m.remote_ = remote;
     return m;
   }
 
@@ -96,12 +103,15 @@ class MemAccess {
   static bool in_ref(const off::BufRef& ref, uint64_t off, uint64_t len) {
     return off <= ref.bytes && len <= ref.bytes - off;
   }
-  // process_vm_{readv,writev} until all `len` bytes have moved.
-  bool transfer(bool to_host, uint64_t addr, void* local, uint64_t len) const;
+  // process_vm_{readv,writev} until all `len` bytes have moved, or the
+  // remote-memory transport with the registration's key.
+  bool transfer(bool to_host, const off::BufRef& ref, uint64_t addr,
+                void* local, uint64_t len) const;
 
   Mode mode_ = Mode::kDirect;
   pid_t pid_ = 0;
   const RegTable* regs_ = nullptr;
+  const RemoteMemSlot* remote_ = nullptr;
 };
 
 // The direct adapter, for code that has no engine configuration at hand.

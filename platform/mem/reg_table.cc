@@ -73,7 +73,7 @@ void RegTable::rescan(uint32_t from) {
   }
 }
 
-uint32_t RegTable::insert(uint64_t base, uint64_t len) {
+uint32_t RegTable::insert(uint64_t base, uint64_t len, uint32_t rkey) {
   uint64_t end;
   if (len == 0 || __builtin_add_overflow(base, len, &end) || nfree_ == 0)
     return 0;
@@ -81,6 +81,7 @@ uint32_t RegTable::insert(uint64_t base, uint64_t len) {
   Entry& e = entries_[slot];
   e.base = base;
   e.end = end;
+  e.rkey = rkey;
   e.used = true;
   // After entries with the same base: equal bases keep insertion order.
   uint32_t pos = upper(base);
@@ -121,6 +122,30 @@ bool RegTable::contains(uint32_t key, uint64_t addr, uint64_t len) const {
   // Every entry at positions < upper(addr) starts at or below addr.
   uint32_t pos = upper(addr);
   return pos != 0 && maxend_[pos - 1] >= end;
+}
+
+bool RegTable::lookup(uint32_t key, uint64_t addr, uint64_t len,
+                      uint32_t* rkey) const {
+  uint64_t end;
+  if (__builtin_add_overflow(addr, len, &end)) return false;
+  if (key != 0) {
+    uint32_t slot = slot_of(key);
+    if (slot == UINT32_MAX) return false;
+    const Entry& e = entries_[slot];
+    *rkey = e.rkey;
+    return e.base <= addr && end <= e.end;
+  }
+  // The entry itself: walk down from the last base at or below addr while
+  // some entry below can still reach `end` (maxend_ says so).
+  for (uint32_t pos = upper(addr); pos != 0 && maxend_[pos - 1] >= end;
+       --pos) {
+    const Entry& e = entries_[order_[pos - 1]];
+    if (e.end >= end) {
+      *rkey = e.rkey;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace ucc::plat

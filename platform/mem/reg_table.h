@@ -62,13 +62,17 @@ class RegTable {
 
   // Registers [base, base + len). Returns the new entry's key, or 0 when
   // len is 0, the range wraps past 2^64 - 1, or the table is full (or not
-  // initialised).
-  uint32_t insert(uint64_t base, uint64_t len);
+  // initialised). `rkey`: the host's remote key of the range, where the
+  // engine reaches it by RDMA (0 otherwise).
+  uint32_t insert(uint64_t base, uint64_t len, uint32_t rkey = 0);
   // Removes the entry named by `key`; false when no entry has that key.
   bool remove(uint32_t key);
   // Whether [addr, addr + len) lies inside the entry named by `key`, or
   // for key 0 inside any one entry. false when addr + len wraps.
   bool contains(uint32_t key, uint64_t addr, uint64_t len) const;
+  // contains(), and the remote key of an entry that holds the range.
+  bool lookup(uint32_t key, uint64_t addr, uint64_t len,
+              uint32_t* rkey) const;
 
   uint32_t size() const { return n_; }
   uint32_t capacity() const { return cap_; }
@@ -78,6 +82,7 @@ class RegTable {
     uint64_t base;
     uint64_t end;  // exclusive; base < end
     uint32_t gen;  // >= 1; bumped when the entry is removed
+    uint32_t rkey;
     bool used;
   };
 

@@ -76,53 +76,8 @@ void VerbsFabric::create_qp(uint32_t r) {
   }
   max_inline_ = a.cap.max_inline_data;
   l.psn = static_cast<uint32_t>(net_->rand64()) & 0xffffffu;
-  if (!to_init(l)) fail(r, "cannot move a queue pair to INIT");
-}
-
-bool VerbsFabric::to_init(VLink& l) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.pkey_index = 0;
-  a.port_num = net_->port();
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  return net_->api().modify_qp(l.qp, &a,
-                               IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0;
-}
-
-bool VerbsFabric::to_rts(VLink& l, const CmMsg& m) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = m.mtu < net_->mtu() ? static_cast<ibv_mtu>(m.mtu) : net_->mtu();
-  a.dest_qp_num = m.qpn;
-  a.rq_psn = m.psn;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;  // 0.64 ms
-  a.ah_attr.dlid = m.lid;
-  a.ah_attr.port_num = net_->port();
-  if (net_->roce()) {  // RoCE routes by GID
-    a.ah_attr.is_global = 1;
-    memcpy(a.ah_attr.grh.dgid.raw, m.gid, 16);
-    a.ah_attr.grh.sgid_index = static_cast<uint8_t>(net_->gid_index());
-    a.ah_attr.grh.hop_limit = 64;
-  }
-  const Api& api = net_->api();
-  if (api.modify_qp(l.qp, &a,
-                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0)
-    return false;
-  ibv_qp_attr b{};
-  b.qp_state = IBV_QPS_RTS;
-  b.timeout = 14;   // 67 ms per try
-  b.retry_cnt = 7;
-  b.rnr_retry = 7;  // for ever: the peer timeout bounds it (peer_lost)
-  b.sq_psn = l.psn;
-  b.max_rd_atomic = 1;
-  return api.modify_qp(l.qp, &b,
-                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                           IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                           IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+  if (!net_->qp_init(l.qp, IBV_ACCESS_REMOTE_WRITE))
+    fail(r, "cannot move a queue pair to INIT");
 }
 
 void VerbsFabric::fail(uint32_t r, const char* why) {
@@ -185,7 +140,8 @@ void VerbsFabric::on_cm(uint32_t r, const CmMsg& m) {
       l.peer_shadow = m.shadow_addr + shadow_bytes(cfg_) * cfg_.rank +
                       done_offset();
       l.peer_shadow_rkey = m.shadow_rkey;
-      if (!to_rts(l, m)) {
+      if (!net_->qp_connect(l.qp, PeerQp{m.qpn, m.psn, m.lid, m.mtu, m.gid},
+                            l.psn)) {
         fail(r, "cannot connect its queue pair (RTR/RTS)");
         return;
       }

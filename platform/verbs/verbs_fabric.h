@@ -109,8 +109,6 @@ class VerbsFabric final : public InboxFabric {
 
  private:
   void create_qp(uint32_t r);
-  bool to_init(VLink& l);
-  bool to_rts(VLink& l, const CmMsg& peer);
   void fail(uint32_t r, const char* why);
   bool send_cm(uint32_t r, uint32_t type);
   void on_cm(uint32_t r, const CmMsg& m);

@@ -130,9 +130,55 @@ void VerbsNet::pick_gid(const char* dev, int table) {
   if (best >= 0) gid_index_ = best;
 }
 
-Status VerbsNet::init(const VerbsConfig& cfg, Net* cm) {
+bool VerbsNet::qp_init(ibv_qp* qp, int access) const {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.pkey_index = 0;
+  a.port_num = port_;
+  a.qp_access_flags = static_cast<unsigned>(access);
+  return api_->modify_qp(qp, &a,
+                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                             IBV_QP_ACCESS_FLAGS) == 0;
+}
+
+bool VerbsNet::qp_connect(ibv_qp* qp, const PeerQp& peer,
+                          uint32_t our_psn) const {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = peer.mtu < mtu_ ? static_cast<ibv_mtu>(peer.mtu) : mtu_;
+  a.dest_qp_num = peer.qpn;
+  a.rq_psn = peer.psn;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 12;  // 0.64 ms
+  a.ah_attr.dlid = peer.lid;
+  a.ah_attr.port_num = port_;
+  if (roce_) {  // RoCE routes by GID
+    a.ah_attr.is_global = 1;
+    memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
+    a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index_);
+    a.ah_attr.grh.hop_limit = 64;
+  }
+  if (api_->modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                          IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                          IBV_QP_MAX_DEST_RD_ATOMIC |
+                          IBV_QP_MIN_RNR_TIMER) != 0)
+    return false;
+  ibv_qp_attr b{};
+  b.qp_state = IBV_QPS_RTS;
+  b.timeout = 14;  // 67 ms per try
+  b.retry_cnt = 7;
+  b.rnr_retry = 7;
+  b.sq_psn = our_psn;
+  b.max_rd_atomic = 1;
+  return api_->modify_qp(qp, &b,
+                         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                             IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                             IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+}
+
+Status VerbsNet::init_device(const VerbsConfig& cfg) {
   cfg_ = cfg;
-  cm_ = cm;
   rng_ = now_ns() ^ (static_cast<uint64_t>(getpid()) << 32) ^ 0x9e3779b97f4a7c15ull;
   api_ = load_api(cfg.lib);
   if (api_ == nullptr) return Status::kNoResource;
@@ -145,9 +191,20 @@ Status VerbsNet::init(const VerbsConfig& cfg, Net* cm) {
     return Status::kInvalidParam;
   }
   pd_ = api_->alloc_pd(ctx_);
+  if (pd_ == nullptr) {
+    fini();
+    return Status::kNoResource;
+  }
+  return Status::kOk;
+}
+
+Status VerbsNet::init(const VerbsConfig& cfg, Net* cm) {
+  Status st = init_device(cfg);
+  if (failed(st)) return st;
+  cm_ = cm;
   eps_ = static_cast<VerbsFabric**>(
       calloc(cfg_.max_endpoints, sizeof(VerbsFabric*)));
-  if (pd_ == nullptr || eps_ == nullptr) {
+  if (eps_ == nullptr) {
     fini();
     return Status::kNoResource;
   }

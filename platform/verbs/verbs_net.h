@@ -52,6 +52,15 @@ struct VerbsStats {
 
 class VerbsFabric;
 
+// The other end of an RC queue pair (as its owner told us: checked).
+struct PeerQp {
+  uint32_t qpn;
+  uint32_t psn;
+  uint16_t lid;
+  uint8_t mtu;  // ibv_mtu
+  const uint8_t* gid;  // 16 bytes
+};
+
 class VerbsNet final : public Net {
  public:
   VerbsNet() = default;
@@ -65,6 +74,9 @@ class VerbsNet final : public Net {
   // library or no active port (the reason logged), kInvalidParam for a
   // device that does not exist, kError.
   Status init(const VerbsConfig& cfg, Net* cm);
+  // The device, port and protection domain alone, for a verbs channel
+  // (verbs_channel.h) and no team: no connection manager, no SRQ.
+  Status init_device(const VerbsConfig& cfg);
   // Closes every member (delivering what it can) and the device.
   void fini();
 
@@ -94,6 +106,11 @@ class VerbsNet final : public Net {
   void srq_used() { ++srq_owed_; }
   uint64_t now() const { return now_; }
   uint64_t rand64();
+  // An RC queue pair of ours to INIT (remote `access` allowed), then to
+  // RTR and RTS towards `peer` (retries and RNR retries for ever: the
+  // callers bound them by time); false when the device refuses.
+  bool qp_init(ibv_qp* qp, int access) const;
+  bool qp_connect(ibv_qp* qp, const PeerQp& peer, uint32_t our_psn) const;
 
  private:
   Status open_port(const char* want);

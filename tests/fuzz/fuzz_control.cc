@@ -181,6 +181,8 @@ uint32_t reply_len(uint16_t type) {
       return sizeof(proto::RegisterReply);
     case proto::kStats:
       return sizeof(proto::StatsReply);
+    case proto::kRdmaConnect:
+      return sizeof(proto::RdmaConnectReply);
     default:
       return sizeof(proto::Reply);
   }
@@ -438,7 +440,7 @@ void register_op(Client& c, Input& in) {
     send_msg(c, proto::kDeregister, &dr, sizeof(dr));
     return;
   }
-  proto::Register rg;
+  proto::Register rg{};  // no rkey: this daemon has no RDMA to the host
   const uint64_t base = reinterpret_cast<uint64_t>(c.w.arena);
   switch (what % 4) {
     case 0:  // inside the arena

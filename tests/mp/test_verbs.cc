@@ -173,4 +173,44 @@ TEST(Verbs, CompletionQueueOverflowEndsInError) {
   fault_ends_in_error("cqovf=2");
 }
 
+// UCC_OFFLOAD_MEM=verbs: a firmware_sim engine (--verbs) reads and writes
+// the ranks' buffers by RDMA with the keys of their registrations (the
+// link's cache, and ucc_mem_map pins) and gets every element right; a
+// daemon without verbs refuses, and context creation says so.
+TEST(Verbs, EngineReachesHostMemoryByRdma) {
+  NEEDS_LOOP();
+  if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim";
+  for (bool with_verbs : {true, false}) {
+    ucct::Daemon d;
+    std::vector<std::string> extra;
+    if (with_verbs)
+      extra = {"--verbs", "auto", "--verbs-lib", getenv("UCC_VERBS_LIB")};
+    ASSERT_TRUE(d.start(with_verbs ? "verbsmem" : "noverbsmem", extra));
+    bool ok = ucct::run_ranks(2, [&d, with_verbs](ucct::Rank& r) {
+      ucct::World w;
+      w.env = d.env();
+      w.env.emplace_back("UCC_OFFLOAD_MEM", "verbs");
+      const ucc_status_t st = w.init(r);
+      if (!with_verbs && st != UCC_ERR_NOT_SUPPORTED) {
+        std::fprintf(stderr, "rank %d: without --verbs: %s\n", r.rank,
+                     ucct::status_name(st));
+        return 1;
+      }
+      if (!with_verbs) return 0;
+      if (st != UCC_OK) return 2;
+      const size_t n = size_t{3} << 18;  // 3 MiB: several staging rounds
+      std::vector<int32_t> s(n), dst(n, -1);
+      for (size_t i = 0; i < n; ++i)
+        s[i] = static_cast<int32_t>(i % 977) + r.rank;
+      ucc_coll_args_t a = ucct::allreduce_i32(s, dst);
+      if (w.run(a) != UCC_OK) return 3;
+      for (size_t i = 0; i < n; ++i)
+        if (dst[i] != static_cast<int32_t>(i % 977) * 2 + 1) return 4;
+      return 0;
+    });
+    d.stop();
+    EXPECT_TRUE(ok) << (with_verbs ? "with" : "without") << " --verbs";
+  }
+}
+
 }  // namespace

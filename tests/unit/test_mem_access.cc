@@ -95,6 +95,54 @@ TEST(MemAccess, CrossProcessOnSelfChecksKeysAndMemType) {
   EXPECT_TRUE(m.check(ref_of(buf + 64, 8, k), 4, 4));
 }
 
+// A remote-memory transport that records what it is asked (the
+// interface's other implementation is verbs RDMA: verbs_channel.h) and
+// moves the bytes itself, as a NIC would.
+struct RecordingRemote final : ucc::plat::RemoteMem {
+  uint64_t addr = 0, len = 0;
+  uint32_t rkey = 0, calls = 0;
+  bool read(uint64_t a, uint32_t k, void* dst, uint64_t n) override {
+    addr = a, rkey = k, len = n, ++calls;
+    memcpy(dst, reinterpret_cast<const void*>(a), n);
+    return true;
+  }
+  bool write(uint64_t a, uint32_t k, const void* src, uint64_t n) override {
+    addr = a, rkey = k, len = n, ++calls;
+    memcpy(reinterpret_cast<void*>(a), src, n);
+    return true;
+  }
+};
+
+// Once the client's remote-memory slot is filled, transfers go through it
+// with the key of the registration that holds them (keyed or implicit),
+// after the same checks; before, cross-memory attach does them.
+TEST(MemAccess, RemoteMemoryTakesTheRegistrationsKey) {
+  static char buf[512];
+  RegTable regs;
+  ASSERT_EQ(regs.init(8), Status::kOk);
+  uint32_t k = regs.insert(reinterpret_cast<uintptr_t>(buf + 64), 256, 0x77);
+  ASSERT_NE(k, 0u);
+  ucc::plat::RemoteMemSlot slot;
+  RecordingRemote rm;
+  MemAccess m = MemAccess::cross_process(getpid(), &regs, &slot);
+  EXPECT_TRUE(m.write(ref_of(buf + 64, 8, k), 0, "by cma", 6));
+  EXPECT_EQ(rm.calls, 0u);
+  slot.mem = &rm;
+  EXPECT_TRUE(m.write(ref_of(buf + 80, 16, k), 2, "by rdma", 7));
+  EXPECT_EQ(rm.calls, 1u);
+  EXPECT_EQ(rm.addr, reinterpret_cast<uintptr_t>(buf + 82));
+  EXPECT_EQ(rm.rkey, 0x77u);
+  EXPECT_EQ(memcmp(buf + 82, "by rdma", 7), 0);
+  char back[7];
+  EXPECT_TRUE(m.read(ref_of(buf + 82, 7, 0), 0, back, 7));  // implicit
+  EXPECT_EQ(rm.rkey, 0x77u);
+  EXPECT_EQ(memcmp(back, "by rdma", 7), 0);
+  // Outside the registrations: refused before the transport is asked.
+  EXPECT_FALSE(m.write(ref_of(buf + 316, 64, 0), 0, "XXXXXXXX", 8));
+  EXPECT_EQ(errno, EFAULT);
+  EXPECT_EQ(rm.calls, 2u);
+}
+
 // A child that holds `bytes` bytes at the same address as the parent's
 // copy (fork), filled with its own pattern. Commands over a pipe:
 // 'r' sends the buffer back, 'q' exits.

@@ -123,6 +123,36 @@ TEST(RegTable, OverlappingEntriesAreEachHonoured) {
   EXPECT_FALSE(t.contains(0, 0x1000, 1));
 }
 
+// lookup() answers as contains() does, and with the remote key of an
+// entry that holds the whole range (for key 0: not merely the last one
+// starting below it).
+TEST(RegTable, LookupGivesTheKeyOfAnEntryHoldingTheRange) {
+  RegTable t;
+  ASSERT_EQ(t.init(8), Status::kOk);
+  uint32_t big = t.insert(0x1000, 0x2000, 0xb16);  // [0x1000, 0x3000)
+  uint32_t mid = t.insert(0x2000, 0x800, 0x51d);   // [0x2000, 0x2800)
+  ASSERT_NE(big, 0u);
+  ASSERT_NE(mid, 0u);
+  uint32_t rk = 0;
+  EXPECT_TRUE(t.lookup(0, 0x2400, 0x800, &rk));  // only `big` holds it
+  EXPECT_EQ(rk, 0xb16u);
+  EXPECT_TRUE(t.lookup(0, 0x2100, 0x100, &rk));  // both do: either key
+  EXPECT_TRUE(rk == 0xb16u || rk == 0x51du);
+  EXPECT_TRUE(t.lookup(mid, 0x2100, 0x100, &rk));
+  EXPECT_EQ(rk, 0x51du);
+  EXPECT_FALSE(t.lookup(mid, 0x2400, 0x800, &rk));
+  EXPECT_FALSE(t.lookup(0, 0x2f00, 0x200, &rk));  // past every end
+  EXPECT_FALSE(t.lookup(0, 0x800, 0x100, &rk));   // below every base
+  EXPECT_FALSE(t.lookup(0, ~uint64_t{0} - 4, 8, &rk));  // wraps
+  EXPECT_TRUE(t.remove(big));
+  EXPECT_FALSE(t.lookup(0, 0x2400, 0x800, &rk));
+  EXPECT_FALSE(t.lookup(big, 0x1000, 1, &rk));
+  // A table that has been told no key answers 0.
+  uint32_t plain = t.insert(0x9000, 0x1000);
+  EXPECT_TRUE(t.lookup(plain, 0x9000, 0x1000, &rk));
+  EXPECT_EQ(rk, 0u);
+}
+
 TEST(RegTable, RemovedKeysStopMatchingAndSlotsGetNewKeys) {
   RegTable t;
   ASSERT_EQ(t.init(2), Status::kOk);

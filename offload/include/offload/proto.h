@@ -28,7 +28,7 @@
 namespace ucc::off::proto {
 
 inline constexpr uint32_t kMagic = 0x55434350u;  // "UCCP"
-inline constexpr uint16_t kVersion = 3;
+inline constexpr uint16_t kVersion = 4;
 // Largest body accepted: a kTeamConnect for 65536 ranks.
 inline constexpr uint32_t kMaxBody = 16 + 65536u * sizeof(TeamAddr);
 
@@ -49,6 +49,9 @@ enum Type : uint16_t {
   kStats,        // (empty) -> StatsReply
   kShutdown,     // (empty) -> Reply; the daemon exits once idle
   kDoorbell,     // (empty), no reply: wakes a sleeping daemon
+  kRdmaConnect,  // RdmaConnect -> RdmaConnectReply: the engine reaches the
+                 // host's memory by RDMA from now on (kNotSupported from a
+                 // daemon without verbs); registrations must carry rkeys
   kReply = 0x8000,
 };
 
@@ -108,6 +111,25 @@ struct TeamConnect {
 struct Register {
   uint64_t addr;
   uint64_t len;
+  uint32_t rkey;  // after kRdmaConnect: the host's key of the range
+  uint32_t pad;
+};
+
+// The host's end of a verbs channel (platform/verbs/verbs_channel.h),
+// and the engine's in the reply; each side checks the other's.
+struct RdmaAddr {
+  uint32_t qpn;
+  uint32_t psn;
+  uint16_t lid;
+  uint8_t mtu;
+  uint8_t pad;
+  uint8_t gid[16];
+};
+static_assert(sizeof(RdmaAddr) == 28);
+
+struct RdmaConnectReply {
+  int32_t status;
+  RdmaAddr addr;
 };
 
 struct RegisterReply {

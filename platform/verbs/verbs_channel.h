@@ -1,0 +1,81 @@
+// A verbs channel between a host process and its DPU engine on the same
+// node (firmware_sim, the emulated DPU): one RC queue pair over which the
+// engine reads and writes host memory the host registered, by RDMA, with
+// the host's remote keys; the verbs counterpart of cross-memory attach.
+// The host's CPU takes no part once connected: it only registers memory
+// (reg) and hands the keys to the engine with its registrations, which
+// the engine checks every access against first (mem_access.h).
+//
+// The engine side transfers synchronously: a request per staging buffer
+// worth (registered engine memory), polled to completion with a bounded
+// spin, then yields, giving up after `timeout_ms` (the host or its port
+// is gone). An error completion breaks the channel: every later transfer
+// fails at once (errno EIO), never hangs.
+//
+// Threads: one per side. Memory: everything at open.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "platform/mem/remote_mem.h"
+#include "platform/verbs/verbs_net.h"
+
+namespace ucc::plat::verbs {
+
+// What one side tells the other (checked by the receiver).
+struct ChannelAddr {
+  uint32_t qpn;
+  uint32_t psn;
+  uint16_t lid;
+  uint8_t mtu;  // ibv_mtu
+  uint8_t pad;
+  uint8_t gid[16];
+};
+static_assert(sizeof(ChannelAddr) == 28);
+
+class VerbsChannel final : public RemoteMem {
+ public:
+  VerbsChannel() = default;
+  VerbsChannel(const VerbsChannel&) = delete;
+  VerbsChannel& operator=(const VerbsChannel&) = delete;
+  ~VerbsChannel() override { close(); }
+
+  // A queue pair in INIT on `dev`'s port (which must outlive the
+  // channel), and `staging` bytes of registered memory (the engine side;
+  // 0 on the host). *mine: what the other side needs.
+  Status open(VerbsNet* dev, size_t staging, uint32_t timeout_ms,
+              ChannelAddr* mine);
+  // RTR and RTS towards the other side. kInvalidParam for an address
+  // that cannot be one.
+  Status connect(const ChannelAddr& peer);
+  void close();
+
+  // Host side: memory the engine may read and write. nullptr with errno.
+  ibv_mr* reg(void* addr, size_t len);
+  void dereg(ibv_mr* mr);
+
+  // --- RemoteMem (the engine side) --------------------------------------------
+  bool read(uint64_t addr, uint32_t rkey, void* dst, uint64_t len) override;
+  bool write(uint64_t addr, uint32_t rkey, const void* src,
+             uint64_t len) override;
+
+ private:
+  bool transfer(bool to_host, uint64_t addr, uint32_t rkey, char* local,
+                uint64_t len);
+  bool wait_one();
+
+  VerbsNet* dev_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  ibv_qp* qp_ = nullptr;
+  char* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+  ibv_mr* staging_mr_ = nullptr;
+  uint32_t psn_ = 0;
+  uint32_t timeout_ms_ = 10000;
+  bool connected_ = false;
+  bool broken_ = false;
+  uint64_t bytes_read_ = 0, bytes_written_ = 0;
+};
+
+}  // namespace ucc::plat::verbs
