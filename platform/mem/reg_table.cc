@@ -111,14 +111,10 @@ bool RegTable::remove(uint32_t key) {
 }
 
 bool RegTable::contains(uint32_t key, uint64_t addr, uint64_t len) const {
+  uint32_t rkey;
+  if (key != 0) return lookup(key, addr, len, &rkey);
   uint64_t end;
   if (__builtin_add_overflow(addr, len, &end)) return false;
-  if (key != 0) {
-    uint32_t slot = slot_of(key);
-    if (slot == UINT32_MAX) return false;
-    const Entry& e = entries_[slot];
-    return e.base <= addr && end <= e.end;
-  }
   // Every entry at positions < upper(addr) starts at or below addr.
   uint32_t pos = upper(addr);
   return pos != 0 && maxend_[pos - 1] >= end;
