@@ -26,7 +26,7 @@ class VerbsNode final : public HostMemPort {
                         off::proto::RdmaAddr* mine) override {
     auto* ch = new (std::nothrow) plat::verbs::VerbsChannel;
     if (ch == nullptr) return nullptr;
-    plat::verbs::ChannelAddr a{}, h;
+    plat::verbs::QpAddr a{}, h;
     static_assert(sizeof(h) == sizeof(host));
     memcpy(&h, &host, sizeof(h));
     if (off::failed(ch->open(&verbs, kStaging, timeout_ms, &a)) ||

@@ -41,7 +41,7 @@ Status HostRdma::open(const verbs::VerbsConfig& cfg, uint32_t nregs,
   im->nslots = nregs;
   Status st = im->slots != nullptr ? im->dev.init_device(cfg)
                                    : Status::kNoMemory;
-  verbs::ChannelAddr a{};
+  verbs::QpAddr a{};
   if (ok(st)) st = im->ch.open(&im->dev, 0, 10000, &a);
   if (failed(st)) {
     UCC_ERROR("UCC_OFFLOAD_MEM=verbs: no RDMA port for the engine to reach "
@@ -66,7 +66,7 @@ HostRdma::~HostRdma() {
 }
 
 Status HostRdma::connect(const off::proto::RdmaAddr& engine) {
-  verbs::ChannelAddr a;
+  verbs::QpAddr a;
   memcpy(&a, &engine, sizeof(a));
   return impl_->ch.connect(a);
 }

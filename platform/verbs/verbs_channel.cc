@@ -12,7 +12,7 @@
 namespace ucc::plat::verbs {
 
 Status VerbsChannel::open(VerbsNet* dev, size_t staging, uint32_t timeout_ms,
-                          ChannelAddr* mine) {
+                          QpAddr* mine) {
   dev_ = dev;
   timeout_ms_ = timeout_ms;
   const Api& api = dev->api();
@@ -46,23 +46,13 @@ Status VerbsChannel::open(VerbsNet* dev, size_t staging, uint32_t timeout_ms,
     }
   }
   psn_ = static_cast<uint32_t>(dev->rand64()) & 0xffffffu;
-  *mine = ChannelAddr{};
-  mine->qpn = qp_->qp_num;
-  mine->psn = psn_;
-  mine->lid = dev->lid();
-  mine->mtu = static_cast<uint8_t>(dev->mtu());
-  memcpy(mine->gid, dev->gid().raw, 16);
+  *mine = dev->qp_addr(qp_, psn_);
   return Status::kOk;
 }
 
-Status VerbsChannel::connect(const ChannelAddr& peer) {
-  if (qp_ == nullptr || peer.qpn == 0 || peer.qpn >= (1u << 24) ||
-      peer.psn >= (1u << 24) || peer.mtu < IBV_MTU_256 ||
-      peer.mtu > IBV_MTU_4096)
-    return Status::kInvalidParam;
-  if (!dev_->qp_connect(qp_, PeerQp{peer.qpn, peer.psn, peer.lid, peer.mtu,
-                                    peer.gid},
-                        psn_)) {
+Status VerbsChannel::connect(const QpAddr& peer) {
+  if (qp_ == nullptr || !qp_addr_ok(peer)) return Status::kInvalidParam;
+  if (!dev_->qp_connect(qp_, peer, psn_)) {
     UCC_ERROR("verbs channel: cannot connect its queue pair");
     return Status::kError;
   }

@@ -23,17 +23,6 @@
 
 namespace ucc::plat::verbs {
 
-// What one side tells the other (checked by the receiver).
-struct ChannelAddr {
-  uint32_t qpn;
-  uint32_t psn;
-  uint16_t lid;
-  uint8_t mtu;  // ibv_mtu
-  uint8_t pad;
-  uint8_t gid[16];
-};
-static_assert(sizeof(ChannelAddr) == 28);
-
 class VerbsChannel final : public RemoteMem {
  public:
   VerbsChannel() = default;
@@ -45,10 +34,10 @@ class VerbsChannel final : public RemoteMem {
   // channel), and `staging` bytes of registered memory (the engine side;
   // 0 on the host). *mine: what the other side needs.
   Status open(VerbsNet* dev, size_t staging, uint32_t timeout_ms,
-              ChannelAddr* mine);
+              QpAddr* mine);
   // RTR and RTS towards the other side. kInvalidParam for an address
   // that cannot be one.
-  Status connect(const ChannelAddr& peer);
+  Status connect(const QpAddr& peer);
   void close();
 
   // Host side: memory the engine may read and write. nullptr with errno.

@@ -104,15 +104,11 @@ bool VerbsFabric::send_cm(uint32_t r, uint32_t type) {
   m.type = type;
   const VLink& l = links_[r];
   if (type == CmMsg::kHello) {
-    m.qpn = l.qp->qp_num;
-    m.psn = l.psn;
+    m.qp = net_->qp_addr(l.qp, l.psn);
     m.seg_rkey = seg_mr_->rkey;
     m.seg_addr = reinterpret_cast<uintptr_t>(seg_);
     m.shadow_rkey = shadow_mr_->rkey;
     m.shadow_addr = reinterpret_cast<uintptr_t>(shadows_);
-    m.lid = net_->lid();
-    m.mtu = static_cast<uint8_t>(net_->mtu());
-    memcpy(m.gid, net_->gid().raw, 16);
     m.slot_size = cfg_.slot_size;
     m.nslots = static_cast<uint16_t>(cfg_.nslots);
   }
@@ -130,8 +126,7 @@ void VerbsFabric::on_cm(uint32_t r, const CmMsg& m) {
     case CmMsg::kHello:
       if (l.got_hello) return;
       if (m.slot_size != cfg_.slot_size || m.nslots != cfg_.nslots ||
-          m.qpn == 0 || m.qpn >= (1u << 24) || m.mtu < IBV_MTU_256 ||
-          m.mtu > IBV_MTU_4096) {
+          !qp_addr_ok(m.qp)) {
         fail(r, "its hello does not fit our fabric");
         return;
       }
@@ -140,8 +135,7 @@ void VerbsFabric::on_cm(uint32_t r, const CmMsg& m) {
       l.peer_shadow = m.shadow_addr + shadow_bytes(cfg_) * cfg_.rank +
                       done_offset();
       l.peer_shadow_rkey = m.shadow_rkey;
-      if (!net_->qp_connect(l.qp, PeerQp{m.qpn, m.psn, m.lid, m.mtu, m.gid},
-                            l.psn)) {
+      if (!net_->qp_connect(l.qp, m.qp, l.psn)) {
         fail(r, "cannot connect its queue pair (RTR/RTS)");
         return;
       }

@@ -12,6 +12,7 @@
 
 #include "platform/fabric/inbox_fabric.h"
 #include "platform/verbs/verbs_api.h"
+#include "platform/verbs/verbs_net.h"
 
 namespace ucc::plat::verbs {
 
@@ -27,19 +28,15 @@ inline constexpr uint32_t kVerbsAddrMagic = 0x55435642u;  // "UCVB"
 struct CmMsg {
   enum Type : uint32_t { kHello = 1, kReady = 2, kBye = 3, kByeAck = 4 };
   uint32_t type;
-  uint32_t qpn;
-  uint32_t psn;
-  uint32_t seg_rkey;
+  QpAddr qp;             // kHello: its queue pair for us
   uint64_t seg_addr;     // its segment (our inbox there)
   uint64_t shadow_addr;  // its shadows (our credits there)
+  uint32_t seg_rkey;
   uint32_t shadow_rkey;
-  uint16_t lid;
-  uint8_t mtu;  // ibv_mtu
-  uint8_t lost;  // kBye: it failed
-  uint8_t gid[16];
   uint32_t slot_size;
   uint16_t nslots;
-  uint16_t pad;
+  uint8_t lost;  // kBye: it failed
+  uint8_t pad;
 };
 static_assert(sizeof(CmMsg) == 64);
 

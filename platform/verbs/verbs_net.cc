@@ -141,7 +141,17 @@ bool VerbsNet::qp_init(ibv_qp* qp, int access) const {
                              IBV_QP_ACCESS_FLAGS) == 0;
 }
 
-bool VerbsNet::qp_connect(ibv_qp* qp, const PeerQp& peer,
+QpAddr VerbsNet::qp_addr(const ibv_qp* qp, uint32_t psn) const {
+  QpAddr a{};
+  a.qpn = qp->qp_num;
+  a.psn = psn;
+  a.lid = lid_;
+  a.mtu = static_cast<uint8_t>(mtu_);
+  memcpy(a.gid, gid_.raw, 16);
+  return a;
+}
+
+bool VerbsNet::qp_connect(ibv_qp* qp, const QpAddr& peer,
                           uint32_t our_psn) const {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTR;

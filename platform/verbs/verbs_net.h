@@ -52,14 +52,24 @@ struct VerbsStats {
 
 class VerbsFabric;
 
-// The other end of an RC queue pair (as its owner told us: checked).
-struct PeerQp {
+// One end of an RC queue pair, as its owner tells the other end (the
+// fabric's hello, the channel's connect): what the other side needs to
+// move its own queue pair to RTR.
+struct QpAddr {
   uint32_t qpn;
   uint32_t psn;
   uint16_t lid;
   uint8_t mtu;  // ibv_mtu
-  const uint8_t* gid;  // 16 bytes
+  uint8_t pad;
+  uint8_t gid[16];
 };
+static_assert(sizeof(QpAddr) == 28);
+
+// Whether a peer's QpAddr can be one (it comes from another process).
+inline bool qp_addr_ok(const QpAddr& a) {
+  return a.qpn != 0 && a.qpn < (1u << 24) && a.psn < (1u << 24) &&
+         a.mtu >= IBV_MTU_256 && a.mtu <= IBV_MTU_4096;
+}
 
 class VerbsNet final : public Net {
  public:
@@ -86,7 +96,6 @@ class VerbsNet final : public Net {
   uint64_t progress() override;
 
   const VerbsConfig& config() const { return cfg_; }
-  const VerbsStats& stats() const { return stats_; }
   bool active() const { return nopen_ != 0; }
 
   // --- for fabrics ------------------------------------------------------------
@@ -110,7 +119,9 @@ class VerbsNet final : public Net {
   // RTR and RTS towards `peer` (retries and RNR retries for ever: the
   // callers bound them by time); false when the device refuses.
   bool qp_init(ibv_qp* qp, int access) const;
-  bool qp_connect(ibv_qp* qp, const PeerQp& peer, uint32_t our_psn) const;
+  bool qp_connect(ibv_qp* qp, const QpAddr& peer, uint32_t our_psn) const;
+  // Our end of `qp`, starting at `psn`.
+  QpAddr qp_addr(const ibv_qp* qp, uint32_t psn) const;
 
  private:
   Status open_port(const char* want);
