@@ -235,15 +235,15 @@ ucc_status_t post_one(ucc_context* ctx, Request* r) {
   }
   r->desc.gen = ++r->gen;
   ctx->ch.arm(r->desc.comp_slot, r->gen);
-  if (!ctx->ch.submit(r->desc)) {
-    // Let the engine drain its ring (inline: here; emu: the daemon, woken
-    // up), then try again for a while.
+  if (!ctx->engine->submit(r->desc)) {
+    // The ring is full (emu): let the daemon, woken up, drain it, then try
+    // again for a while.
     bool in = false;
     for (int i = 0; i < 10000 && !in; ++i) {
       ctx->engine->progress();
       ctx->engine->submitted();
-      in = ctx->ch.submit(r->desc);
-      if (!in && ctx->engine->remote()) sched_yield();
+      in = ctx->engine->submit(r->desc);
+      if (!in) sched_yield();
     }
     if (!in) {
       UCC_ERROR("ucc_collective_post: submission ring full");

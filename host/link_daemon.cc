@@ -82,6 +82,7 @@ class DaemonLink final : public off::EngineLink {
     return 0;
   }
   bool dead() const override { return dead_; }
+  bool submit(const off::CollDesc& d) override { return ch_->submit(d); }
   void submitted() override;
   Status cover(const off::CollDesc& d, uint32_t n) override;
   Status pin(uint64_t addr, uint64_t len, uint32_t* key) override;

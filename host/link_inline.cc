@@ -72,6 +72,10 @@ class InlineLink final : public off::EngineLink {
     uint64_t ev = engine_.progress();
     if (net_ == nullptr) return ev;  // no system call while unused
     if (net_ != &tcp_) return ev + net_->progress();
+    if (!tcp_.active()) {  // no team reaches another host
+      quiet_ = 0;
+      return ev;
+    }
     // The net may sleep on its sockets only once the engine too has been
     // idle for as long: a rank waiting on shared memory (a node-aware
     // algorithm's non-leaders) has nothing that would wake it there.
@@ -79,6 +83,10 @@ class InlineLink final : public off::EngineLink {
     return ev + tcp_.poll(quiet_ >= tcp_.config().spin);
   }
   bool dead() const override { return false; }
+  bool submit(const off::CollDesc& d) override {
+    engine_.submit(d);
+    return true;
+  }
   void submitted() override {}
   Status cover(const off::CollDesc&, uint32_t) override { return Status::kOk; }
   Status pin(uint64_t addr, uint64_t len, uint32_t* key) override {

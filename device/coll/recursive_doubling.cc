@@ -102,7 +102,8 @@ struct RecursiveDoubling {
 
 }  // namespace
 
-const AlgInfo kAllreduceRecursiveDoubling = make_alg<RecursiveDoubling>();
+const AlgInfo kAllreduceRecursiveDoubling =
+    without_blocks(make_alg<RecursiveDoubling>());
 // Barrier descriptors carry count 0, so every exchange is one empty message.
 // Unlike dissemination, each round only needs the two ranks of a pair to
 // run, which suits ranks oversubscribed on few cores.

@@ -35,7 +35,17 @@ struct AlgInfo {
   // Runs phases over the team's node map (device/coll/hier.cc): only for
   // collectives over the whole team.
   bool node_aware;
+  // Reads the block tables (CollRun::src_cnt...): the engine fills them
+  // before start() for collectives whose traits lay out blocks.
+  bool blocks = true;
 };
+
+// An entry whose algorithm never reads the block tables: they are not
+// filled for it (recursive doubling moves whole vectors).
+constexpr AlgInfo without_blocks(AlgInfo a) {
+  a.blocks = false;
+  return a;
+}
 
 template <typename T, size_t Cap = kFlatAlgState>
 Status alg_start(void* state, CollRun& run) {

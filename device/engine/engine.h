@@ -81,6 +81,11 @@ class Engine {
   // Returns how much happened (descriptors taken, messages moved,
   // collectives finished): 0 means the pass was idle.
   uint64_t progress();
+  // An engine in the host's own process (inline): takes `d` now, after
+  // whatever the channel holds, as drain() would take it from there; a
+  // collective with nothing before it on its team starts at once, so
+  // its first messages leave during the host's post.
+  void submit(const off::CollDesc& d);
 
   // Ranks of an open team, or 0 when `idx` names none.
   uint32_t team_size(uint32_t idx) const;
@@ -97,9 +102,16 @@ class Engine {
  private:
   struct Team;
   struct Inst;
+  struct Known;
 
   uint64_t drain();  // moves submitted descriptors onto their teams
   void take(const off::CollDesc& d);
+  // The team's record of `d` when it has validated the same descriptor
+  // before (team.h, Known), else nullptr.
+  const Known* recall(const off::CollDesc& d);
+  // Records `d` (validated, its team connected) with the algorithm chosen
+  // for it.
+  const Known* remember(Team& t, const off::CollDesc& d);
   uint64_t advance(Team& t);
   void set_busy(Team& t, uint32_t idx);  // onto the busy list
   void set_idle(Team& t);                // off it
@@ -108,8 +120,10 @@ class Engine {
 
   // Instance life (inst.cc).
   uint64_t start_queued(Team& t, uint64_t now);
-  // Starts `d` on a free instance (one must be free: nrun < inflight).
-  void start(Team& t, const off::CollDesc& d, uint64_t deadline);
+  // Starts `d` on a free instance (one must be free: nrun < inflight),
+  // with the algorithm `k` records, or (k nullptr) the one selected now.
+  void start(Team& t, const off::CollDesc& d, uint64_t deadline,
+             const Known* k);
   uint64_t step(Team& t, Inst& in, uint64_t now);
   void alg_ended(Team& t, Inst& in, Status st, bool notify);
   void report(Inst& in, Status st);
@@ -118,6 +132,9 @@ class Engine {
   uint64_t agree(Team& t, Inst& in);
   void check_aborts(Team& t);
   uint32_t set_rank(const Team& t, const off::CollDesc& d) const;
+  // Fills what the validated descriptor alone decides of a run (sizes,
+  // ranks, element and message sizes, the op) and returns its signature.
+  uint16_t prepare(const Team& t, const off::CollDesc& d, CollRun* r) const;
 
   void fill_caps();
 

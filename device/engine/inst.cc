@@ -108,13 +108,33 @@ uint64_t Engine::start_queued(Team& t, uint64_t now) {
     }
     CollDesc copy = d;
     ++t.qhead;
-    start(t, copy, deadline);
+    start(t, copy, deadline, nullptr);
     ++events;
   }
   return events;
 }
 
-void Engine::start(Team& t, const CollDesc& d, uint64_t deadline) {
+uint16_t Engine::prepare(const Team& t, const CollDesc& d,
+                         CollRun* r) const {
+  r->size = d.set_size != 0 ? d.set_size : t.size;
+  r->rank = set_rank(t, d);
+  r->set_start = d.set_size != 0 ? d.set_start : 0;
+  r->set_stride = d.set_size != 0 ? d.set_stride : 1;
+  const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
+  r->esize = off::elem_size(d);
+  // Reductions combine whole elements, so each message carries a whole
+  // number of them (validate: esize <= slot size).
+  const uint32_t slot = t.port.slot_size();
+  r->slot = traits.reduces ? slot - slot % r->esize : slot;
+  r->user = env_.user_reduce;
+  r->mem = &env_.mem;
+  r->avg = d.op == off::ROp::kAvg;
+  r->rop = r->avg ? off::ROp::kSum : d.op;
+  return sig_of(d, traits);
+}
+
+void Engine::start(Team& t, const CollDesc& d, uint64_t deadline,
+                   const Known* k) {
   uint32_t id = 0;
   while (t.inst[id].phase != Inst::Phase::kFree) ++id;
   Inst& in = t.inst[id];
@@ -130,45 +150,46 @@ void Engine::start(Team& t, const CollDesc& d, uint64_t deadline) {
   t.order[t.nrun++] = static_cast<uint8_t>(id);
   t.port.set_oldest(t.order[0]);
 
+  // What the descriptor alone decides (the whole run for a known one),
+  // then this instance's and this sequence's part.
   CollRun& r = in.run;
-  r = CollRun{};
+  uint16_t sig;
+  if (k != nullptr) {
+    r = k->run;
+    sig = k->sig;
+  } else {
+    r = CollRun{};
+    sig = prepare(t, d, &r);
+  }
   r.d = &in.d;
   r.port = &t.port;
   r.id = id;
-  r.size = d.set_size != 0 ? d.set_size : t.size;
-  r.rank = set_rank(t, d);
-  r.set_start = d.set_size != 0 ? d.set_start : 0;
-  r.set_stride = d.set_size != 0 ? d.set_stride : 1;
-  const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
+  r.bounce = in.bounce;
   if (tagged(d)) {
     r.key = tagged_key(d);
   } else {
     r.key = key_ordered(++t.seq, d.coll);
     t.port.set_started(t.seq);
   }
-  r.key = with_sig(r.key, sig_of(d, traits));
+  r.key = with_sig(r.key, sig);
   t.port.set_live(id, r.key);
-  r.esize = off::elem_size(d);
-  // Reductions combine whole elements, so each message carries a whole
-  // number of them (validate: esize <= slot size).
-  const uint32_t slot = t.port.slot_size();
-  r.slot = traits.reduces ? slot - slot % r.esize : slot;
-  r.user = env_.user_reduce;
-  r.mem = &env_.mem;
-  r.bounce = in.bounce;
-  r.avg = d.op == off::ROp::kAvg;
-  r.rop = r.avg ? off::ROp::kSum : d.op;
+  const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
 
   // A peer may have given up on this collective before we started it.
   if (t.future_aborts != 0) {
     check_aborts(t);
     if (in.phase != Inst::Phase::kRun) return;
   }
-  const NodeMap& nodes = t.port.links().nodes();
-  in.alg = select_alg(caps_, in.d, nodes.nnodes == 1,
-                      nodes.hierarchical(t.size), &in.alg_id);
+  if (k != nullptr) {
+    in.alg = k->alg;
+    in.alg_id = k->alg_id;
+  } else {
+    const NodeMap& nodes = t.port.links().nodes();
+    in.alg = select_alg(caps_, in.d, nodes.nnodes == 1,
+                        nodes.hierarchical(t.size), &in.alg_id);
+  }
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
-  if (ok(st) && traits.uses_blocks()) {
+  if (ok(st) && traits.uses_blocks() && in.alg->blocks) {
     const off::Role role{d.count, r.size, r.rank,
                          traits.rooted && d.root == r.rank,
                          (d.flags & off::kDescInPlace) != 0};
@@ -335,7 +356,7 @@ void Engine::check_aborts(Team& t) {
         if (!failed(st) || st == Status::kInProgress) st = Status::kError;
         for (uint32_t i = 0; i < t.nrun; ++i) {
           Inst& in = t.inst[t.order[i]];
-          if (nosig(in.run.key) != nosig(k)) continue;
+          if (!same_coll(in.run.key, k)) continue;
           if (in.phase == Inst::Phase::kRun) {
             // The sender has told everyone: no need to pass it on.
             alg_ended(t, in, st, false);

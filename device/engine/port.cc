@@ -5,37 +5,6 @@
 #include <new>
 
 namespace ucc::dev {
-namespace {
-
-// w[2] layout: coll (8 bits) | mode (8 bits) | signature (16 bits) |
-// stride (32 bits).
-enum : uint64_t { kModeOrdered = 1, kModeTagged = 2 };
-constexpr uint64_t kSigMask = uint64_t{0xffff} << 32;
-
-uint64_t mode_of(const MsgKey& k) { return (k.w[2] >> 48) & 0xff; }
-
-}  // namespace
-
-MsgKey with_sig(MsgKey k, uint16_t sig) {
-  k.w[2] = (k.w[2] & ~kSigMask) | (uint64_t{sig} << 32);
-  return k;
-}
-
-MsgKey nosig(MsgKey k) {
-  k.w[2] &= ~kSigMask;
-  return k;
-}
-
-uint32_t sig_in(const MsgKey& k) {
-  return static_cast<uint32_t>((k.w[2] & kSigMask) >> 32);
-}
-
-MsgKey key_ordered(uint64_t seq, off::CollType coll) {
-  return MsgKey{
-      {seq, 0,
-       (uint64_t{static_cast<uint8_t>(coll)} << 56) | (kModeOrdered << 48)}};
-}
-
 MsgKey key_tagged(uint16_t tag, off::CollType coll, uint32_t set_start,
                   int32_t set_stride, uint32_t set_size) {
   return MsgKey{{tag, (uint64_t{set_start} << 32) | set_size,
@@ -124,6 +93,7 @@ Status Port::init(uint32_t team_idx, uint32_t nranks, uint32_t live,
   started_ = 0;
   attention_seen_ = 0;
   live_mask_ = 0;
+  for (uint32_t& n : nheld_) n = 0;
   nabandoned_ = 0;
   for (MsgKey& k : abandoned_) k = MsgKey{};
   return Status::kOk;
@@ -174,22 +144,32 @@ Port::Class Port::classify(const MsgKey& k) const {
 }
 
 void* Port::reserve(uint32_t peer, uint32_t id) {
-  if (owner_[peer] != 0 && owner_[peer] != id + 1) return nullptr;
+  const uint8_t held = owner_[peer];
+  if (held != 0 && held != id + 1) return nullptr;
   if (id != oldest_ && links_.tx_free(peer) <= 1) return nullptr;
   void* p = links_.tx_reserve(peer);
-  if (p != nullptr) owner_[peer] = static_cast<uint8_t>(id + 1);
+  if (p != nullptr && held == 0) {
+    owner_[peer] = static_cast<uint8_t>(id + 1);
+    ++nheld_[id];
+  }
   return p;
 }
 
 void Port::commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind) {
-  owner_[peer] = 0;
+  const uint8_t held = owner_[peer];
+  if (held != 0) {
+    --nheld_[held - 1];
+    owner_[peer] = 0;
+  }
   links_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
 }
 
 void Port::drop_reservations(uint32_t id) {
+  if (nheld_[id] == 0) return;  // the usual case: it committed them all
   for (uint32_t p = 0; p < nranks_; ++p) {
     if (owner_[p] == id + 1) owner_[p] = 0;
   }
+  nheld_[id] = 0;
 }
 
 int32_t Port::scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
@@ -197,7 +177,7 @@ int32_t Port::scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
   for (uint32_t s = from; s < n; ++s) {
     const MsgHdr* h = links_.rx_hdr(peer, s);
     if (h == nullptr) continue;
-    if (nosig(h->key) == nosig(k)) {
+    if (same_coll(h->key, k)) {
       if (h->kind != static_cast<uint8_t>(kind))
         continue;  // another kind of the same collective
       if (h->key == k) return static_cast<int32_t>(s);
@@ -222,6 +202,10 @@ int32_t Port::ring_find(uint32_t peer, const MsgKey& k, MsgKind kind,
                         bool* clash) {
   // What we know of first; shared memory only when that has no match.
   uint32_t n = links_.rx_npend(peer);
+  if (n == 0) {  // the usual case: only what the poll brings
+    const uint32_t m = links_.rx_poll(peer);
+    return m == 0 ? -1 : scan(peer, 0, m, k, kind, clash);
+  }
   int32_t s = scan(peer, 0, n, k, kind, clash);
   if (s >= 0) return s;
   uint32_t epoch = links_.rx_epoch(peer);

@@ -43,17 +43,42 @@ using plat::MsgKey;
 
 enum class MsgKind : uint8_t { kData = 0, kAbort = 1, kStatus = 2 };
 
+// A key's words: w[0] the sequence number (ordered) or the tag; w[1] 0
+// or the active set's start and size; w[2] coll (8 bits) | mode (8 bits)
+// | signature (16 bits) | stride (32 bits). Inline: every message sent
+// and every one looked at goes through these.
+enum : uint64_t { kModeOrdered = 1, kModeTagged = 2 };
+inline constexpr uint64_t kSigMask = uint64_t{0xffff} << 32;
+inline uint64_t mode_of(const MsgKey& k) { return (k.w[2] >> 48) & 0xff; }
+
 // Key of the seq-th collective of a team that posts in order (seq >= 1).
-MsgKey key_ordered(uint64_t seq, off::CollType coll);
+inline MsgKey key_ordered(uint64_t seq, off::CollType coll) {
+  return MsgKey{
+      {seq, 0,
+       (uint64_t{static_cast<uint8_t>(coll)} << 56) | (kModeOrdered << 48)}};
+}
 // A collective's signature in its key (what every member must agree on:
 // datatype, op, root, count; sig_of in inst.cc), and the key without it.
 // Data messages carry it, so that a member that posted the "same"
 // collective differently sees a clash instead of silently mixing data;
 // status messages (aborts, agreement) carry the key without it, so that
 // they reach the members whatever they posted.
-MsgKey with_sig(MsgKey k, uint16_t sig);
-MsgKey nosig(MsgKey k);
-uint32_t sig_in(const MsgKey& k);
+inline MsgKey with_sig(MsgKey k, uint16_t sig) {
+  k.w[2] = (k.w[2] & ~kSigMask) | (uint64_t{sig} << 32);
+  return k;
+}
+inline MsgKey nosig(MsgKey k) {
+  k.w[2] &= ~kSigMask;
+  return k;
+}
+inline uint32_t sig_in(const MsgKey& k) {
+  return static_cast<uint32_t>((k.w[2] & kSigMask) >> 32);
+}
+// Whether two keys name the same collective, whatever their signatures.
+inline bool same_coll(const MsgKey& a, const MsgKey& b) {
+  return a.w[0] == b.w[0] && a.w[1] == b.w[1] &&
+         ((a.w[2] ^ b.w[2]) & ~kSigMask) == 0;
+}
 // Key of a collective matched by its user tag, on the whole team
 // (set_size 0) or an active set.
 MsgKey key_tagged(uint16_t tag, off::CollType coll, uint32_t set_start,
@@ -192,6 +217,7 @@ class Port {
   uint32_t oldest_ = 0;
   uint32_t attention_seen_ = 0;
   uint8_t* owner_ = nullptr;  // per peer: 0, or id + 1 of the reserver
+  uint32_t nheld_[kMaxLive] = {};  // per id: peers it holds a slot of
   MsgKey live_[kMaxLive] = {};
   uint64_t live_mask_ = 0;
   static constexpr uint32_t kAbandoned = 16;

@@ -38,8 +38,30 @@ struct Engine::Inst {
   alignas(64) unsigned char alg_state[kMaxAlgState];
 };
 
+// A descriptor this team has validated, chosen an algorithm for and
+// prepared a run of. A persistent request posted again brings the same
+// bytes but for its generation: take() then skips validation and
+// selection, and start() copies the run.
+struct Engine::Known {
+  off::CollDesc d{};  // as validated, generation 0
+  const AlgInfo* alg = nullptr;
+  uint8_t alg_id = 0;
+  bool used = false;
+  uint16_t sig = 0;  // its signature (inst.cc, sig_of)
+  CollRun run{};     // what prepare() fills
+};
+
 struct Engine::Team {
   enum class State : uint8_t { kFree, kOpen, kConnected };
+  // Known descriptors by completion slot (a request's own slot), so that
+  // the requests a program reposts in turn each keep theirs. Only
+  // descriptors whose validity depends on nothing but their bytes, the
+  // team and the host's registrations (not the v-collectives, which
+  // validate user arrays), and only while the registrations have not
+  // shrunk (MemAccess::check_epoch) since they were recorded.
+  static constexpr uint32_t kKnown = 8;
+  Known known[kKnown];
+  uint64_t known_epoch = 0;
   State state = State::kFree;
   uint32_t size = 0;
   uint32_t rank = 0;

@@ -81,6 +81,11 @@ class MemAccess {
   // reference and, cross-process, host memory (mem_type 0) inside the
   // registrations. Touches nothing.
   bool check(const off::BufRef& ref, uint64_t off, uint64_t len) const;
+  // Changes whenever a range check() accepted may stop being accepted
+  // (the host removed a registration); constant in direct mode.
+  uint64_t check_epoch() const {
+    return regs_ != nullptr ? regs_->removals() : 0;
+  }
 
   // Address of bytes [off, off + len) of `ref` in this process, or nullptr
   // when the range is not inside the reference (or wraps) or the mode

@@ -104,6 +104,7 @@ bool RegTable::remove(uint32_t key) {
   --n_;
   rescan(pos);
   e.used = false;
+  ++removals_;
   const uint32_t gen_max = UINT32_MAX >> slot_bits_;
   e.gen = e.gen == gen_max ? 1 : e.gen + 1;
   free_[nfree_++] = slot;

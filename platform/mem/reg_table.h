@@ -76,6 +76,10 @@ class RegTable {
 
   uint32_t size() const { return n_; }
   uint32_t capacity() const { return cap_; }
+  // Entries removed so far: a range found inside the table stays inside
+  // while this is unchanged (what the engine's cache of validated
+  // descriptors relies on).
+  uint64_t removals() const { return removals_; }
 
  private:
   struct Entry {
@@ -97,6 +101,7 @@ class RegTable {
   void rescan(uint32_t from);
 
   Entry* entries_ = nullptr;    // by slot
+  uint64_t removals_ = 0;
   uint32_t* free_ = nullptr;    // stack of free slots
   uint32_t* order_ = nullptr;   // live slots sorted by base
   uint64_t* maxend_ = nullptr;  // maxend_[i]: largest end in order_[0..i]

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -345,6 +346,115 @@ TEST_P(EngineMemCross, RegistrationRemovedMidCollective) {
   EXPECT_EQ(st[1], Status::kInvalidParam);
   EXPECT_NE(st[0], Status::kOk);  // aborted by rank 1
   EXPECT_EQ(dst[1], std::vector<int32_t>(count, -1));
+}
+
+// Descriptors posted again (a persistent request): the engine recognises
+// them (Engine::Known) and skips validation, so every repost must still
+// see this post's data, and any change to the descriptor, or to what its
+// validity rests on, must be seen as well.
+TEST_P(EngineMem, RepostedDescriptorsSeeNewDataAndChanges) {
+  const uint64_t counts[] = {3, 3, 3, 1000, 3};  // the 4th: another run
+  std::vector<int32_t> src[kRanks], dst[kRanks];
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    src[r].assign(1000, 0);
+    dst[r].assign(1000, -1);
+    rank[r].reg(src[r]);
+    rank[r].reg(dst[r]);
+  }
+  for (int round = 0; round < 5; ++round) {
+    const uint64_t count = counts[round];
+    CollDesc d[kRanks];
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      for (uint64_t i = 0; i < count; ++i)
+        src[r][i] = static_cast<int32_t>((r + 1) * 100 + round * 7 + i);
+      std::fill(dst[r].begin(), dst[r].end(), -1);  // poison
+      d[r] = desc(CollType::kAllreduce, DType::kInt32,
+                  round == 2 ? ROp::kMax : ROp::kSum, count);
+      d[r].src = ref(src[r]);
+      d[r].dst = ref(dst[r]);
+    }
+    run_ok(d);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      for (uint64_t i = 0; i < count; ++i) {
+        const int32_t a = src[0][i], b = src[1][i];
+        ASSERT_EQ(dst[r][i], round == 2 ? std::max(a, b) : a + b)
+            << "round " << round << " rank " << r << " at " << i;
+      }
+      if (count < dst[r].size())
+        EXPECT_EQ(dst[r][count], -1) << "round " << round;
+    }
+  }
+}
+
+// The v-collectives validate their user arrays at every post, known or
+// not: counts that grew past the buffers are refused on a repost.
+TEST_P(EngineMem, RepostedVectorCollectiveRevalidatesItsArrays) {
+  std::vector<int32_t> src[kRanks], dst[kRanks];
+  std::vector<uint32_t> cnt[kRanks], dsp[kRanks];
+  CollDesc d[kRanks];
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    src[r] = pattern(r, 20);
+    dst[r].assign(20, -1);
+    cnt[r].assign(kRanks, 10);
+    dsp[r] = {0, 10};
+    for (auto* v : {&cnt[r], &dsp[r]}) rank[r].reg(*v);
+    d[r] = desc(CollType::kAlltoallv, DType::kInt32, ROp::kNone, 0);
+    d[r].src = ref(src[r], rank[r].reg(src[r]));
+    d[r].dst = ref(dst[r], rank[r].reg(dst[r]));
+    d[r].src_counts = d[r].dst_counts =
+        reinterpret_cast<uintptr_t>(cnt[r].data());
+    d[r].src_displs = d[r].dst_displs =
+        reinterpret_cast<uintptr_t>(dsp[r].data());
+  }
+  run_ok(d);
+  run_ok(d);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    std::fill(dst[r].begin(), dst[r].end(), -1);
+    cnt[r][1] = 11;  // block 1 now ends past both buffers
+  }
+  post(d);
+  Status st[kRanks];
+  wait(st);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(st[r], Status::kInvalidParam) << r;
+    EXPECT_EQ(dst[r], std::vector<int32_t>(20, -1)) << r;
+  }
+}
+
+// A known descriptor whose registration the host has removed since is
+// refused by validation again, as it was before it was known.
+TEST_P(EngineMemCross, KnownDescriptorRefusedOnceItsRegistrationGoes) {
+  const uint64_t count = 8;
+  std::vector<int32_t> src[kRanks], dst[kRanks];
+  uint32_t dkey[kRanks];
+  CollDesc d[kRanks];
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    src[r] = pattern(r, count);
+    dst[r].assign(count, -1);
+    d[r] = desc(CollType::kAllreduce, DType::kInt32, ROp::kSum, count);
+    d[r].src = ref(src[r], rank[r].reg(src[r]));
+    dkey[r] = rank[r].reg(dst[r]);
+    d[r].dst = ref(dst[r]);  // implicit key: any registration
+  }
+  run_ok(d);
+  run_ok(d);  // known now
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(rank[r].regs.remove(dkey[r]));
+    std::fill(dst[r].begin(), dst[r].end(), -1);
+  }
+  post(d);
+  Status st[kRanks];
+  wait(st);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(st[r], Status::kInvalidParam) << r;
+    EXPECT_EQ(dst[r], std::vector<int32_t>(count, -1)) << r;
+  }
+  // Registered again: known or not, it runs.
+  for (uint32_t r = 0; r < kRanks; ++r) rank[r].reg(dst[r]);
+  run_ok(d);
+  for (uint32_t r = 0; r < kRanks; ++r)
+    for (uint64_t i = 0; i < count; ++i)
+      ASSERT_EQ(dst[r][i], src[0][i] + src[1][i]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, EngineMem, ::testing::Values(false, true),

@@ -5,8 +5,9 @@
 //   daemon  the engine in this node's firmware_sim, the emulated DPU, over
 //           a unix socket and the control protocol of proto.h
 //           (host/link_daemon.cc).
-// Either way descriptors go through the same channel (channel.h), whose
-// memory the link owns, and the link answers the engine's capability
+// The link owns the channel's memory (channel.h): completion words either
+// way, and the ring that carries descriptors to a remote engine (an
+// inline one takes them straight from submit()). The link answers the engine's capability
 // record (caps.h) from the engine itself.
 //
 // Threads: the context serialises every call (its lock in
@@ -44,6 +45,11 @@ class EngineLink {
   // The engine has gone (its daemon closed the socket): collectives in
   // flight end with an error, and nothing more can be posted.
   virtual bool dead() const = 0;
+  // Hands one descriptor to the engine; false when it cannot take it now
+  // (the channel's ring is full). Inline: the engine takes it at once
+  // (Engine::submit), and a collective with nothing before it starts
+  // during the call. Remote: onto the channel's ring.
+  virtual bool submit(const CollDesc& d) = 0;
   // After submitting descriptors: wakes a sleeping remote engine.
   virtual void submitted() = 0;
 
