@@ -20,16 +20,6 @@ bool valid_team(ucc_team_h team) {
 
 }  // namespace
 
-void unlink_posted(ucc_context* ctx, Request* r) {
-  if (r->prev != nullptr)
-    r->prev->next = r->next;
-  else
-    ctx->posted = r->next;
-  if (r->next != nullptr) r->next->prev = r->prev;
-  r->next = r->prev = nullptr;
-  r->linked = false;
-}
-
 bool request_pool_init(ucc_team* team, uint32_t n, uint32_t size) {
   // The v-array copies: untouched until a v-collective uses them (a large
   // block comes as fresh pages), and requests are reused most recent
@@ -115,7 +105,7 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
     if (ended) {
       unlink_posted(ctx, r);
       ++done;
-      ucc_status_t us = to_ucc(st);
+      ucc_status_t us = st == off::Status::kOk ? UCC_OK : to_ucc(st);
       if (r->gpu.n != 0) {
         us = gpu_copy_out(ctx, r, us);  // GPU buffers: before the status
         r->gpu.on_stream = false;
@@ -224,7 +214,7 @@ ucc_status_t postable(const Request* r, const char* who) {
 
 namespace {
 
-ucc_status_t post_one(ucc_context* ctx, Request* r) {
+ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
   if (ctx->engine->dead()) {
     UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
     return UCC_ERR_NO_MESSAGE;
@@ -235,7 +225,13 @@ ucc_status_t post_one(ucc_context* ctx, Request* r) {
   }
   r->desc.gen = ++r->gen;
   ctx->ch.arm(r->desc.comp_slot, r->gen);
-  if (!ctx->engine->submit(r->desc)) {
+  // A persistent request posted again: its descriptor has not changed
+  // since the last post, so an inline engine that knows it runs its own
+  // copy.
+  const bool known = r->posted && r->persistent &&
+                     ctx->engine->submit_known(r->desc.team,
+                                               r->desc.comp_slot, r->gen);
+  if (!known && !ctx->engine->submit(r->desc)) {
     // The ring is full (emu): let the daemon, woken up, drain it, then try
     // again for a while.
     bool in = false;
@@ -252,6 +248,21 @@ ucc_status_t post_one(ucc_context* ctx, Request* r) {
   }
   ctx->engine->submitted();
   r->posted = true;
+  // Inline, a collective that needed nothing more from its peers (a
+  // bcast's root, a reduce's leaves, a team of one) has ended during
+  // submit: its status is published now rather than by the next progress
+  // call. Only for the user's own posts (`may_end`; an execution engine
+  // learns of completions from progress), and not for requests that
+  // progress must finish (callbacks, task lists, GPU buffers copied back).
+  if (may_end && !r->has_cb && r->lead == nullptr && r->list_n == 0 &&
+      r->gpu.n == 0) {
+    const uint64_t w = ctx->ch.read(r->desc.comp_slot);
+    const off::Status st = off::completion_status(w);
+    if (off::completion_gen(w) == r->gen && st != off::Status::kInProgress) {
+      publish_status(r, st == off::Status::kOk ? UCC_OK : to_ucc(st));
+      return UCC_OK;
+    }
+  }
   r->pub.status = UCC_INPROGRESS;
   r->prev = nullptr;
   r->next = ctx->posted;
@@ -263,8 +274,8 @@ ucc_status_t post_one(ucc_context* ctx, Request* r) {
 
 }  // namespace
 
-ucc_status_t post_request(ucc_context* ctx, Request* r) {
-  if (r->list_n == 0) return post_one(ctx, r);
+ucc_status_t post_request(ucc_context* ctx, Request* r, bool may_end) {
+  if (r->list_n == 0) return post_one(ctx, r, may_end);
   // A task list (coll_list.cc): every member goes to the engine now, one
   // after another, with no round trip between them; the list ends when
   // the last of them does (reap()).
@@ -273,7 +284,7 @@ ucc_status_t post_request(ucc_context* ctx, Request* r) {
   uint32_t posted = 0;
   ucc_status_t st = UCC_OK;
   for (Request* m = r; m != nullptr && st == UCC_OK; m = m->list_next) {
-    st = post_one(ctx, m);
+    st = post_one(ctx, m, false);
     if (st == UCC_OK) ++posted;
   }
   if (posted == 0) return st;
@@ -334,7 +345,7 @@ ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
   if (ucc::host::forked_away(ctx, "ucc_collective_post"))
     return UCC_ERR_INVALID_PARAM;
   ucc::host::Guard g(ctx->lock, ctx->mt);
-  return ucc::host::post_request(ctx, r);
+  return ucc::host::post_request(ctx, r, true);
 }
 
 ucc_status_t ucc_collective_init_and_post(ucc_coll_args_t* args,

@@ -87,6 +87,9 @@ class InlineLink final : public off::EngineLink {
     engine_.submit(d);
     return true;
   }
+  bool submit_known(uint32_t team, uint32_t slot, uint32_t gen) override {
+    return engine_.submit_known(team, slot, gen);
+  }
   void submitted() override {}
   Status cover(const off::CollDesc&, uint32_t) override { return Status::kOk; }
   Status pin(uint64_t addr, uint64_t len, uint32_t* key) override {

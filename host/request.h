@@ -49,11 +49,21 @@ ucc_status_t postable(const Request* r, const char* who);
 // Posts it to the engine and links it on the context's posted list (the
 // context's lock held); a task list, every member: UCC_OK,
 // UCC_ERR_NO_MESSAGE (the daemon has gone) or UCC_ERR_NO_RESOURCE (the
-// submission ring stayed full).
-ucc_status_t post_request(ucc_context* ctx, Request* r);
+// submission ring stayed full). `may_end`: a plain request that the
+// inline engine finished during the call gets its status at once instead
+// of being linked (ucc_collective_post; not an execution engine's posts).
+ucc_status_t post_request(ucc_context* ctx, Request* r, bool may_end = false);
 
 // Removes a request from the context's posted list.
-void unlink_posted(ucc_context* ctx, Request* r);
+inline void unlink_posted(ucc_context* ctx, Request* r) {
+  if (r->prev != nullptr)
+    r->prev->next = r->next;
+  else
+    ctx->posted = r->next;
+  if (r->next != nullptr) r->next->prev = r->prev;
+  r->next = r->prev = nullptr;
+  r->linked = false;
+}
 // Stores a request's final status for ucc_collective_test (release).
 void publish_status(Request* r, ucc_status_t st);
 

@@ -86,6 +86,11 @@ class Engine {
   // collective with nothing before it on its team starts at once, so
   // its first messages leave during the host's post.
   void submit(const off::CollDesc& d);
+  // The same for a descriptor of this team it already knows (team.h,
+  // Known), named by its completion slot: generation `gen` of the
+  // engine's own validated copy. false when it does not know it (any
+  // more): the host then submits the descriptor itself.
+  bool submit_known(uint32_t team, uint32_t slot, uint32_t gen);
 
   // Ranks of an open team, or 0 when `idx` names none.
   uint32_t team_size(uint32_t idx) const;
@@ -112,6 +117,9 @@ class Engine {
   // Records `d` (validated, its team connected) with the algorithm chosen
   // for it.
   const Known* remember(Team& t, const off::CollDesc& d);
+  // A validated descriptor (`k`: its record, if any) as generation `gen`:
+  // started now when nothing waits before it, else queued.
+  void admit(Team& t, const off::CollDesc& d, uint32_t gen, const Known* k);
   uint64_t advance(Team& t);
   void set_busy(Team& t, uint32_t idx);  // onto the busy list
   void set_idle(Team& t);                // off it
@@ -120,9 +128,10 @@ class Engine {
 
   // Instance life (inst.cc).
   uint64_t start_queued(Team& t, uint64_t now);
-  // Starts `d` on a free instance (one must be free: nrun < inflight),
-  // with the algorithm `k` records, or (k nullptr) the one selected now.
-  void start(Team& t, const off::CollDesc& d, uint64_t deadline,
+  // Starts `d` as generation `gen` on a free instance (one must be free:
+  // nrun < inflight), with the algorithm `k` records, or (k nullptr) the
+  // one selected now.
+  void start(Team& t, const off::CollDesc& d, uint32_t gen, uint64_t deadline,
              const Known* k);
   uint64_t step(Team& t, Inst& in, uint64_t now);
   void alg_ended(Team& t, Inst& in, Status st, bool notify);

@@ -108,7 +108,7 @@ uint64_t Engine::start_queued(Team& t, uint64_t now) {
     }
     CollDesc copy = d;
     ++t.qhead;
-    start(t, copy, deadline, nullptr);
+    start(t, copy, copy.gen, deadline, nullptr);
     ++events;
   }
   return events;
@@ -133,12 +133,13 @@ uint16_t Engine::prepare(const Team& t, const CollDesc& d,
   return sig_of(d, traits);
 }
 
-void Engine::start(Team& t, const CollDesc& d, uint64_t deadline,
-                   const Known* k) {
+void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
+                   uint64_t deadline, const Known* k) {
   uint32_t id = 0;
   while (t.inst[id].phase != Inst::Phase::kFree) ++id;
   Inst& in = t.inst[id];
   in.d = d;
+  in.d.gen = gen;
   in.phase = Inst::Phase::kRun;
   in.global = (d.flags & off::kDescErrGlobal) != 0;
   in.reported = false;
@@ -236,10 +237,17 @@ uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
 }
 
 void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
-  if (st == Status::kOk && in.phase == Inst::Phase::kRun &&
-      !t.port.links().tx_flushed()) {
-    in.phase = Inst::Phase::kFlush;
-    return;
+  if (st == Status::kOk && in.phase == Inst::Phase::kRun) {
+    if (!t.port.links().tx_flushed()) {
+      in.phase = Inst::Phase::kFlush;
+      return;
+    }
+    if (!in.global) {  // the usual end: nothing to tell, nothing to agree
+      in.st = st;
+      report(in, st);
+      retire(t, in.run.id);
+      return;
+    }
   }
   in.st = st;
   t.port.drop_reservations(in.run.id);
@@ -281,11 +289,11 @@ void Engine::retire(Team& t, uint32_t id) {
   t.port.drop_reservations(id);
   t.port.end_live(id, failed(in.st));
   in.phase = Inst::Phase::kFree;
-  for (uint32_t i = 0; i < t.nrun; ++i) {
-    if (t.order[i] != id) continue;
-    memmove(&t.order[i], &t.order[i + 1], t.nrun - i - 1);
+  uint32_t i = 0;
+  while (i < t.nrun && t.order[i] != id) ++i;
+  if (i < t.nrun) {
     --t.nrun;
-    break;
+    for (; i < t.nrun; ++i) t.order[i] = t.order[i + 1];  // a few entries
   }
   if (t.nrun != 0) t.port.set_oldest(t.order[0]);
 }

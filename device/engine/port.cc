@@ -112,16 +112,10 @@ void Port::fini(bool lost) {
   links_.close(lost);
 }
 
-void Port::set_live(uint32_t id, const MsgKey& k) {
-  live_[id] = k;
-  live_mask_ |= uint64_t{1} << id;
-}
 
-void Port::end_live(uint32_t id, bool abandoned) {
-  live_mask_ &= ~(uint64_t{1} << id);
-  if (abandoned && mode_of(live_[id]) == kModeTagged) {
+void Port::abandon(uint32_t id) {
+  if (mode_of(live_[id]) == kModeTagged)
     abandoned_[nabandoned_++ % kAbandoned] = live_[id];
-  }
 }
 
 Port::Class Port::classify(const MsgKey& k) const {
@@ -164,8 +158,7 @@ void Port::commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind) {
   links_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
 }
 
-void Port::drop_reservations(uint32_t id) {
-  if (nheld_[id] == 0) return;  // the usual case: it committed them all
+void Port::drop_held(uint32_t id) {
   for (uint32_t p = 0; p < nranks_; ++p) {
     if (owner_[p] == id + 1) owner_[p] = 0;
   }
@@ -204,17 +197,22 @@ int32_t Port::ring_find(uint32_t peer, const MsgKey& k, MsgKind kind,
   uint32_t n = links_.rx_npend(peer);
   if (n == 0) {  // the usual case: only what the poll brings
     const uint32_t m = links_.rx_poll(peer);
-    return m == 0 ? -1 : scan(peer, 0, m, k, kind, clash);
+    if (m == 0) return -1;
+    const MsgHdr* h = links_.rx_hdr(peer, 0);
+    if (h->key == k && h->kind == static_cast<uint8_t>(kind)) return 0;
+    return scan(peer, 0, m, k, kind, clash);
   }
+  // The numbering as we found it: releasing stale messages (scan) and
+  // polling may both renumber, and then the new ones start from 0.
+  const uint32_t epoch = links_.rx_epoch(peer);
   int32_t s = scan(peer, 0, n, k, kind, clash);
   if (s >= 0) return s;
-  uint32_t epoch = links_.rx_epoch(peer);
   uint32_t m = links_.rx_poll(peer);
   return scan(peer, links_.rx_epoch(peer) == epoch ? n : 0, m, k, kind, clash);
 }
 
-const void* Port::find(uint32_t peer, const MsgKey& k, MsgKind kind,
-                       uint32_t* len) {
+const void* Port::find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
+                           uint32_t* len) {
   if (stored_ != 0) {
     int32_t e = store_->find(team_, peer, k, kind);
     if (e >= 0) {

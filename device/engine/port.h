@@ -144,10 +144,16 @@ class Port {
   uint32_t slot_size() const { return links_.slot_size(); }
 
   // --- the running collectives' keys ---------------------------------------
-  void set_live(uint32_t id, const MsgKey& k);
+  void set_live(uint32_t id, const MsgKey& k) {
+    live_[id] = k;
+    live_mask_ |= uint64_t{1} << id;
+  }
   // The collective has ended; with `abandoned` (it failed or timed out)
   // its tagged key is remembered so late messages are dropped.
-  void end_live(uint32_t id, bool abandoned);
+  void end_live(uint32_t id, bool abandoned) {
+    live_mask_ &= ~(uint64_t{1} << id);
+    if (abandoned) abandon(id);
+  }
   // Ordered collectives started so far (keys up to this seq are not future).
   void set_started(uint64_t seq) { started_ = seq; }
   // The id of the oldest running collective.
@@ -157,7 +163,9 @@ class Port {
   void* reserve(uint32_t peer, uint32_t id);
   void commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind);
   // Drops every reservation `id` holds (it ended before committing).
-  void drop_reservations(uint32_t id);
+  void drop_reservations(uint32_t id) {
+    if (nheld_[id] != 0) drop_held(id);  // usually it committed them all
+  }
 
   // --- receiving
   // --------------------------------------------------------------- The oldest
@@ -165,7 +173,12 @@ class Port {
   // length as the sender wrote it (the caller checks it), or UINT32_MAX when
   // the peer's ordered collective in k's place of the sequence is of another
   // type (a program error the caller must fail).
-  const void* find(uint32_t peer, const MsgKey& k, MsgKind kind, uint32_t* len);
+  const void* find(uint32_t peer, const MsgKey& k, MsgKind kind,
+                   uint32_t* len) {
+    // A waiting collective's poll: a few loads, no search.
+    if (stored_ == 0 && links_.rx_idle(peer)) return nullptr;
+    return find_any(peer, k, kind, len);
+  }
   // Releases the message find() returned (same arguments).
   void release(uint32_t peer, const MsgKey& k, MsgKind kind);
 
@@ -191,6 +204,10 @@ class Port {
  private:
   enum class Class : uint8_t { kLive, kStale, kFuture };
   Class classify(const MsgKey& k) const;
+  void drop_held(uint32_t id);
+  void abandon(uint32_t id);
+  const void* find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
+                       uint32_t* len);
   // Ring position of the oldest match, or -1; drops stale messages met.
   int32_t ring_find(uint32_t peer, const MsgKey& k, MsgKind kind, bool* clash);
   int32_t scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,

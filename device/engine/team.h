@@ -43,7 +43,7 @@ struct Engine::Inst {
 // bytes but for its generation: take() then skips validation and
 // selection, and start() copies the run.
 struct Engine::Known {
-  off::CollDesc d{};  // as validated, generation 0
+  off::CollDesc d{};  // as validated
   const AlgInfo* alg = nullptr;
   uint8_t alg_id = 0;
   bool used = false;

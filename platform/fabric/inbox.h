@@ -255,6 +255,18 @@ class InboxPair {
   // stamp is on the header's line, so a small message is seen one cache
   // miss earlier than through `head` and `order`.
   void set_stamped(bool on) { stamped_ = on; }
+  // Whether rx_poll would find nothing: none pending and, with stamps,
+  // none where the next would lie, and `head` unchanged. The same reads
+  // as rx_poll, for a receiver that is waiting (an idle poll).
+  bool rx_idle(const FabricConfig& c) const {
+    if (npend_ != 0 || rx_dead_ != 0 || !stamped_) return false;
+    const char* slot = rx_.slot(c, rx_last_ + 1);
+    if (reinterpret_cast<const std::atomic<uint32_t>*>(slot + kStampOff)
+            ->load(std::memory_order_acquire) == stamp_of(rx_head_ + 1))
+      return false;
+    const uint64_t w = rx_.ctl->head.load(std::memory_order_acquire);
+    return static_cast<int32_t>(head_count(w) - rx_head_) <= 0;
+  }
   uint32_t rx_npend() const { return npend_; }
   uint32_t rx_epoch() const { return epoch_; }
   const MsgHdr* rx_hdr(const FabricConfig& c, uint32_t i) const {
@@ -264,10 +276,17 @@ class InboxPair {
   const void* rx_payload(const FabricConfig& c, uint32_t i) const {
     return rx_.slot(c, pend_[i]) + kSlotHdr;
   }
-  // false when there is no such message (released already).
+  // false when there is no such message (released already). Releasing
+  // the only pending message renumbers at once (nothing else is
+  // numbered), so that the next poll starts from an empty list.
   bool rx_release(uint32_t i) {
     if (i >= npend_ || ((rx_dead_ >> i) & 1)) return false;
-    rx_dead_ |= uint64_t{1} << i;
+    if (npend_ == 1) {
+      npend_ = 0;
+      ++epoch_;
+    } else {
+      rx_dead_ |= uint64_t{1} << i;
+    }
     // R1 pairs with C1: our reads of the slot happen before its reuse.
     std::atomic<uint8_t>& d = rx_.ctl->done[pend_[i]];
     d.store(static_cast<uint8_t>(d.load(std::memory_order_relaxed) + 1),

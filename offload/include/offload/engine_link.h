@@ -50,6 +50,17 @@ class EngineLink {
   // (Engine::submit), and a collective with nothing before it starts
   // during the call. Remote: onto the channel's ring.
   virtual bool submit(const CollDesc& d) = 0;
+  // Inline: a descriptor submitted before and not changed since (a
+  // persistent request posted again), named by its team, completion slot
+  // and new generation, which the engine runs from its own validated copy
+  // (Engine::submit_known). false where the engine does not know it (or
+  // is remote): submit() it then.
+  virtual bool submit_known(uint32_t team, uint32_t slot, uint32_t gen) {
+    (void)team;
+    (void)slot;
+    (void)gen;
+    return false;
+  }
   // After submitting descriptors: wakes a sleeping remote engine.
   virtual void submitted() = 0;
 
