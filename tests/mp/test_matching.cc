@@ -481,6 +481,51 @@ TEST_P(Matching, Timeout) {
 // rank ends with the same error; with LOCAL each ends (none hangs) and at
 // least one reports an error. Either way the team works afterwards. A
 // GLOBAL collective without trouble ends UCC_OK with the right result.
+// Persistent requests posted again in turn, more of them than the engine
+// keeps validated descriptors for (8 per team, by completion slot): every
+// repost either runs the engine's own copy or, where another request has
+// taken its place, the descriptor the host sends again. Each result is
+// checked against the reference, with dst poisoned before every post.
+TEST_P(Matching, PersistentRequestsRepostedInTurn) {
+  const int n = GetParam();
+  ASSERT_TRUE(ucct::run_ranks(n, [](ucct::Rank& r) {
+    ucct::World w;
+    CHECK_ST(w.init(r), "init");
+    constexpr int kReqs = 12;
+    const ucc_coll_type_t types[] = {UCC_COLL_TYPE_ALLREDUCE,
+                                     UCC_COLL_TYPE_BCAST,
+                                     UCC_COLL_TYPE_REDUCE};
+    Coll cs[kReqs] = {};
+    for (int i = 0; i < kReqs; ++i) {
+      Coll& c = cs[i];
+      c.type = types[i % 3];
+      c.count = 1 + static_cast<size_t>(i) * 5;
+      c.root = i % w.size;
+      c.prepare(w.size, w.rank, all_ranks(w.size));
+      c.args.mask |= UCC_COLL_ARGS_FIELD_FLAGS;
+      c.args.flags |= UCC_COLL_ARGS_FLAG_PERSISTENT;
+      CHECK_ST(ucc_collective_init(&c.args, &c.req, w.team), "init");
+    }
+    for (int round = 0; round < 4; ++round) {
+      for (int k = 0; k < kReqs; ++k) {
+        // Rounds visit the requests in different orders.
+        Coll& c = cs[(k * (round % 2 == 0 ? 1 : 5) + round) % kReqs];
+        std::fill(c.dst.begin(), c.dst.end(), kPoison);
+        CHECK_ST(ucc_collective_post(c.req), "post");
+        CHECK_ST(wait_req(w, c.req), "wait");
+        const size_t bad = c.check(w.size, w.rank);
+        if (bad != 0) {
+          std::fprintf(stderr, "rank %d: round %d type %d count %zu: %zu bad\n",
+                       w.rank, round, static_cast<int>(c.type), c.count, bad);
+          return 1;
+        }
+      }
+    }
+    for (Coll& c : cs) CHECK_ST(ucc_collective_finalize(c.req), "finalize");
+    return 0;
+  }));
+}
+
 TEST_P(Matching, ErrorTypes) {
   const int n = GetParam();
   if (n < 2) GTEST_SKIP() << "needs two ranks to disagree";
