@@ -18,15 +18,22 @@ constexpr uint64_t block_count(uint64_t count, uint32_t n, uint32_t b) {
   return count / n + (b < count % n ? 1 : 0);
 }
 
+// v mod n in [0, n). The callers' values lie within one n of the range
+// (a rank plus or minus a distance below n): those take a compare instead
+// of a division, which would cost tens of cycles on every message.
 constexpr uint32_t mod(int64_t v, uint32_t n) {
-  int64_t m = v % static_cast<int64_t>(n);
+  const int64_t sn = static_cast<int64_t>(n);
+  if (v >= 0 && v < sn) return static_cast<uint32_t>(v);
+  if (v < 0 && v >= -sn) return static_cast<uint32_t>(v + sn);
+  if (v >= sn && v < 2 * sn) return static_cast<uint32_t>(v - sn);
+  int64_t m = v % sn;
   return static_cast<uint32_t>(m < 0 ? m + n : m);
 }
 
 // Number of slot-sized messages a stream of `bytes` needs; a stream always
 // carries at least one message so that empty streams still synchronise.
 constexpr uint32_t nmsgs(uint64_t bytes, uint32_t slot) {
-  return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + slot - 1) / slot);
+  return bytes <= slot ? 1 : static_cast<uint32_t>((bytes + slot - 1) / slot);
 }
 
 // --- Binomial tree rooted at `root` ----------------------------------------
@@ -37,7 +44,7 @@ constexpr uint32_t vrank(uint32_t rank, uint32_t root, uint32_t n) {
   return mod(static_cast<int64_t>(rank) - root, n);
 }
 constexpr uint32_t real_rank(uint32_t v, uint32_t root, uint32_t n) {
-  return (v + root) % n;
+  return mod(int64_t{v} + root, n);
 }
 constexpr uint32_t lowbit(uint32_t v) { return v & (~v + 1); }
 // Parent's real rank; only for rank != root.
