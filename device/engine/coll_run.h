@@ -38,6 +38,37 @@ using off::Status;
 
 enum class Buf : uint8_t { kSrc, kDst };
 
+// memcpy for the few bytes of a small collective without a library call:
+// two possibly overlapping word moves cover 1 to 16 bytes (both loaded
+// before either is stored, so overlapping ranges copy as memmove would);
+// larger copies go to memcpy (no overlap) or memmove.
+inline void copy_bytes(void* dst, const void* src, uint64_t n, bool overlap) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  if (n >= 8 && n <= 16) {
+    uint64_t a, b;
+    __builtin_memcpy(&a, s, 8);
+    __builtin_memcpy(&b, s + n - 8, 8);
+    __builtin_memcpy(d, &a, 8);
+    __builtin_memcpy(d + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a, b;
+    __builtin_memcpy(&a, s, 4);
+    __builtin_memcpy(&b, s + n - 4, 4);
+    __builtin_memcpy(d, &a, 4);
+    __builtin_memcpy(d + n - 4, &b, 4);
+  } else if (n > 16) {
+    if (overlap)
+      memmove(d, s, n);
+    else
+      memcpy(d, s, n);
+  } else {
+    unsigned char t[4];
+    for (uint64_t i = 0; i < n; ++i) t[i] = s[i];
+    for (uint64_t i = 0; i < n; ++i) d[i] = t[i];
+  }
+}
+
 struct CollRun {
   const off::CollDesc* d = nullptr;
   Port* port = nullptr;
@@ -96,7 +127,7 @@ struct CollRun {
     if (p == nullptr)
       return mem->read(ref(b), off, eng, bytes) ? Status::kOk
                                                 : Status::kInvalidParam;
-    memcpy(eng, p, bytes);
+    copy_bytes(eng, p, bytes, false);
     return Status::kOk;
   }
   // user buffer <- engine memory
@@ -106,7 +137,7 @@ struct CollRun {
     if (p == nullptr)
       return mem->write(ref(b), off, eng, bytes) ? Status::kOk
                                                  : Status::kInvalidParam;
-    memcpy(p, eng, bytes);
+    copy_bytes(p, eng, bytes, false);
     return Status::kOk;
   }
   // user buffer <- user buffer (no-op when both name the same bytes;
@@ -118,7 +149,7 @@ struct CollRun {
     const void* sp = at(sb, soff, bytes);
     if (dp == nullptr || sp == nullptr)
       return copy_uu_staged(db, doff, sb, soff, bytes);
-    if (dp != sp) memmove(dp, sp, bytes);
+    if (dp != sp) copy_bytes(dp, sp, bytes, true);
     return Status::kOk;
   }
   // engine dst <- engine a (op) user b; count elements
