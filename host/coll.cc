@@ -98,7 +98,7 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
     off::Status st = off::completion_status(w);
     bool ended =
         off::completion_gen(w) == r->gen && st != off::Status::kInProgress;
-    if (!ended && ctx->engine->dead()) {
+    if (!ended && ctx->remote_engine && ctx->engine->dead()) {
       ended = true;  // nobody will complete it now
       st = off::Status::kError;
     }
@@ -215,7 +215,7 @@ ucc_status_t postable(const Request* r, const char* who) {
 namespace {
 
 ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
-  if (ctx->engine->dead()) {
+  if (ctx->remote_engine && ctx->engine->dead()) {
     UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
     return UCC_ERR_NO_MESSAGE;
   }
@@ -246,7 +246,7 @@ ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
       return UCC_ERR_NO_RESOURCE;
     }
   }
-  ctx->engine->submitted();
+  if (ctx->remote_engine) ctx->engine->submitted();  // its doorbell
   r->posted = true;
   // Inline, a collective that needed nothing more from its peers (a
   // bcast's root, a reduce's leaves, a team of one) has ended during

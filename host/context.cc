@@ -282,6 +282,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
                        : ucc::host::open_inline_link(link, kSubmitRing, ncomp,
                                                      &ctx->ch, &ctx->engine);
   ucc_status_t ust = ucc::host::to_ucc(st);
+  if (ust == UCC_OK) ctx->remote_engine = ctx->engine->remote();
   if (ust == UCC_OK && has_oob && ctx->oob.n_oob_eps > 1)
     ust = context_wireup(ctx);
   if (ust == UCC_OK)

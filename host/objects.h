@@ -167,6 +167,7 @@ struct ucc_context {
   uint64_t addr[2];  // what ucc_context_get_attr reports
   ucc::off::Channel ch;
   ucc::off::EngineLink* engine;  // inline engine or the daemon's (link.h)
+  bool remote_engine;  // engine->remote(), kept: asked on every post
   ucc::plat::Backoff backoff;
   ucc::host::Request* posted;  // head of the posted list
   int nteams;

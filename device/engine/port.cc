@@ -234,31 +234,13 @@ const void* Port::find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
   return links_.rx_payload(peer, u);
 }
 
-void Port::release(uint32_t peer, const MsgKey& k, MsgKind kind) {
+void Port::release_any(uint32_t peer, const MsgKey& k, MsgKind kind) {
   if (stored_ != 0) {
     int32_t e = store_->find(team_, peer, k, kind);
     if (e >= 0) {
       store_->release(e);
       --stored_;
       return;
-    }
-  }
-  // Usually the message find() just returned.
-  if (last_.peer == peer && last_.epoch == links_.rx_epoch(peer) &&
-      last_.kind == static_cast<uint8_t>(kind) && last_.key == k) {
-    const MsgHdr* h = links_.rx_hdr(peer, last_.idx);
-    if (h != nullptr && h->key == k && h->kind == static_cast<uint8_t>(kind)) {
-      bool older = false;  // an older match would be the one find() meant
-      for (uint32_t s = 0; s < last_.idx && !older; ++s) {
-        const MsgHdr* o = links_.rx_hdr(peer, s);
-        older = o != nullptr && o->key == k &&
-                o->kind == static_cast<uint8_t>(kind);
-      }
-      if (!older) {
-        links_.rx_release(peer, last_.idx);
-        last_.peer = UINT32_MAX;
-        return;
-      }
     }
   }
   bool clash = false;

@@ -180,7 +180,20 @@ class Port {
     return find_any(peer, k, kind, len);
   }
   // Releases the message find() returned (same arguments).
-  void release(uint32_t peer, const MsgKey& k, MsgKind kind);
+  void release(uint32_t peer, const MsgKey& k, MsgKind kind) {
+    // Usually the message find() just returned: while the peer's pending
+    // messages keep their numbers (epoch), it is still at last_.idx, and
+    // no older one has that key (find() returns the oldest; new ones come
+    // after it).
+    if (stored_ == 0 && last_.peer == peer &&
+        last_.epoch == links_.rx_epoch(peer) &&
+        last_.kind == static_cast<uint8_t>(kind) && last_.key == k) {
+      links_.rx_release(peer, last_.idx);
+      last_.peer = UINT32_MAX;
+      return;
+    }
+    release_any(peer, k, kind);
+  }
 
   // Visits every pending abort message from any peer: fn(ctx, key, status)
   // returns true when it consumed it (the message is then released). Stale
@@ -208,6 +221,7 @@ class Port {
   void abandon(uint32_t id);
   const void* find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
                        uint32_t* len);
+  void release_any(uint32_t peer, const MsgKey& k, MsgKind kind);
   // Ring position of the oldest match, or -1; drops stale messages met.
   int32_t ring_find(uint32_t peer, const MsgKey& k, MsgKind kind, bool* clash);
   int32_t scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
