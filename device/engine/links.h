@@ -93,9 +93,6 @@ class Links {
   uint32_t rx_poll(uint32_t p) {
     return remote_[p] ? net_->rx_poll(p) : shm_.rx_poll(p);
   }
-  // Nothing to find from `p` (shared memory: no message pending or
-  // arrived); false where that takes the full poll (the network).
-  bool rx_idle(uint32_t p) const { return !remote_[p] && shm_.rx_idle(p); }
   uint32_t rx_npend(uint32_t p) const {
     return remote_[p] ? net_->rx_npend(p) : shm_.rx_npend(p);
   }

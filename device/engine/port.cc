@@ -211,8 +211,8 @@ int32_t Port::ring_find(uint32_t peer, const MsgKey& k, MsgKind kind,
   return scan(peer, links_.rx_epoch(peer) == epoch ? n : 0, m, k, kind, clash);
 }
 
-const void* Port::find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
-                           uint32_t* len) {
+const void* Port::find(uint32_t peer, const MsgKey& k, MsgKind kind,
+                       uint32_t* len) {
   if (stored_ != 0) {
     int32_t e = store_->find(team_, peer, k, kind);
     if (e >= 0) {

@@ -174,11 +174,7 @@ class Port {
   // the peer's ordered collective in k's place of the sequence is of another
   // type (a program error the caller must fail).
   const void* find(uint32_t peer, const MsgKey& k, MsgKind kind,
-                   uint32_t* len) {
-    // A waiting collective's poll: a few loads, no search.
-    if (stored_ == 0 && links_.rx_idle(peer)) return nullptr;
-    return find_any(peer, k, kind, len);
-  }
+                   uint32_t* len);
   // Releases the message find() returned (same arguments).
   void release(uint32_t peer, const MsgKey& k, MsgKind kind) {
     // Usually the message find() just returned: while the peer's pending
@@ -219,8 +215,6 @@ class Port {
   Class classify(const MsgKey& k) const;
   void drop_held(uint32_t id);
   void abandon(uint32_t id);
-  const void* find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
-                       uint32_t* len);
   void release_any(uint32_t peer, const MsgKey& k, MsgKind kind);
   // Ring position of the oldest match, or -1; drops stale messages met.
   int32_t ring_find(uint32_t peer, const MsgKey& k, MsgKind kind, bool* clash);

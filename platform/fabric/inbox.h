@@ -255,18 +255,6 @@ class InboxPair {
   // stamp is on the header's line, so a small message is seen one cache
   // miss earlier than through `head` and `order`.
   void set_stamped(bool on) { stamped_ = on; }
-  // Whether rx_poll would find nothing: none pending and, with stamps,
-  // none where the next would lie, and `head` unchanged. The same reads
-  // as rx_poll, for a receiver that is waiting (an idle poll).
-  bool rx_idle(const FabricConfig& c) const {
-    if (npend_ != 0 || rx_dead_ != 0 || !stamped_) return false;
-    const char* slot = rx_.slot(c, rx_last_ + 1);
-    if (reinterpret_cast<const std::atomic<uint32_t>*>(slot + kStampOff)
-            ->load(std::memory_order_acquire) == stamp_of(rx_head_ + 1))
-      return false;
-    const uint64_t w = rx_.ctl->head.load(std::memory_order_acquire);
-    return static_cast<int32_t>(head_count(w) - rx_head_) <= 0;
-  }
   uint32_t rx_npend() const { return npend_; }
   uint32_t rx_epoch() const { return epoch_; }
   const MsgHdr* rx_hdr(const FabricConfig& c, uint32_t i) const {

@@ -21,9 +21,6 @@ class InboxFabric : public Fabric {
   uint32_t rx_poll(uint32_t peer) override {
     return peers_[peer].rx_poll(cfg_);
   }
-  // InboxPair::rx_idle (not part of fabric.h: the engine asks the
-  // shared-memory fabric, whose receiver keeps up with every message).
-  bool rx_idle(uint32_t peer) const { return peers_[peer].rx_idle(cfg_); }
   uint32_t rx_npend(uint32_t peer) const override {
     return peers_[peer].rx_npend();
   }
