@@ -139,6 +139,12 @@ class EngineMem : public ::testing::TestWithParam<bool> {
     }
     FAIL() << "collective did not finish";
   }
+  // An int32 sum allreduce of `count` per rank: src[r] a pattern, dst[r]
+  // poisoned, both registered (dkey[r] names dst's registration, which d
+  // leaves implicit).
+  void registered_allreduce(uint64_t count, std::vector<int32_t>* src,
+                            std::vector<int32_t>* dst, uint32_t* dkey,
+                            CollDesc* d);
   void run_ok(CollDesc* d) {
     post(d);
     Status st[kRanks];
@@ -154,6 +160,19 @@ std::vector<int32_t> pattern(uint32_t r, size_t n) {
   for (size_t i = 0; i < n; ++i)
     v[i] = static_cast<int32_t>((r + 1) * 1000003 + i * 7);
   return v;
+}
+
+void EngineMem::registered_allreduce(uint64_t count, std::vector<int32_t>* src,
+                                     std::vector<int32_t>* dst, uint32_t* dkey,
+                                     CollDesc* d) {
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    src[r] = pattern(r, count);
+    dst[r].assign(count, -1);
+    d[r] = desc(CollType::kAllreduce, DType::kInt32, ROp::kSum, count);
+    d[r].src = ref(src[r], rank[r].reg(src[r]));
+    dkey[r] = rank[r].reg(dst[r]);
+    d[r].dst = ref(dst[r]);
+  }
 }
 
 TEST_P(EngineMem, AllreduceByBothAlgorithms) {
@@ -327,13 +346,9 @@ TEST_P(EngineMemCross, RegistrationRemovedMidCollective) {
   std::vector<int32_t> src[kRanks], dst[kRanks];
   uint32_t dkey[kRanks];
   CollDesc d[kRanks];
+  registered_allreduce(count, src, dst, dkey, d);
   for (uint32_t r = 0; r < kRanks; ++r) {
-    src[r] = pattern(r, count);
-    dst[r].assign(count, -1);
-    d[r] = desc(CollType::kAllreduce, DType::kInt32, ROp::kSum, count);
     d[r].alg = 2;  // ring: rank 1 writes dst only once rank 0 takes part
-    d[r].src = ref(src[r], rank[r].reg(src[r]));
-    dkey[r] = rank[r].reg(dst[r]);
     d[r].dst = ref(dst[r], dkey[r]);
   }
   post(d, 1);
@@ -428,14 +443,7 @@ TEST_P(EngineMemCross, KnownDescriptorRefusedOnceItsRegistrationGoes) {
   std::vector<int32_t> src[kRanks], dst[kRanks];
   uint32_t dkey[kRanks];
   CollDesc d[kRanks];
-  for (uint32_t r = 0; r < kRanks; ++r) {
-    src[r] = pattern(r, count);
-    dst[r].assign(count, -1);
-    d[r] = desc(CollType::kAllreduce, DType::kInt32, ROp::kSum, count);
-    d[r].src = ref(src[r], rank[r].reg(src[r]));
-    dkey[r] = rank[r].reg(dst[r]);
-    d[r].dst = ref(dst[r]);  // implicit key: any registration
-  }
+  registered_allreduce(count, src, dst, dkey, d);  // dst: implicit key
   run_ok(d);
   run_ok(d);  // known now
   for (uint32_t r = 0; r < kRanks; ++r) {
