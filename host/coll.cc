@@ -88,16 +88,25 @@ __attribute__((noinline)) void publish_status(Request* r, ucc_status_t st) {
   __atomic_store_n(&r->pub.status, st, __ATOMIC_RELEASE);
 }
 
+namespace {
+
+// Whether the engine has ended the request's latest post (*st: how).
+bool post_ended(const ucc_context* ctx, const Request* r, off::Status* st) {
+  const uint64_t w = ctx->ch.read(r->desc.comp_slot);
+  *st = off::completion_status(w);
+  return off::completion_gen(w) == r->gen && *st != off::Status::kInProgress;
+}
+
+}  // namespace
+
 uint64_t reap(ucc_context* ctx, Request** callbacks) {
   uint64_t done = 0;
   Request* due = nullptr;
   Request* r = ctx->posted;
   while (r != nullptr) {
     Request* next = r->next;
-    uint64_t w = ctx->ch.read(r->team->comp_base + r->index);
-    off::Status st = off::completion_status(w);
-    bool ended =
-        off::completion_gen(w) == r->gen && st != off::Status::kInProgress;
+    off::Status st;
+    bool ended = post_ended(ctx, r, &st);
     if (!ended && ctx->remote_engine && ctx->engine->dead()) {
       ended = true;  // nobody will complete it now
       st = off::Status::kError;
@@ -105,7 +114,7 @@ uint64_t reap(ucc_context* ctx, Request** callbacks) {
     if (ended) {
       unlink_posted(ctx, r);
       ++done;
-      ucc_status_t us = st == off::Status::kOk ? UCC_OK : to_ucc(st);
+      ucc_status_t us = to_ucc(st);
       if (r->gpu.n != 0) {
         us = gpu_copy_out(ctx, r, us);  // GPU buffers: before the status
         r->gpu.on_stream = false;
@@ -256,10 +265,9 @@ ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
   // progress must finish (callbacks, task lists, GPU buffers copied back).
   if (may_end && !r->has_cb && r->lead == nullptr && r->list_n == 0 &&
       r->gpu.n == 0) {
-    const uint64_t w = ctx->ch.read(r->desc.comp_slot);
-    const off::Status st = off::completion_status(w);
-    if (off::completion_gen(w) == r->gen && st != off::Status::kInProgress) {
-      publish_status(r, st == off::Status::kOk ? UCC_OK : to_ucc(st));
+    off::Status st;
+    if (post_ended(ctx, r, &st)) {
+      publish_status(r, to_ucc(st));
       return UCC_OK;
     }
   }

@@ -35,30 +35,6 @@ void forked_away_log(const char* who) {
       who);
 }
 
-ucc_status_t to_ucc(Status st) {
-  switch (st) {
-    case Status::kOk:
-      return UCC_OK;
-    case Status::kInProgress:
-      return UCC_INPROGRESS;
-    case Status::kNoResource:
-      return UCC_ERR_NO_RESOURCE;
-    case Status::kInvalidParam:
-      return UCC_ERR_INVALID_PARAM;
-    case Status::kNotSupported:
-      return UCC_ERR_NOT_SUPPORTED;
-    case Status::kNoMemory:
-      return UCC_ERR_NO_MEMORY;
-    case Status::kTimedOut:
-      return UCC_ERR_TIMED_OUT;
-    case Status::kNoMessage:
-    case Status::kMessageTruncated:
-    case Status::kError:
-      break;
-  }
-  return UCC_ERR_NO_MESSAGE;
-}
-
 }  // namespace ucc::host
 
 extern "C" {

@@ -46,8 +46,31 @@ inline int64_t enum_bits(const E& e) {
   return static_cast<int64_t>(v);
 }
 
-// Maps an internal status onto the public one.
-ucc_status_t to_ucc(off::Status st);
+// Maps an internal status onto the public one. Inline: every reaped
+// collective goes through it.
+inline ucc_status_t to_ucc(off::Status st) {
+  switch (st) {
+    case off::Status::kOk:
+      return UCC_OK;
+    case off::Status::kInProgress:
+      return UCC_INPROGRESS;
+    case off::Status::kNoResource:
+      return UCC_ERR_NO_RESOURCE;
+    case off::Status::kInvalidParam:
+      return UCC_ERR_INVALID_PARAM;
+    case off::Status::kNotSupported:
+      return UCC_ERR_NOT_SUPPORTED;
+    case off::Status::kNoMemory:
+      return UCC_ERR_NO_MEMORY;
+    case off::Status::kTimedOut:
+      return UCC_ERR_TIMED_OUT;
+    case off::Status::kNoMessage:
+    case off::Status::kMessageTruncated:
+    case off::Status::kError:
+      break;
+  }
+  return UCC_ERR_NO_MESSAGE;
+}
 
 // Forks seen by this process image: a child's count is one more than its
 // parent's was (a pthread_atfork handler, installed by ucc_init). A

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -244,52 +243,35 @@ void Engine::fail_team(Team& t) {
 
 namespace {
 
-// Whether `d` is the known descriptor `k` but for its generation:
-// 16-byte lanes xor'ed and or'ed together (the generation's bytes masked
-// out), about 30 instructions where two memcmp calls took 80.
+// Whether `d` is the known descriptor `k` but for its generation.
 bool same_but_gen(const CollDesc& k, const CollDesc& d) {
-  typedef uint64_t Lane __attribute__((vector_size(16)));
-  constexpr size_t kLanes = sizeof(CollDesc) / sizeof(Lane);
-  constexpr size_t kGenLane = offsetof(CollDesc, gen) / sizeof(Lane);
-  static_assert(sizeof(CollDesc) % sizeof(Lane) == 0);
-  static_assert(offsetof(CollDesc, gen) % sizeof(Lane) + sizeof(uint32_t) <=
-                sizeof(Lane));
-  Lane keep{~uint64_t{0}, ~uint64_t{0}};
-  const uint32_t none = 0;
-  memcpy(reinterpret_cast<char*>(&keep) + offsetof(CollDesc, gen) % sizeof(Lane),
-         &none, sizeof(none));
-  Lane diff{0, 0};
-  for (size_t i = 0; i < kLanes; ++i) {
-    Lane x, y;
-    memcpy(&x, reinterpret_cast<const char*>(&k) + i * sizeof(Lane),
-           sizeof(Lane));
-    memcpy(&y, reinterpret_cast<const char*>(&d) + i * sizeof(Lane),
-           sizeof(Lane));
-    diff |= i == kGenLane ? (x ^ y) & keep : x ^ y;
-  }
-  return (diff[0] | diff[1]) == 0;
+  CollDesc c = d;
+  c.gen = k.gen;
+  return memcmp(&c, &k, sizeof(c)) == 0;
 }
 
 }  // namespace
 
-const Engine::Known* Engine::recall(const CollDesc& d) {
-  Team* t = team_at(d.team);
+Engine::Known* Engine::known_at(uint32_t team, uint32_t slot) {
+  Team* t = team_at(team);
   if (t == nullptr || t->state != Team::State::kConnected) return nullptr;
   const uint64_t epoch = env_.mem.check_epoch();
-  if (t->known_epoch != epoch) {
+  if (t->known_epoch != epoch) {  // a registration went: validate again
     for (Known& k : t->known) k.used = false;
     t->known_epoch = epoch;
-    return nullptr;
   }
-  const Known& k = t->known[d.comp_slot & (Team::kKnown - 1)];
-  return k.used && same_but_gen(k.d, d) ? &k : nullptr;
+  Known& k = t->known[slot & (Team::kKnown - 1)];
+  return k.used && k.d.comp_slot == slot ? &k : nullptr;
+}
+
+const Engine::Known* Engine::recall(const CollDesc& d) {
+  const Known* k = known_at(d.team, d.comp_slot);
+  return k != nullptr && same_but_gen(k->d, d) ? k : nullptr;
 }
 
 const Engine::Known* Engine::remember(Team& t, const CollDesc& d) {
   Known& k = t.known[d.comp_slot & (Team::kKnown - 1)];
-  const NodeMap& nodes = t.port.links().nodes();
-  k.alg = select_alg(caps_, d, nodes.nnodes == 1, nodes.hierarchical(t.size),
-                     &k.alg_id);
+  k.alg = choose(t, d, &k.alg_id);
   // The v-collectives' validity depends on user arrays as well: they are
   // validated every time.
   k.used = !off::coll_traits(d.coll)->vector();  // validated: a known type
@@ -323,13 +305,9 @@ void Engine::take(const CollDesc& d) {
 
 bool Engine::submit_known(uint32_t team, uint32_t slot, uint32_t gen) {
   if (ch_->next() != nullptr) drain();
-  Team* t = team_at(team);
-  if (t == nullptr || t->state != Team::State::kConnected ||
-      t->known_epoch != env_.mem.check_epoch())
-    return false;
-  const Known& k = t->known[slot & (Team::kKnown - 1)];
-  if (!k.used || k.d.comp_slot != slot) return false;
-  admit(*t, k.d, gen, &k);
+  const Known* k = known_at(team, slot);
+  if (k == nullptr) return false;
+  admit(*teams_[team], k->d, gen, k);
   ++taken_;
   return true;
 }

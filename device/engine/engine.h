@@ -111,8 +111,11 @@ class Engine {
 
   uint64_t drain();  // moves submitted descriptors onto their teams
   void take(const off::CollDesc& d);
-  // The team's record of `d` when it has validated the same descriptor
-  // before (team.h, Known), else nullptr.
+  // The record of the descriptor last validated for completion slot
+  // `slot` of a connected team (team.h, Known), else nullptr; forgets
+  // every record of the team once a registration has gone.
+  Known* known_at(uint32_t team, uint32_t slot);
+  // Its record when `d` is that descriptor but for the generation.
   const Known* recall(const off::CollDesc& d);
   // Records `d` (validated, its team connected) with the algorithm chosen
   // for it.
@@ -141,6 +144,9 @@ class Engine {
   uint64_t agree(Team& t, Inst& in);
   void check_aborts(Team& t);
   uint32_t set_rank(const Team& t, const off::CollDesc& d) const;
+  // The algorithm selection picks for `d` on this team (*id: its id).
+  const AlgInfo* choose(const Team& t, const off::CollDesc& d,
+                        uint8_t* id) const;
   // Fills what the validated descriptor alone decides of a run (sizes,
   // ranks, element and message sizes, the op) and returns its signature.
   uint16_t prepare(const Team& t, const off::CollDesc& d, CollRun* r) const;

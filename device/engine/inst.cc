@@ -133,6 +133,13 @@ uint16_t Engine::prepare(const Team& t, const CollDesc& d,
   return sig_of(d, traits);
 }
 
+const AlgInfo* Engine::choose(const Team& t, const CollDesc& d,
+                              uint8_t* id) const {
+  const NodeMap& nodes = t.port.links().nodes();
+  return select_alg(caps_, d, nodes.nnodes == 1, nodes.hierarchical(t.size),
+                    id);
+}
+
 void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
                    uint64_t deadline, const Known* k) {
   uint32_t id = 0;
@@ -185,9 +192,7 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
     in.alg = k->alg;
     in.alg_id = k->alg_id;
   } else {
-    const NodeMap& nodes = t.port.links().nodes();
-    in.alg = select_alg(caps_, in.d, nodes.nnodes == 1,
-                        nodes.hierarchical(t.size), &in.alg_id);
+    in.alg = choose(t, in.d, &in.alg_id);
   }
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
   if (ok(st) && traits.uses_blocks() && in.alg->blocks) {
@@ -237,17 +242,10 @@ uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
 }
 
 void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
-  if (st == Status::kOk && in.phase == Inst::Phase::kRun) {
-    if (!t.port.links().tx_flushed()) {
-      in.phase = Inst::Phase::kFlush;
-      return;
-    }
-    if (!in.global) {  // the usual end: nothing to tell, nothing to agree
-      in.st = st;
-      report(in, st);
-      retire(t, in.run.id);
-      return;
-    }
+  if (st == Status::kOk && in.phase == Inst::Phase::kRun &&
+      !t.port.links().tx_flushed()) {
+    in.phase = Inst::Phase::kFlush;
+    return;
   }
   in.st = st;
   t.port.drop_reservations(in.run.id);

@@ -195,15 +195,8 @@ int32_t Port::ring_find(uint32_t peer, const MsgKey& k, MsgKind kind,
                         bool* clash) {
   // What we know of first; shared memory only when that has no match.
   uint32_t n = links_.rx_npend(peer);
-  if (n == 0) {  // the usual case: only what the poll brings
-    const uint32_t m = links_.rx_poll(peer);
-    if (m == 0) return -1;
-    const MsgHdr* h = links_.rx_hdr(peer, 0);
-    if (h->key == k && h->kind == static_cast<uint8_t>(kind)) return 0;
-    return scan(peer, 0, m, k, kind, clash);
-  }
-  // The numbering as we found it: releasing stale messages (scan) and
-  // polling may both renumber, and then the new ones start from 0.
+  // The numbering as we found it: if the poll renumbers, the new messages
+  // start from 0.
   const uint32_t epoch = links_.rx_epoch(peer);
   int32_t s = scan(peer, 0, n, k, kind, clash);
   if (s >= 0) return s;

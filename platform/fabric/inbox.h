@@ -264,17 +264,10 @@ class InboxPair {
   const void* rx_payload(const FabricConfig& c, uint32_t i) const {
     return rx_.slot(c, pend_[i]) + kSlotHdr;
   }
-  // false when there is no such message (released already). Releasing
-  // the only pending message renumbers at once (nothing else is
-  // numbered), so that the next poll starts from an empty list.
+  // false when there is no such message (released already).
   bool rx_release(uint32_t i) {
     if (i >= npend_ || ((rx_dead_ >> i) & 1)) return false;
-    if (npend_ == 1) {
-      npend_ = 0;
-      ++epoch_;
-    } else {
-      rx_dead_ |= uint64_t{1} << i;
-    }
+    rx_dead_ |= uint64_t{1} << i;
     // R1 pairs with C1: our reads of the slot happen before its reuse.
     std::atomic<uint8_t>& d = rx_.ctl->done[pend_[i]];
     d.store(static_cast<uint8_t>(d.load(std::memory_order_relaxed) + 1),
