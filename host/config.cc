@@ -218,7 +218,10 @@ bool valid(Knob k, const char* v) {
       return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u <= 1000000);
     case Knob::kAllreduceRingMin:
     case Knob::kCmaMin:
+    case Knob::kLinearMax:
       return parse_size(v, &u);
+    case Knob::kLinearRanks:
+      return parse_size(v, &u) && u <= off::kMaxLinearRanks;
     case Knob::kCma:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
     case Knob::kCls:
@@ -470,6 +473,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.inflight = static_cast<uint32_t>(num(Knob::kTeamInflight));
   e.unexpected = static_cast<uint32_t>(num(Knob::kUnexpectedSlots));
   e.allreduce_ring_min = num(Knob::kAllreduceRingMin);
+  e.linear_ranks = static_cast<uint32_t>(num(Knob::kLinearRanks));
+  e.linear_max = num(Knob::kLinearMax);
   // Whether the kernel lets peers attach is known at context creation
   // (context.cc); 0 turns single copy off.
   const bool cma = strcasecmp(c.value[static_cast<int>(Knob::kCma)], "no") != 0;

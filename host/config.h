@@ -46,6 +46,8 @@ enum class Knob : uint8_t {
   kAllreduceRingMin,
   kCma,
   kCmaMin,
+  kLinearRanks,
+  kLinearMax,
   kBarrierAlg,
   kBcastAlg,
   kReduceAlg,

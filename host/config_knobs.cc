@@ -105,15 +105,25 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Blocks of at least this many bytes (the bcast vector, one rank's "
      "allgather or alltoall block) move by single copy when UCC_CMA "
      "allows it"},
+    {"LINEAR_RANKS", "8", Scope::kContext,
+     "Teams with all their ranks on one host, 4 to this many of them "
+     "(at most 255; 0: never), run barrier, and bcast and reduce below "
+     "UCC_LINEAR_MAX bytes, over flat trees (the linear algorithms)"},
+    {"LINEAR_MAX", "64K", Scope::kContext,
+     "Bcast and reduce vectors of fewer bytes use the linear algorithm "
+     "where UCC_LINEAR_RANKS allows it, larger ones the binomial tree"},
     {"BARRIER_ALG", "auto", Scope::kContext,
-     "Barrier algorithm: auto, dissemination, rd, hier (hier: node-aware, "
-     "the default where a team spans hosts and some host has several of "
-     "its ranks)"},
+     "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
+     "node-aware, the default where a team spans hosts and some host has "
+     "several of its ranks; linear: fan-in to rank 0 and fan-out, see "
+     "UCC_LINEAR_RANKS)"},
     {"BCAST_ALG", "auto", Scope::kContext,
-     "Bcast algorithm: auto, binomial, cma, hier (cma: single copy, where "
-     "UCC_CMA allows it; elsewhere the default; hier: node-aware)"},
+     "Bcast algorithm: auto, binomial, cma, hier, linear (cma: single copy, "
+     "where UCC_CMA allows it; elsewhere the default; hier: node-aware; "
+     "linear: flat tree, see UCC_LINEAR_RANKS)"},
     {"REDUCE_ALG", "auto", Scope::kContext,
-     "Reduce algorithm: auto, binomial, hier (node-aware)"},
+     "Reduce algorithm: auto, binomial, hier, linear (hier: node-aware; "
+     "linear: flat tree, see UCC_LINEAR_RANKS)"},
     {"ALLREDUCE_ALG", "auto", Scope::kContext,
      "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
      "hier_ring (node-aware: leaders, or the ring host by host)"},

@@ -295,6 +295,7 @@ struct ucc_team {
   // Several hosts, some with several members: node-aware algorithms run
   // (what the engine's links conclude from the same addresses).
   bool hierarchical;
+  bool one_host;  // every member on one host (the linear rules' test)
   ucc::plat::shm::MboxKey key;  // what our request and messages carry
   uint32_t req_slot;
   uint64_t req_nonce;    // our open request, 0 while none

@@ -208,6 +208,13 @@ ucc_status_t boot_step(ucc_team* t, uint32_t phase, const void* src, void* dst,
 
 using ucc::off::same_host;
 
+// Every member on the first one's host.
+bool one_host(const ucc::off::TeamAddr* addrs, uint32_t n) {
+  for (uint32_t i = 1; i < n; ++i)
+    if (!same_host(addrs[0], addrs[i])) return false;
+  return true;
+}
+
 // Several hosts among the members, and one with two of them.
 bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {
   bool several = false, shared = false;
@@ -392,6 +399,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       if (st == UCC_INPROGRESS) return st;
       if (st != UCC_OK) return fail(t, st);
       t->hierarchical = hierarchical(t->addrs, t->size);
+      t->one_host = one_host(t->addrs, t->size);
       ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
       // Our own entry must be what we sent: another process claiming our
       // ep (or an OOB that mixes up its entries) shows here.

@@ -8,11 +8,14 @@ namespace ucc::dev {
 
 extern const AlgInfo kBarrierDissemination;
 extern const AlgInfo kBarrierRecursiveDoubling;
+extern const AlgInfo kBarrierLinear;
 extern const AlgInfo kBcastBinomial;
 extern const AlgInfo kBcastSingleCopy;
+extern const AlgInfo kBcastLinear;
 extern const AlgInfo kAllgatherSingleCopy;
 extern const AlgInfo kAlltoallSingleCopy;
 extern const AlgInfo kReduceBinomial;
+extern const AlgInfo kReduceLinear;
 extern const AlgInfo kAllreduceRecursiveDoubling;
 extern const AlgInfo kAllreduceRing;
 extern const AlgInfo kAllgatherRing;

@@ -66,6 +66,46 @@ constexpr uint32_t tree_child(uint32_t rank, uint32_t root, uint32_t n,
   return real_rank(vrank(rank, root, n) + (1u << i), root, n);
 }
 
+// --- Flat tree rooted at `root` --------------------------------------------
+// Every other rank is a child of the root, children in rank order after the
+// root. Depth one: a message reaches every rank in one step, whoever runs
+// first, which is what oversubscribed one-host teams need.
+constexpr uint32_t flat_nchildren(uint32_t rank, uint32_t root, uint32_t n) {
+  return rank == root ? n - 1 : 0;
+}
+constexpr uint32_t flat_child(uint32_t /*rank*/, uint32_t root, uint32_t n,
+                              uint32_t i) {
+  return real_rank(i + 1, root, n);
+}
+
+// The two tree shapes as types, for algorithms written once for both.
+struct BinomialTree {
+  static constexpr uint32_t parent(uint32_t rank, uint32_t root, uint32_t n) {
+    return tree_parent(rank, root, n);
+  }
+  static constexpr uint32_t nchildren(uint32_t rank, uint32_t root,
+                                      uint32_t n) {
+    return tree_nchildren(rank, root, n);
+  }
+  static constexpr uint32_t child(uint32_t rank, uint32_t root, uint32_t n,
+                                  uint32_t i) {
+    return tree_child(rank, root, n, i);
+  }
+};
+struct FlatTree {
+  static constexpr uint32_t parent(uint32_t, uint32_t root, uint32_t) {
+    return root;
+  }
+  static constexpr uint32_t nchildren(uint32_t rank, uint32_t root,
+                                      uint32_t n) {
+    return flat_nchildren(rank, root, n);
+  }
+  static constexpr uint32_t child(uint32_t rank, uint32_t root, uint32_t n,
+                                  uint32_t i) {
+    return flat_child(rank, root, n, i);
+  }
+};
+
 // --- Dissemination (barrier) -----------------------------------------------
 constexpr uint32_t ceil_log2(uint32_t n) {
   uint32_t k = 0;

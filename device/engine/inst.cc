@@ -137,7 +137,7 @@ const AlgInfo* Engine::choose(const Team& t, const CollDesc& d,
                               uint8_t* id) const {
   const NodeMap& nodes = t.port.links().nodes();
   return select_alg(caps_, d, nodes.nnodes == 1, nodes.hierarchical(t.size),
-                    id);
+                    t.size, id);
 }
 
 void Engine::start(Team& t, const CollDesc& d, uint32_t gen,

@@ -16,9 +16,9 @@ using ById = const AlgInfo* const[kIds + 1];
 // Indexed by CollType, then by id (entry 0 unused).
 constexpr ById kById[] = {
     {nullptr, &kBarrierDissemination, &kBarrierRecursiveDoubling,
-     &kBarrierHier},
-    {nullptr, &kBcastBinomial, &kBcastSingleCopy, &kBcastHier},
-    {nullptr, &kReduceBinomial, &kReduceHier},
+     &kBarrierHier, &kBarrierLinear},
+    {nullptr, &kBcastBinomial, &kBcastSingleCopy, &kBcastHier, &kBcastLinear},
+    {nullptr, &kReduceBinomial, &kReduceHier, &kReduceLinear},
     {nullptr, &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceHier,
      &kAllreduceHierRing},
     {nullptr, &kAllgatherRing, &kAllgatherSingleCopy, &kAllgatherHier},
@@ -42,7 +42,7 @@ static_assert(sizeof(kById) / sizeof(kById[0]) ==
 // matching rule runs its first implementation (id 1). A rule starts at a
 // size the configuration gives.
 
-enum class From : uint8_t { kZero, kAllreduceRingMin, kCmaMin };
+enum class From : uint8_t { kZero, kAllreduceRingMin, kCmaMin, kLinearMax };
 
 struct Rule {
   CollType coll;
@@ -58,11 +58,23 @@ struct Rule {
 // rank, where the leaders' one moves it all through one rank per host).
 // Alltoall(v) has none: its pairwise exchange sends every block straight
 // to its destination, over the network exactly once.
+//
+// Flat trees (linear) for small teams on one host, below
+// UCC_LINEAR_MAX bytes: each rank waits for one message from the root or
+// the root for one from each rank, so no rank waits on a peer that waits
+// in turn; with more ranks than cores every such wait is a trip through
+// the scheduler (docs/performance.md). Binomial from UCC_LINEAR_MAX on,
+// where the root's n - 1 copies would cost more than the tree's depth.
 constexpr Rule kRules[] = {
     {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
+    {CollType::kBarrier, From::kZero, off::When::kLinear, 4},
     {CollType::kBcast, From::kCmaMin, off::When::kSingleCopy, 2},
     {CollType::kBcast, From::kZero, off::When::kNodeAware, 3},
+    {CollType::kBcast, From::kLinearMax, off::When::kAlways, 1},
+    {CollType::kBcast, From::kZero, off::When::kLinear, 4},
     {CollType::kReduce, From::kZero, off::When::kNodeAware, 2},
+    {CollType::kReduce, From::kLinearMax, off::When::kAlways, 1},
+    {CollType::kReduce, From::kZero, off::When::kLinear, 3},
     {CollType::kAllgather, From::kCmaMin, off::When::kSingleCopy, 2},
     {CollType::kAllgather, From::kZero, off::When::kNodeAware, 3},
     {CollType::kAlltoall, From::kCmaMin, off::When::kSingleCopy, 2},
@@ -82,6 +94,8 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
       return cfg.cma_min;
     case From::kAllreduceRingMin:
       return cfg.allreduce_ring_min;
+    case From::kLinearMax:
+      return cfg.linear_max;
   }
   return 0;
 }
@@ -107,6 +121,9 @@ const AlgInfo* find_impl(CollType coll, uint8_t id) {
 
 void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
   caps->single_copy = cfg.cma_min != 0 ? 1 : 0;
+  caps->linear_ranks = static_cast<uint8_t>(
+      cfg.linear_ranks < off::kMaxLinearRanks ? cfg.linear_ranks
+                                              : off::kMaxLinearRanks);
   for (size_t c = 0; c < off::kNumColls; ++c) {
     off::CollCaps& cc = caps->coll[c];
     cc = off::CollCaps{};
@@ -133,13 +150,16 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
 }
 
 const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
-                          bool one_node, bool hierarchical, uint8_t* id) {
+                          bool one_node, bool hierarchical,
+                          uint32_t team_size, uint8_t* id) {
   const auto c = static_cast<size_t>(d.coll);
   if (c >= off::kNumColls) return nullptr;
   const bool whole = d.set_size == 0;
-  const off::SelectInput in{d.alg, off::select_bytes(d),
-                            single_copy_ok(caps, d, one_node), whole,
-                            whole && hierarchical};
+  const off::SelectInput in{
+      d.alg,        off::select_bytes(d),
+      single_copy_ok(caps, d, one_node), whole,
+      whole && hierarchical,
+      whole && off::linear_team(caps, team_size, one_node)};
   *id = off::select_alg_id(caps.coll[c], in);
   return find_impl(d.coll, *id);
 }

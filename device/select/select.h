@@ -25,10 +25,12 @@ const AlgInfo* find_impl(off::CollType coll, uint8_t id);
 void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps);
 
 // The algorithm to run `d` on a team whose ranks all share this host
-// (one_node) or not, and whose shape calls for node-aware algorithms
-// (hierarchical: NodeMap::hierarchical), by the record's table, and its
-// id in *id; nullptr when the chosen id has no implementation here.
+// (one_node) or not, whose shape calls for node-aware algorithms
+// (hierarchical: NodeMap::hierarchical), of team_size ranks, by the
+// record's table, and its id in *id; nullptr when the chosen id has no
+// implementation here.
 const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
-                          bool one_node, bool hierarchical, uint8_t* id);
+                          bool one_node, bool hierarchical, uint32_t team_size,
+                          uint8_t* id);
 
 }  // namespace ucc::dev

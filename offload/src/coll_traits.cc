@@ -27,26 +27,31 @@ constexpr InPlace kOther = InPlace::kOther;
 constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
   {CollType::kBarrier, "barrier", false, false, InPlaceRule::kIgnored,
    Side::kDst, CountFrom::kNone, {kNoSide, kNoSide},
-   3, {{1, "dissemination", "log2(n) rounds of empty messages to rank + 2^k"},
+   4, {{1, "dissemination", "log2(n) rounds of empty messages to rank + 2^k"},
        {2, "rd", "recursive doubling of empty messages, fold for "
                  "non-powers of two"},
        {3, "hier", "node-aware: fan-in to each host's first rank, "
-                   "dissemination among them, fan-out"}}},
+                   "dissemination among them, fan-out"},
+       {4, "linear", "flat tree: fan-in to rank 0, fan-out from it"}}},
   {CollType::kBcast, "bcast", true, false, InPlaceRule::kIgnored,
    Side::kSrc, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kNone), kNoSide},
-   3, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
+   4, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
        {2, "cma", "every rank reads the root's vector (cross-memory "
                   "attach)"},
        {3, "hier", "node-aware: binomial trees within the root's host, "
-                   "among the hosts' first ranks, within each host"}}},
+                   "among the hosts' first ranks, within each host"},
+       {4, "linear", "flat tree: the root sends to every rank, pipelined "
+                     "in slot-sized segments"}}},
   {CollType::kReduce, "reduce", true, true, InPlaceRule::kRoot,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kNone),
     side(R, Extent::kCount, kSame, Layout::kNone)},
-   2, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
+   3, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
        {2, "hier", "node-aware: the binomial tree over the ranks host by "
-                   "host, so that whole subtrees sit on one host"}}},
+                   "host, so that whole subtrees sit on one host"},
+       {3, "linear", "flat tree: every rank sends to the root, which "
+                     "combines, pipelined in slot-sized segments"}}},
   {CollType::kAllreduce, "allreduce", false, true, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kSplit),

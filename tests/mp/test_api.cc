@@ -179,7 +179,7 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
           "query bcast on cuda memory: not supported");
     check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_BARRIER, 0, UCC_OP_LAST,
                          UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
-              caps.supported && caps.n_algs == 3,
+              caps.supported && caps.n_algs == 4,
           "query barrier");
     check(ucc_coll_query(w.ctx, static_cast<ucc_coll_type_t>(3), UCC_DT_INT8,
                          UCC_OP_SUM, UCC_MEMORY_TYPE_HOST,
@@ -330,4 +330,43 @@ TEST(Api, SelectionAndCapabilitiesComeFromTheEngine) {
     ucc_dt_destroy(dt);
     return bad;
   }));
+}
+
+// One-host teams of 4 to UCC_LINEAR_RANKS ranks take the flat trees:
+// the linear barrier, and linear bcast and reduce below UCC_LINEAR_MAX;
+// smaller teams, and teams past the limit, the log-depth algorithms.
+TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
+  struct Want {
+    int n;
+    std::vector<std::pair<std::string, std::string>> env;
+    const char* barrier;
+    const char* bcast;  // reduce selects the same
+  };
+  const Want wants[] = {
+      {4, {}, "linear@0", "linear@0,binomial@65536"},
+      {4, {{"UCC_LINEAR_MAX", "1K"}}, "linear@0", "linear@0,binomial@1024"},
+      {4, {{"UCC_LINEAR_RANKS", "0"}}, "dissemination@0", "binomial@0"},
+      {5, {{"UCC_LINEAR_RANKS", "4"}}, "dissemination@0", "binomial@0"},
+      {3, {}, "dissemination@0", "binomial@0"},
+      {4, {{"UCC_BARRIER_ALG", "rd"}, {"UCC_BCAST_ALG", "binomial"}},
+       "rd@0", "binomial@0"},
+  };
+  for (const Want& want : wants) {
+    EXPECT_TRUE(ucct::run_ranks(want.n, [&](ucct::Rank& r) {
+      ucct::World w;
+      w.env = want.env;
+      if (w.init(r) != UCC_OK) return 1;
+      const std::string b = selection(w.team, UCC_COLL_TYPE_BARRIER);
+      const std::string bc = selection(w.team, UCC_COLL_TYPE_BCAST);
+      const std::string rd = selection(w.team, UCC_COLL_TYPE_REDUCE);
+      const bool forced_bcast = want.env.size() == 2;
+      const bool ok = b == want.barrier && bc == want.bcast &&
+                      rd == (forced_bcast ? "linear@0,binomial@65536"
+                                          : want.bcast);
+      if (!ok)
+        std::fprintf(stderr, "n=%d: barrier %s, bcast %s, reduce %s\n",
+                     want.n, b.c_str(), bc.c_str(), rd.c_str());
+      return ok ? 0 : 1;
+    })) << "n=" << want.n;
+  }
 }

@@ -67,6 +67,21 @@ const Config kConfigs[] = {
      false,
      kAllreduceOnly},
     {"barrier_rd", {{"UCC_BARRIER_ALG", "rd"}}, false, {"barrier"}},
+    // The flat trees at every team size and vector size (by default only
+    // one-host teams of 4 to 8 ranks below 64 KiB run them), and the
+    // binomial ones where those are not the default any more.
+    {"linear",
+     {{"UCC_BARRIER_ALG", "linear"},
+      {"UCC_BCAST_ALG", "linear"},
+      {"UCC_REDUCE_ALG", "linear"}},
+     false,
+     {"barrier", "bcast", "reduce"}},
+    {"trees",
+     {{"UCC_BARRIER_ALG", "dissemination"},
+      {"UCC_BCAST_ALG", "binomial"},
+      {"UCC_REDUCE_ALG", "binomial"}},
+     false,
+     {"barrier", "bcast", "reduce"}},
     // Single copy for every size, and from its default threshold on (the
     // default config never single-copies). Emu engines never single-copy:
     // there both run the slot algorithms.

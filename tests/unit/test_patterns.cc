@@ -25,24 +25,44 @@ TEST(Patterns, BalancedBlocksCoverTheVector) {
   }
 }
 
-TEST(Patterns, BinomialTreeIsASpanningTree) {
+// Every rank but the root is the child of exactly one rank, whose child
+// list names it, and the parent links lead to the root within `depth` steps.
+template <typename Tree>
+void expect_spanning_tree(uint32_t max_depth_at_70) {
   for (uint32_t n = 1; n <= 70; ++n) {
     for (uint32_t root = 0; root < n; ++root) {
       std::vector<int> seen_as_child(n, 0);
       for (uint32_t r = 0; r < n; ++r) {
-        uint32_t nc = pat::tree_nchildren(r, root, n);
+        uint32_t nc = Tree::nchildren(r, root, n);
         for (uint32_t i = 0; i < nc; ++i) {
-          uint32_t c = pat::tree_child(r, root, n, i);
+          uint32_t c = Tree::child(r, root, n, i);
           ASSERT_LT(c, n);
           ASSERT_NE(c, root);
-          EXPECT_EQ(pat::tree_parent(c, root, n), r);
+          EXPECT_EQ(Tree::parent(c, root, n), r);
           seen_as_child[c]++;
         }
       }
-      for (uint32_t r = 0; r < n; ++r)
+      for (uint32_t r = 0; r < n; ++r) {
         EXPECT_EQ(seen_as_child[r], r == root ? 0 : 1) << "n=" << n;
+        uint32_t depth = 0;
+        for (uint32_t v = r; v != root && depth <= n; ++depth)
+          v = Tree::parent(v, root, n);
+        EXPECT_LE(depth, max_depth_at_70) << "n=" << n << " r=" << r;
+      }
     }
   }
+}
+
+TEST(Patterns, BinomialTreeIsASpanningTree) {
+  expect_spanning_tree<pat::BinomialTree>(7);  // ceil(log2 70)
+}
+
+TEST(Patterns, FlatTreeIsASpanningTreeOfDepthOne) {
+  expect_spanning_tree<pat::FlatTree>(1);
+  // The root's children in rank order after it, wrapping around.
+  EXPECT_EQ(pat::flat_child(2, 2, 5, 0), 3u);
+  EXPECT_EQ(pat::flat_child(2, 2, 5, 2), 0u);
+  EXPECT_EQ(pat::flat_child(2, 2, 5, 3), 1u);
 }
 
 TEST(Patterns, RecursiveDoublingRoles) {

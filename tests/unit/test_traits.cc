@@ -217,7 +217,7 @@ TEST(Select, FirstMatchingRuleWins) {
 TEST(Select, RangesSayWhereSelectionChanges) {
   const ucc::off::CollCaps c = two_rules();
   ucc::off::SelectRange r[8];
-  uint32_t n = ucc::off::select_ranges(c, true, false, r, 8);
+  uint32_t n = ucc::off::select_ranges(c, true, false, false, r, 8);
   ASSERT_EQ(n, 3u);
   EXPECT_EQ(r[0].from, 0u);
   EXPECT_EQ(r[0].alg, 1);
@@ -225,13 +225,13 @@ TEST(Select, RangesSayWhereSelectionChanges) {
   EXPECT_EQ(r[1].alg, 2);
   EXPECT_EQ(r[2].from, 4096u);
   EXPECT_EQ(r[2].alg, 3);
-  n = ucc::off::select_ranges(c, false, false, r, 8);
+  n = ucc::off::select_ranges(c, false, false, false, r, 8);
   ASSERT_EQ(n, 2u);  // the single-copy rule never matches: no change at 4K
   EXPECT_EQ(r[1].alg, 2);
-  EXPECT_EQ(ucc::off::select_ranges(c, true, false, r, 1), 1u);
+  EXPECT_EQ(ucc::off::select_ranges(c, true, false, false, r, 1), 1u);
   ucc::off::CollCaps forced = c;
   forced.forced = 2;
-  EXPECT_EQ(ucc::off::select_ranges(forced, false, false, r, 8), 1u);
+  EXPECT_EQ(ucc::off::select_ranges(forced, false, false, false, r, 8), 1u);
 }
 
 // Id 3 node-aware below 1 KiB, id 2 from 1 KiB for everyone, id 1 else.
@@ -256,12 +256,50 @@ TEST(Select, NodeAwareRulesNeedTheShapeAndTheWholeTeam) {
   EXPECT_EQ(select_alg_id(c, SelectInput{0, 4096, false, false, false}), 2);
   c.forced = 0;
   ucc::off::SelectRange r[8];
-  ASSERT_EQ(ucc::off::select_ranges(c, false, true, r, 8), 2u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, true, false, r, 8), 2u);
   EXPECT_EQ(r[0].alg, 3);
   EXPECT_EQ(r[1].from, 1024u);
   EXPECT_EQ(r[1].alg, 2);
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, r, 8), 2u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, r, 8), 2u);
   EXPECT_EQ(r[0].alg, 1);
+}
+
+// Id 4 for linear teams below 1 KiB (the shape of the bcast rules), id 1
+// from 1 KiB and for every other team.
+TEST(Select, LinearRulesNeedASmallOneHostTeam) {
+  using ucc::off::select_alg_id;
+  using ucc::off::SelectInput;
+  ucc::off::CollCaps c{};
+  c.algs = 0x9;
+  c.def_alg = 1;
+  c.nrules = 2;
+  c.rules[0] = {1024, 1, ucc::off::When::kAlways, {}};
+  c.rules[1] = {0, 4, ucc::off::When::kLinear, {}};
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 8, false, true, false, true}), 4);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 1023, false, true, false, true}),
+            4);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 1024, false, true, false, true}),
+            1);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 8, false, true, false, false}), 1);
+  ucc::off::SelectRange r[8];
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, r, 8), 2u);
+  EXPECT_EQ(r[0].alg, 4);
+  EXPECT_EQ(r[1].from, 1024u);
+  EXPECT_EQ(r[1].alg, 1);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, r, 8), 1u);
+  EXPECT_EQ(r[0].alg, 1);
+
+  // Which teams: all on one host, from 4 ranks to the configured most.
+  ucc::off::EngineCaps caps{};
+  caps.linear_ranks = 8;
+  EXPECT_FALSE(ucc::off::linear_team(caps, 2, true));
+  EXPECT_FALSE(ucc::off::linear_team(caps, 3, true));
+  EXPECT_TRUE(ucc::off::linear_team(caps, 4, true));
+  EXPECT_TRUE(ucc::off::linear_team(caps, 8, true));
+  EXPECT_FALSE(ucc::off::linear_team(caps, 9, true));
+  EXPECT_FALSE(ucc::off::linear_team(caps, 4, false));
+  caps.linear_ranks = 0;
+  EXPECT_FALSE(ucc::off::linear_team(caps, 4, true));
 }
 
 TEST(EngineConfig, Limits) {
@@ -283,6 +321,9 @@ TEST(EngineConfig, Limits) {
   EXPECT_TRUE(bad([](auto& x) { x.nslots = 128; }));
   EXPECT_TRUE(bad([](auto& x) { x.inflight = 65; }));
   EXPECT_TRUE(bad([](auto& x) { x.unexpected = 5000; }));
+  EXPECT_TRUE(
+      bad([](auto& x) { x.linear_ranks = ucc::off::kMaxLinearRanks + 1; }));
+  EXPECT_FALSE(bad([](auto& x) { x.linear_ranks = 0; }));
   EXPECT_TRUE(bad([](auto& x) {
     x.max_teams = 4096;
     x.team_queue = 65536;

@@ -26,7 +26,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 2;
+inline constexpr uint16_t kCapsVersion = 3;
 inline constexpr uint32_t kMaxRules = 4;  // per collective
 
 // What a rule needs besides the size.
@@ -35,6 +35,8 @@ enum class When : uint8_t {
   kSingleCopy = 1,  // single copy can run this collective (SelectInput)
   kNodeAware = 2,   // the team spans several hosts, some with several of
                     // its ranks, and the collective covers the whole team
+  kLinear = 3,      // the team is on one host, 4 to linear_ranks ranks,
+                    // and the collective covers the whole team
 };
 
 struct SelectRule {
@@ -69,7 +71,8 @@ struct EngineCaps {
   uint64_t max_bytes;        // largest buffer it takes
   uint8_t user_reduce;       // 1: it reduces generic datatypes (host callback)
   uint8_t single_copy;       // 1: single-copy algorithms may run
-  uint8_t pad1[6];
+  uint8_t linear_ranks;      // When::kLinear's largest team (0: never)
+  uint8_t pad1[5];
   uint16_t reduce_ops[kNumDTypes];  // per DType: bit ROp, ops it reduces
   uint8_t pad2[10];
   CollCaps coll[kNumColls];
@@ -100,7 +103,13 @@ struct SelectInput {
   bool single_copy;  // single copy can run it (the engine's verdict)
   bool whole_team;   // it covers the whole team (no active set)
   bool node_aware;   // whole team, several hosts, some with several ranks
+  bool linear;       // whole team, one host, 4 to linear_ranks ranks
 };
+
+// SelectInput::linear for a whole-team collective of a team of n ranks.
+inline bool linear_team(const EngineCaps& c, uint32_t n, bool one_host) {
+  return one_host && n >= 4 && n <= c.linear_ranks;
+}
 
 // The algorithm id for `in`: an explicit or forced id (a single-copy one
 // only where single copy can run, a node-aware one only for the whole
@@ -117,14 +126,16 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
     const SelectRule& r = c.rules[i];
     const bool holds = r.when == When::kAlways ||
                        (r.when == When::kSingleCopy && in.single_copy) ||
-                       (r.when == When::kNodeAware && in.node_aware);
+                       (r.when == When::kNodeAware && in.node_aware) ||
+                       (r.when == When::kLinear && in.linear);
     if (in.bytes >= r.min_bytes && holds) return r.alg;
   }
   return c.def_alg;
 }
 
 // The sizes at which selection changes, for a whole-team collective on a
-// team that can (or cannot) use single copy and node-aware algorithms: out[i] = {from bytes, id} with out[0].from = 0, in
+// team that can (or cannot) use single copy, node-aware and linear
+// algorithms: out[i] = {from bytes, id} with out[0].from = 0, in
 // increasing order, neighbours distinct. Returns how many (<= max; at
 // most kMaxRules + 1 exist).
 struct SelectRange {
@@ -132,6 +143,6 @@ struct SelectRange {
   uint8_t alg;
 };
 uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
-                       SelectRange* out, uint32_t max);
+                       bool linear, SelectRange* out, uint32_t max);
 
 }  // namespace ucc::off

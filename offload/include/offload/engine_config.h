@@ -38,9 +38,18 @@ struct EngineConfig {
   uint64_t cma_min = 0;
   // Per collective: forced algorithm id, 0 = by the rules.
   uint8_t forced[static_cast<int>(CollType::kCount)] = {};
+  // Selection: teams with all their ranks on one host, 4 to linear_ranks
+  // of them, use the flat trees (linear barrier; linear bcast and reduce
+  // below linear_max bytes). 0: never.
+  uint32_t linear_ranks = 8;
+  uint32_t pad = 0;
+  uint64_t linear_max = 64 * 1024;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
-static_assert(sizeof(EngineConfig) == 56);
+static_assert(sizeof(EngineConfig) == 72);
+static_assert(offsetof(EngineConfig, linear_max) == 64);
+// The largest UCC_LINEAR_RANKS (EngineCaps keeps it in a byte).
+inline constexpr uint32_t kMaxLinearRanks = 255;
 static_assert(offsetof(EngineConfig, allreduce_ring_min) == 24);
 
 // Whether every field is within the limits the host's knobs allow (and

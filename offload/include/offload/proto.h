@@ -28,7 +28,7 @@
 namespace ucc::off::proto {
 
 inline constexpr uint32_t kMagic = 0x55434350u;  // "UCCP"
-inline constexpr uint16_t kVersion = 4;
+inline constexpr uint16_t kVersion = 5;
 // Largest body accepted: a kTeamConnect for 65536 ranks.
 inline constexpr uint32_t kMaxBody = 16 + 65536u * sizeof(TeamAddr);
 

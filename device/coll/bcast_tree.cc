@@ -1,4 +1,5 @@
-// Broadcast down a binomial tree, pipelined in slot-sized segments.
+// Broadcast down a tree, pipelined in slot-sized segments; the tree is
+// binomial (depth log2 n) or flat (the root sends to every rank itself).
 //
 // Words: "segment" is one message's worth of the vector (the fabric's slot
 // size). The root sends each segment to its children in order; every other
@@ -15,7 +16,8 @@
 namespace ucc::dev {
 namespace {
 
-struct Binomial {
+template <typename Tree>
+struct TreeBcast {
   uint64_t bytes = 0;
   uint32_t nseg = 0;
   uint32_t seg = 0;    // current segment
@@ -28,8 +30,8 @@ struct Binomial {
     bytes = run.d->count * run.esize;
     nseg = pat::nmsgs(bytes, run.slot);
     root = run.rank == run.d->root;
-    nchildren = pat::tree_nchildren(run.rank, run.d->root, run.size);
-    if (!root) parent = pat::tree_parent(run.rank, run.d->root, run.size);
+    nchildren = Tree::nchildren(run.rank, run.d->root, run.size);
+    if (!root) parent = Tree::parent(run.rank, run.d->root, run.size);
     return progress(run);
   }
 
@@ -44,7 +46,7 @@ struct Binomial {
         if (in == nullptr) return failed(err) ? err : Status::kInProgress;
       }
       for (; child < nchildren; ++child) {
-        uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, child);
+        uint32_t c = Tree::child(run.rank, run.d->root, run.size, child);
         void* out = run.reserve(c);
         if (out == nullptr) return Status::kInProgress;
         Status st = root ? run.copy_in(out, Buf::kSrc, off, len)
@@ -66,8 +68,9 @@ struct Binomial {
 
 }  // namespace
 
-const AlgInfo kBcastBinomial = make_alg<Binomial>();
+const AlgInfo kBcastBinomial = make_alg<TreeBcast<pat::BinomialTree>>();
+const AlgInfo kBcastLinear = make_alg<TreeBcast<pat::FlatTree>>();
 // Fanout descriptors carry count 0: one empty message down each tree edge.
-const AlgInfo kFanoutBinomial = make_alg<Binomial>();
+const AlgInfo kFanoutBinomial = make_alg<TreeBcast<pat::BinomialTree>>();
 
 }  // namespace ucc::dev

@@ -1,4 +1,5 @@
-// Reduce up a binomial tree, pipelined in slot-sized segments.
+// Reduce up a tree, pipelined in slot-sized segments; the tree is binomial
+// (depth log2 n) or flat (every rank sends to the root, which combines).
 //
 // For each segment a non-root rank waits for all its children's messages,
 // then reserves the message towards its parent and accumulates into it:
@@ -17,7 +18,8 @@
 namespace ucc::dev {
 namespace {
 
-struct Binomial {
+template <typename Tree>
+struct TreeReduce {
   uint64_t bytes = 0;
   uint32_t nseg = 0;
   uint32_t seg = 0;
@@ -30,8 +32,8 @@ struct Binomial {
     bytes = run.d->count * run.esize;
     nseg = pat::nmsgs(bytes, run.slot);
     root = run.rank == run.d->root;
-    nchildren = pat::tree_nchildren(run.rank, run.d->root, run.size);
-    if (!root) parent = pat::tree_parent(run.rank, run.d->root, run.size);
+    nchildren = Tree::nchildren(run.rank, run.d->root, run.size);
+    if (!root) parent = Tree::parent(run.rank, run.d->root, run.size);
     return progress(run);
   }
 
@@ -56,7 +58,7 @@ struct Binomial {
       if (failed(st)) return st;
     }
     for (; child < nchildren; ++child) {
-      uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, child);
+      uint32_t c = Tree::child(run.rank, run.d->root, run.size, child);
       Status err = Status::kOk;
       const void* in = run.peek(c, len, &err);
       if (in == nullptr) return failed(err) ? err : Status::kInProgress;
@@ -75,7 +77,7 @@ struct Binomial {
   Status inner_segment(CollRun& run, uint32_t len, uint64_t off, uint64_t cnt) {
     for (uint32_t i = 0; i < nchildren; ++i) {
       Status err = Status::kOk;
-      uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, i);
+      uint32_t c = Tree::child(run.rank, run.d->root, run.size, i);
       if (run.peek(c, len, &err) == nullptr)
         return failed(err) ? err : Status::kInProgress;
     }
@@ -85,7 +87,7 @@ struct Binomial {
     if (nchildren == 0) st = run.copy_in(acc, Buf::kSrc, off, len);
     for (uint32_t i = 0; i < nchildren && ok(st); ++i) {
       Status err = Status::kOk;
-      uint32_t c = pat::tree_child(run.rank, run.d->root, run.size, i);
+      uint32_t c = Tree::child(run.rank, run.d->root, run.size, i);
       const void* in = run.peek(c, len, &err);
       st = i == 0 ? run.reduce_in(acc, in, Buf::kSrc, off, cnt)
                   : run.combine(acc, acc, in, cnt);
@@ -93,15 +95,16 @@ struct Binomial {
     if (failed(st)) return st;
     run.commit(parent, len);
     for (uint32_t i = 0; i < nchildren; ++i)
-      run.release(pat::tree_child(run.rank, run.d->root, run.size, i));
+      run.release(Tree::child(run.rank, run.d->root, run.size, i));
     return Status::kOk;
   }
 };
 
 }  // namespace
 
-const AlgInfo kReduceBinomial = make_alg<Binomial>();
+const AlgInfo kReduceBinomial = make_alg<TreeReduce<pat::BinomialTree>>();
+const AlgInfo kReduceLinear = make_alg<TreeReduce<pat::FlatTree>>();
 // Fanin descriptors carry count 0: one empty message up each tree edge.
-const AlgInfo kFaninBinomial = make_alg<Binomial>();
+const AlgInfo kFaninBinomial = make_alg<TreeReduce<pat::BinomialTree>>();
 
 }  // namespace ucc::dev
