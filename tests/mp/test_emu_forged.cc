@@ -12,8 +12,11 @@
 // and A's address space only (the pid it takes from the socket). Two
 // addresses are B's:
 //
-//   S  mapped in B only (A unmaps its copy after the fork): "another
-//      process's memory" in the plain sense;
+//   S  usable in B only: "another process's memory" in the plain sense.
+//      In A it stays the inaccessible reservation made before the fork
+//      (PROT_NONE), not unmapped: A's own later mappings (the test's
+//      buffers, a sanitizer's allocations) could land in an unmapped hole
+//      of exactly this size and make it A's memory after all;
 //   R  mapped in both (reserved before the fork), holding B's secret in B
 //      and A's own pattern in A, registered by B and not by A.
 //
@@ -210,10 +213,10 @@ int forge(const ucct::Daemon& d, char* S, char* R) {
               ref(out, bytes, kout));
   expect(all_are(R, bytes, kMine), "A's own R changed");
 
-  // Registrations of memory A has not mapped.
+  // Registrations of memory A cannot use.
   uint32_t k = 0;
   expect(f.reg(addr_of(S), bytes, &k) == off::Status::kInvalidParam,
-         "registering S (not mapped in A) was not refused");
+         "registering S (inaccessible in A) was not refused");
   expect(f.reg(0, page(), &k) == off::Status::kInvalidParam,
          "registering page zero was not refused");
   expect(f.reg(uint64_t{0xffff800000000000}, page(), &k) ==
@@ -261,8 +264,7 @@ TEST(EmuForged, DescriptorCannotReachAnotherProcess) {
       size_t sz = 0;
       if (ucc_mem_map(w.ctx, UCC_MEM_MAP_MODE_EXPORT, &mp, &sz, &h) != UCC_OK)
         return 3;
-    } else {  // A
-      munmap(S, bytes);
+    } else {  // A: S stays PROT_NONE here (see the top of the file)
       fill(R, bytes, kMine);
     }
     if (w.barrier() != UCC_OK) return 4;  // B's memory is registered
