@@ -29,7 +29,10 @@ while [ $# -gt 0 ]; do
 done
 
 perftest="$build/tests/perf/ucc_perftest"
-if ! "$perftest" -h | grep -q -- "--compare"; then
+# grep reads the whole help: with -q it could leave at the first match,
+# and the perftest's next write would die of SIGPIPE, which pipefail
+# takes for "no --compare".
+if ! "$perftest" -h | grep -- "--compare" >/dev/null; then
   echo "compare.sh: $perftest has no --compare" >&2
   exit 1
 fi
