@@ -217,13 +217,11 @@ bool one_host(const ucc::off::TeamAddr* addrs, uint32_t n) {
 
 // Several hosts among the members, and one with two of them.
 bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {
-  bool several = false, shared = false;
-  for (uint32_t i = 1; i < n && !several; ++i)
-    several = !same_host(addrs[0], addrs[i]);
-  for (uint32_t i = 0; i < n && several && !shared; ++i)
-    for (uint32_t j = i + 1; j < n && !shared; ++j)
-      shared = same_host(addrs[i], addrs[j]);
-  return several && shared;
+  if (one_host(addrs, n)) return false;
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t j = i + 1; j < n; ++j)
+      if (same_host(addrs[i], addrs[j])) return true;
+  return false;
 }
 
 // Whether a collective of the team is posted and not yet complete.

@@ -6,7 +6,7 @@
 // comes next. On a host with more ranks than cores this beats
 // dissemination, whose log2(n) rounds each need the peer to be scheduled;
 // where every rank has a core, the root's serial 2(n - 1) messages limit
-// it to small teams (selection: When::kFlat). Signals are empty messages.
+// it to small teams (selection: When::kLinear). Signals are empty messages.
 #include "device/coll/algorithms.h"
 
 namespace ucc::dev {

@@ -10,28 +10,16 @@
 //
 // The broadcast buffer is `src` on every rank (ucc.h's convention).
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
 #include "device/coll/streams.h"
+#include "device/coll/tree_walk.h"
 
 namespace ucc::dev {
 namespace {
 
 template <typename Tree>
-struct TreeBcast {
-  uint64_t bytes = 0;
-  uint32_t nseg = 0;
-  uint32_t seg = 0;    // current segment
-  uint32_t child = 0;  // children served for the current segment
-  uint32_t nchildren = 0;
-  uint32_t parent = 0;
-  bool root = false;
-
+struct TreeBcast : TreeWalk {
   Status start(CollRun& run) {
-    bytes = run.d->count * run.esize;
-    nseg = pat::nmsgs(bytes, run.slot);
-    root = run.rank == run.d->root;
-    nchildren = Tree::nchildren(run.rank, run.d->root, run.size);
-    if (!root) parent = Tree::parent(run.rank, run.d->root, run.size);
+    place<Tree>(run);
     return progress(run);
   }
 
@@ -46,7 +34,7 @@ struct TreeBcast {
         if (in == nullptr) return failed(err) ? err : Status::kInProgress;
       }
       for (; child < nchildren; ++child) {
-        uint32_t c = Tree::child(run.rank, run.d->root, run.size, child);
+        uint32_t c = child_rank<Tree>(run, child);
         void* out = run.reserve(c);
         if (out == nullptr) return Status::kInProgress;
         Status st = root ? run.copy_in(out, Buf::kSrc, off, len)

@@ -12,28 +12,16 @@
 // Input is `src` on every rank (the root's `src` is its `dst` when in place);
 // only the root's `dst` is written.
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
 #include "device/coll/streams.h"
+#include "device/coll/tree_walk.h"
 
 namespace ucc::dev {
 namespace {
 
 template <typename Tree>
-struct TreeReduce {
-  uint64_t bytes = 0;
-  uint32_t nseg = 0;
-  uint32_t seg = 0;
-  uint32_t child = 0;  // children combined into the current segment
-  uint32_t nchildren = 0;
-  uint32_t parent = 0;
-  bool root = false;
-
+struct TreeReduce : TreeWalk {
   Status start(CollRun& run) {
-    bytes = run.d->count * run.esize;
-    nseg = pat::nmsgs(bytes, run.slot);
-    root = run.rank == run.d->root;
-    nchildren = Tree::nchildren(run.rank, run.d->root, run.size);
-    if (!root) parent = Tree::parent(run.rank, run.d->root, run.size);
+    place<Tree>(run);
     return progress(run);
   }
 
@@ -58,7 +46,7 @@ struct TreeReduce {
       if (failed(st)) return st;
     }
     for (; child < nchildren; ++child) {
-      uint32_t c = Tree::child(run.rank, run.d->root, run.size, child);
+      uint32_t c = child_rank<Tree>(run, child);
       Status err = Status::kOk;
       const void* in = run.peek(c, len, &err);
       if (in == nullptr) return failed(err) ? err : Status::kInProgress;
@@ -77,7 +65,7 @@ struct TreeReduce {
   Status inner_segment(CollRun& run, uint32_t len, uint64_t off, uint64_t cnt) {
     for (uint32_t i = 0; i < nchildren; ++i) {
       Status err = Status::kOk;
-      uint32_t c = Tree::child(run.rank, run.d->root, run.size, i);
+      uint32_t c = child_rank<Tree>(run, i);
       if (run.peek(c, len, &err) == nullptr)
         return failed(err) ? err : Status::kInProgress;
     }
@@ -87,7 +75,7 @@ struct TreeReduce {
     if (nchildren == 0) st = run.copy_in(acc, Buf::kSrc, off, len);
     for (uint32_t i = 0; i < nchildren && ok(st); ++i) {
       Status err = Status::kOk;
-      uint32_t c = Tree::child(run.rank, run.d->root, run.size, i);
+      uint32_t c = child_rank<Tree>(run, i);
       const void* in = run.peek(c, len, &err);
       st = i == 0 ? run.reduce_in(acc, in, Buf::kSrc, off, cnt)
                   : run.combine(acc, acc, in, cnt);
@@ -95,7 +83,7 @@ struct TreeReduce {
     if (failed(st)) return st;
     run.commit(parent, len);
     for (uint32_t i = 0; i < nchildren; ++i)
-      run.release(Tree::child(run.rank, run.d->root, run.size, i));
+      run.release(child_rank<Tree>(run, i));
     return Status::kOk;
   }
 };

@@ -112,7 +112,6 @@ void Port::fini(bool lost) {
   links_.close(lost);
 }
 
-
 void Port::abandon(uint32_t id) {
   if (mode_of(live_[id]) == kModeTagged)
     abandoned_[nabandoned_++ % kAbandoned] = live_[id];

@@ -167,12 +167,11 @@ class Port {
     if (nheld_[id] != 0) drop_held(id);  // usually it committed them all
   }
 
-  // --- receiving
-  // --------------------------------------------------------------- The oldest
-  // message from `peer` with key k and this kind, or nullptr. *len is its
-  // length as the sender wrote it (the caller checks it), or UINT32_MAX when
-  // the peer's ordered collective in k's place of the sequence is of another
-  // type (a program error the caller must fail).
+  // --- receiving -------------------------------------------------------------
+  // The oldest message from `peer` with key k and this kind, or nullptr.
+  // *len is its length as the sender wrote it (the caller checks it), or
+  // UINT32_MAX when the peer's ordered collective in k's place of the
+  // sequence is of another type (a program error the caller must fail).
   const void* find(uint32_t peer, const MsgKey& k, MsgKind kind,
                    uint32_t* len);
   // Releases the message find() returned (same arguments).

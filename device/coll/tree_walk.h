@@ -1,0 +1,39 @@
+// What the tree algorithms (bcast_tree.cc, reduce_tree.cc) share: this
+// rank's place in the collective's tree, rooted at the descriptor's root,
+// and how far its walk over the vector's segments (one message's worth
+// each) has come. Tree is a shape of patterns.h (BinomialTree,
+// FlatTree).
+#pragma once
+
+#include <cstdint>
+
+#include "device/coll/patterns.h"
+#include "device/engine/coll_run.h"
+
+namespace ucc::dev {
+
+struct TreeWalk {
+  uint64_t bytes = 0;
+  uint32_t nseg = 0;
+  uint32_t seg = 0;    // current segment
+  uint32_t child = 0;  // children done with the current segment
+  uint32_t nchildren = 0;
+  uint32_t parent = 0;  // a non-root's
+  bool root = false;
+
+  template <typename Tree>
+  void place(const CollRun& run) {
+    bytes = run.d->count * run.esize;
+    nseg = pat::nmsgs(bytes, run.slot);
+    root = run.rank == run.d->root;
+    nchildren = Tree::nchildren(run.rank, run.d->root, run.size);
+    if (!root) parent = Tree::parent(run.rank, run.d->root, run.size);
+  }
+  // The i-th child's rank.
+  template <typename Tree>
+  static uint32_t child_rank(const CollRun& run, uint32_t i) {
+    return Tree::child(run.rank, run.d->root, run.size, i);
+  }
+};
+
+}  // namespace ucc::dev
