@@ -7,8 +7,8 @@
 //           (host/link_daemon.cc).
 // The link owns the channel's memory (channel.h): completion words either
 // way, and the ring that carries descriptors to a remote engine (an
-// inline one takes them straight from submit()). The link answers the engine's capability
-// record (caps.h) from the engine itself.
+// inline one takes them straight from submit()). The link answers the
+// engine's capability record (caps.h) from the engine itself.
 //
 // Threads: the context serialises every call (its lock in
 // UCC_THREAD_MULTIPLE).
