@@ -192,40 +192,64 @@ const char* mpi_unsupported(const Config& cfg) {
   return nullptr;
 }
 
-bool mpi_coll(const Config& cfg, bool inplace, void* src, void* dst,
-              uint64_t count) {
-  const MPI_Datatype dt = mpi_dt(cfg.dt->dt);
-  const MPI_Op op = mpi_op(cfg.op);
-  const MPI_Comm comm = g_bench_comm;
-  if (count > static_cast<uint64_t>(INT32_MAX)) return false;  // MPI's int
-  const int n = static_cast<int>(count);
-  const int root = static_cast<int>(cfg.root);
+struct MpiCall {
+  ucc_coll_type_t type;
+  const void* in;  // send buffer, or MPI_IN_PLACE
+  void* buf;       // bcast's buffer
+  void* dst;
+  int n;       // elements per rank
+  int scount;  // allgather's, alltoall's send count (0 in place)
+  MPI_Datatype dt;
+  MPI_Op op;
+  int root;
+  MPI_Comm comm;
+};
+
+std::shared_ptr<const MpiCall> mpi_prepare(const Config& cfg, bool inplace,
+                                           void* src, void* dst,
+                                           uint64_t count) {
+  if (count > static_cast<uint64_t>(INT32_MAX)) return nullptr;  // MPI's int
+  auto c = std::make_shared<MpiCall>();
+  c->type = cfg.coll->type;
+  c->comm = g_bench_comm;
+  c->dt = mpi_dt(cfg.dt->dt);
+  c->op = mpi_op(cfg.op);
+  c->n = static_cast<int>(count);
+  c->scount = inplace ? 0 : c->n;
+  c->root = static_cast<int>(cfg.root);
+  c->buf = src;
+  c->dst = dst;
+  c->in = inplace ? MPI_IN_PLACE : src;
   int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  void* in = inplace ? MPI_IN_PLACE : src;
+  MPI_Comm_rank(c->comm, &rank);
+  if (c->type == UCC_COLL_TYPE_REDUCE)
+    c->in = inplace && rank == c->root ? MPI_IN_PLACE : src;
+  return c;
+}
+
+bool mpi_call(const MpiCall& c) {
   int rc = MPI_ERR_OTHER;
-  switch (cfg.coll->type) {
+  switch (c.type) {
     case UCC_COLL_TYPE_BARRIER:
-      rc = MPI_Barrier(comm);
+      rc = MPI_Barrier(c.comm);
       break;
     case UCC_COLL_TYPE_ALLREDUCE:
-      rc = MPI_Allreduce(in, dst, n, dt, op, comm);
+      rc = MPI_Allreduce(c.in, c.dst, c.n, c.dt, c.op, c.comm);
       break;
     case UCC_COLL_TYPE_BCAST:
-      rc = MPI_Bcast(src, n, dt, root, comm);
+      rc = MPI_Bcast(c.buf, c.n, c.dt, c.root, c.comm);
       break;
     case UCC_COLL_TYPE_REDUCE:
-      rc = MPI_Reduce(inplace && rank == root ? MPI_IN_PLACE : src, dst, n, dt,
-                      op, root, comm);
+      rc = MPI_Reduce(c.in, c.dst, c.n, c.dt, c.op, c.root, c.comm);
       break;
     case UCC_COLL_TYPE_ALLGATHER:
-      rc = MPI_Allgather(in, inplace ? 0 : n, dt, dst, n, dt, comm);
+      rc = MPI_Allgather(c.in, c.scount, c.dt, c.dst, c.n, c.dt, c.comm);
       break;
     case UCC_COLL_TYPE_ALLTOALL:
-      rc = MPI_Alltoall(in, inplace ? 0 : n, dt, dst, n, dt, comm);
+      rc = MPI_Alltoall(c.in, c.scount, c.dt, c.dst, c.n, c.dt, c.comm);
       break;
     case UCC_COLL_TYPE_REDUCE_SCATTER:
-      rc = MPI_Reduce_scatter_block(src, dst, n, dt, op, comm);
+      rc = MPI_Reduce_scatter_block(c.buf, c.dst, c.n, c.dt, c.op, c.comm);
       break;
     default:
       break;

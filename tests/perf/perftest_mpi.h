@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "tests/common/harness.h"
@@ -48,9 +49,16 @@ int mpi_relaunch(int argc, char** argv, const Config& cfg);
 const char* mpi_unsupported(const Config& cfg);
 
 // One blocking MPI collective on the perftest's buffers, with UCC's buffer
-// conventions (count per rank as in ucc_perftest). Returns true on success.
-bool mpi_coll(const Config& cfg, bool inplace, void* src, void* dst,
-              uint64_t count);
+// conventions (count per rank as in ucc_perftest), its arguments resolved
+// once (datatype, op, rank, buffers) so that a timed mpi_call() is MPI's
+// call alone, as our timed post is of a request made beforehand. nullptr
+// when MPI cannot take the arguments (a count over INT_MAX).
+struct MpiCall;
+std::shared_ptr<const MpiCall> mpi_prepare(const Config& cfg, bool inplace,
+                                           void* src, void* dst,
+                                           uint64_t count);
+// Runs it; true on success.
+bool mpi_call(const MpiCall& c);
 bool mpi_barrier();
 
 // The MPI library's name and version, one line ("built without MPI").

@@ -22,7 +22,12 @@ int mpi_relaunch(int, char**, const Config&) {
 }
 
 const char* mpi_unsupported(const Config&) { return "built without MPI"; }
-bool mpi_coll(const Config&, bool, void*, void*, uint64_t) { return false; }
+struct MpiCall {};
+std::shared_ptr<const MpiCall> mpi_prepare(const Config&, bool, void*, void*,
+                                           uint64_t) {
+  return nullptr;
+}
+bool mpi_call(const MpiCall&) { return false; }
 bool mpi_barrier() { return false; }
 std::string mpi_library_version() { return "built without MPI"; }
 

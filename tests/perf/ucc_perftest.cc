@@ -162,17 +162,22 @@ void fail_line(int rank, const char* what, uint64_t count, ucc_status_t st) {
 // progress only, no yields; the clock is read every 1024 polls for the
 // deadline.
 ucc_status_t post_and_wait(World& w, ucc_coll_req_h req, double* t_us) {
-  const double t0 = now_s();
+  // Untimed (t_us null, the barrier between iterations): no clock read
+  // before the post or after completion, as MPI_Barrier has none in
+  // --compare's iteration; the timeout clock starts at the 1024th poll.
+  double t0 = t_us != nullptr ? now_s() : 0;
   ucc_status_t st = ucc_collective_post(req);
   if (st != UCC_OK) return st;
   unsigned polls = 0;
   while ((st = ucc_collective_test(req)) == UCC_INPROGRESS) {
     const ucc_status_t pst = ucc_context_progress(w.ctx);
     if (pst < 0) return pst;
-    if ((++polls & 1023) == 0 && now_s() - t0 > kWaitTimeoutS)
-      return UCC_ERR_TIMED_OUT;
+    if ((++polls & 1023) == 0) {
+      if (t0 == 0) t0 = now_s();
+      if (now_s() - t0 > kWaitTimeoutS) return UCC_ERR_TIMED_OUT;
+    }
   }
-  *t_us = (now_s() - t0) * 1e6;
+  if (t_us != nullptr) *t_us = (now_s() - t0) * 1e6;
   return st;
 }
 
@@ -273,13 +278,14 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
     out->wrong = 1;
   }
 
+  std::shared_ptr<const MpiCall> mpi;
   if (st == UCC_OK && cfg.compare) {
     // The same check for MPI's collective, on freshly filled buffers.
     fill_inputs(setup, src.get(), src_count, dst.get(),
                 dst_here ? dst_count : 0);
     out->mpi_wrong = 0;
-    if (!mpi_barrier() ||
-        !mpi_coll(cfg, inplace, src.get(), dst.get(), count)) {
+    mpi = mpi_prepare(cfg, inplace, src.get(), dst.get(), count);
+    if (mpi == nullptr || !mpi_barrier() || !mpi_call(*mpi)) {
       fail_line(r, "MPI collective", count, UCC_ERR_NO_MESSAGE);
       ucc_collective_finalize(req);
       return UCC_ERR_NO_MESSAGE;
@@ -313,15 +319,14 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
       step = "MPI iteration";
       const bool aligned = mpi_barrier();
       const double t0 = now_s();
-      if (!aligned || !mpi_coll(cfg, inplace, src.get(), dst.get(), count)) {
+      if (!aligned || !mpi_call(*mpi)) {
         st = UCC_ERR_NO_MESSAGE;
         break;
       }
       if (it >= warmup) mpi_sum += (now_s() - t0) * 1e6;
     }
     step = "barrier";
-    double b_us = 0;
-    st = post_and_wait(w, breq, &b_us);
+    st = post_and_wait(w, breq, nullptr);
     if (st != UCC_OK) break;
     step = "timed iteration";
     st = post_and_wait(w, req, &t_us);
@@ -342,8 +347,7 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   const double pure = iters ? sum / iters : 0;
   for (int it = 0; cfg.overlap && st == UCC_OK && it < warmup + iters; ++it) {
     step = "barrier";
-    double b_us = 0;
-    st = post_and_wait(w, breq, &b_us);
+    st = post_and_wait(w, breq, nullptr);
     if (st != UCC_OK) break;
     step = "overlap iteration";
     const double t0 = now_s();
