@@ -136,27 +136,6 @@ Port::Class Port::classify(const MsgKey& k) const {
   return Class::kFuture;
 }
 
-void* Port::reserve(uint32_t peer, uint32_t id) {
-  const uint8_t held = owner_[peer];
-  if (held != 0 && held != id + 1) return nullptr;
-  if (id != oldest_ && links_.tx_free(peer) <= 1) return nullptr;
-  void* p = links_.tx_reserve(peer);
-  if (p != nullptr && held == 0) {
-    owner_[peer] = static_cast<uint8_t>(id + 1);
-    ++nheld_[id];
-  }
-  return p;
-}
-
-void Port::commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind) {
-  const uint8_t held = owner_[peer];
-  if (held != 0) {
-    --nheld_[held - 1];
-    owner_[peer] = 0;
-  }
-  links_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
-}
-
 void Port::drop_held(uint32_t id) {
   for (uint32_t p = 0; p < nranks_; ++p) {
     if (owner_[p] == id + 1) owner_[p] = 0;
@@ -203,8 +182,8 @@ int32_t Port::ring_find(uint32_t peer, const MsgKey& k, MsgKind kind,
   return scan(peer, links_.rx_epoch(peer) == epoch ? n : 0, m, k, kind, clash);
 }
 
-const void* Port::find(uint32_t peer, const MsgKey& k, MsgKind kind,
-                       uint32_t* len) {
+const void* Port::find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
+                           uint32_t* len) {
   if (stored_ != 0) {
     int32_t e = store_->find(team_, peer, k, kind);
     if (e >= 0) {

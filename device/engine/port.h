@@ -160,8 +160,25 @@ class Port {
   void set_oldest(uint32_t id) { oldest_ = id; }
 
   // --- sending (peer = team rank) -------------------------------------------
-  void* reserve(uint32_t peer, uint32_t id);
-  void commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind);
+  void* reserve(uint32_t peer, uint32_t id) {
+    const uint8_t held = owner_[peer];
+    if (held != 0 && held != id + 1) return nullptr;
+    if (id != oldest_ && links_.tx_free(peer) <= 1) return nullptr;
+    void* p = links_.tx_reserve(peer);
+    if (p != nullptr && held == 0) {
+      owner_[peer] = static_cast<uint8_t>(id + 1);
+      ++nheld_[id];
+    }
+    return p;
+  }
+  void commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind) {
+    const uint8_t held = owner_[peer];
+    if (held != 0) {
+      --nheld_[held - 1];
+      owner_[peer] = 0;
+    }
+    links_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
+  }
   // Drops every reservation `id` holds (it ended before committing).
   void drop_reservations(uint32_t id) {
     if (nheld_[id] != 0) drop_held(id);  // usually it committed them all
@@ -173,7 +190,26 @@ class Port {
   // UINT32_MAX when the peer's ordered collective in k's place of the
   // sequence is of another type (a program error the caller must fail).
   const void* find(uint32_t peer, const MsgKey& k, MsgKind kind,
-                   uint32_t* len);
+                   uint32_t* len) {
+    // Inline, what a small collective meets on almost every call: nothing
+    // in the store, and after the poll nothing pending from the peer (a
+    // miss: the caller polls again) or just the message sought. Polling
+    // first gives the same answer as find_any's known-first search, as
+    // the only pending message is the oldest.
+    if (stored_ == 0) {
+      const uint32_t m = links_.rx_poll(peer);
+      if (m == 0) return nullptr;
+      const MsgHdr* h = links_.rx_hdr(peer, 0);
+      if (m == 1 && h != nullptr && h->kind == static_cast<uint8_t>(kind) &&
+          h->key == k) {
+        *len = h->len;
+        last_ = Found{peer, 0, links_.rx_epoch(peer),
+                      static_cast<uint8_t>(kind), k};
+        return links_.rx_payload(peer, 0);
+      }
+    }
+    return find_any(peer, k, kind, len);
+  }
   // Releases the message find() returned (same arguments).
   void release(uint32_t peer, const MsgKey& k, MsgKind kind) {
     // Usually the message find() just returned: while the peer's pending
@@ -215,6 +251,9 @@ class Port {
   void drop_held(uint32_t id);
   void abandon(uint32_t id);
   void release_any(uint32_t peer, const MsgKey& k, MsgKind kind);
+  // find() in full: the store, then the inbox, stale messages dropped.
+  const void* find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
+                       uint32_t* len);
   // Ring position of the oldest match, or -1; drops stale messages met.
   int32_t ring_find(uint32_t peer, const MsgKey& k, MsgKind kind, bool* clash);
   int32_t scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,

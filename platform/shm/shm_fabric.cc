@@ -144,15 +144,6 @@ void ShmFabric::close(bool lost) {
   seal();
 }
 
-void ShmFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                          uint8_t kind) {
-  peers_[peer].tx_commit(cfg_, len, key, kind);
-  ++events_;
-  // After the publication, so a receiver that sees the count change finds
-  // the message.
-  if (kind != 0) maps_[peer].attention->fetch_add(1, std::memory_order_release);
-}
-
 bool ShmFabric::peer_lost() const {
   if (maps_ == nullptr) return false;
   for (uint32_t i = 0; i < cfg_.nranks; ++i) {

@@ -48,7 +48,14 @@ class ShmFabric final : public InboxFabric {
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override;
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                 uint8_t kind) override;
+                 uint8_t kind) override {
+    peers_[peer].tx_commit(cfg_, len, key, kind);
+    ++events_;
+    // After the publication, so a receiver that sees the count change
+    // finds the message.
+    if (kind != 0)
+      maps_[peer].attention->fetch_add(1, std::memory_order_release);
+  }
   void rx_release(uint32_t peer, uint32_t i) override {
     if (peers_[peer].rx_release(i)) ++events_;
   }
