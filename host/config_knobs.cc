@@ -108,10 +108,13 @@ const KnobInfo kKnobTable[kNumKnobs] = {
     {"LINEAR_RANKS", "8", Scope::kContext,
      "Teams with all their ranks on one host, 4 to this many of them "
      "(at most 255; 0: never), run barrier, and bcast and reduce below "
-     "UCC_LINEAR_MAX bytes, over flat trees (the linear algorithms)"},
+     "UCC_LINEAR_MAX bytes, over flat trees, and allgather and alltoall "
+     "below it by sending to every rank at once (the linear algorithms)"},
     {"LINEAR_MAX", "64K", Scope::kContext,
-     "Bcast and reduce vectors of fewer bytes use the linear algorithm "
-     "where UCC_LINEAR_RANKS allows it, larger ones the binomial tree"},
+     "Bcast and reduce vectors, and allgather and alltoall blocks, of "
+     "fewer bytes use the linear algorithm where UCC_LINEAR_RANKS allows "
+     "it; larger ones the binomial tree, the ring or the pairwise "
+     "exchange"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "
@@ -128,11 +131,13 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
      "hier_ring (node-aware: leaders, or the ring host by host)"},
     {"ALLGATHER_ALG", "auto", Scope::kContext,
-     "Allgather algorithm: auto, ring, cma, hier (cma: single copy, where "
-     "UCC_CMA allows it; elsewhere the default; hier: node-aware ring)"},
+     "Allgather algorithm: auto, ring, cma, hier, linear (cma: single "
+     "copy, where UCC_CMA allows it; elsewhere the default; hier: "
+     "node-aware ring; linear: to every rank at once)"},
     {"ALLTOALL_ALG", "auto", Scope::kContext,
-     "Alltoall algorithm: auto, pairwise, cma (cma: single copy, where UCC_CMA "
-     "allows it; elsewhere the default)"},
+     "Alltoall algorithm: auto, pairwise, cma, linear (cma: single copy, "
+     "where UCC_CMA allows it; elsewhere the default; linear: every block "
+     "to its rank at once)"},
     {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
      "Reduce-scatter algorithm: auto, ring, hier (node-aware ring)"},
     {"GATHER_ALG", "auto", Scope::kContext, "Gather algorithm: auto, linear"},

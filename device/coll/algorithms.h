@@ -20,6 +20,8 @@ extern const AlgInfo kAllreduceRecursiveDoubling;
 extern const AlgInfo kAllreduceRing;
 extern const AlgInfo kAllgatherRing;
 extern const AlgInfo kAlltoallPairwise;
+extern const AlgInfo kAllgatherLinear;
+extern const AlgInfo kAlltoallLinear;
 extern const AlgInfo kReduceScatterRing;
 extern const AlgInfo kReduceScattervRing;
 extern const AlgInfo kAlltoallvPairwise;

@@ -21,8 +21,9 @@ constexpr ById kById[] = {
     {nullptr, &kReduceBinomial, &kReduceHier, &kReduceLinear},
     {nullptr, &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceHier,
      &kAllreduceHierRing},
-    {nullptr, &kAllgatherRing, &kAllgatherSingleCopy, &kAllgatherHier},
-    {nullptr, &kAlltoallPairwise, &kAlltoallSingleCopy},
+    {nullptr, &kAllgatherRing, &kAllgatherSingleCopy, &kAllgatherHier,
+     &kAllgatherLinear},
+    {nullptr, &kAlltoallPairwise, &kAlltoallSingleCopy, &kAlltoallLinear},
     {nullptr, &kReduceScatterRing, &kReduceScatterHier},
     {nullptr, &kGatherLinear},
     {nullptr, &kGathervLinear},
@@ -65,6 +66,9 @@ struct Rule {
 // in turn; with more ranks than cores every such wait is a trip through
 // the scheduler (docs/performance.md). Binomial from UCC_LINEAR_MAX on,
 // where the root's n - 1 copies would cost more than the tree's depth.
+// Allgather and alltoall likewise below UCC_LINEAR_MAX bytes per block:
+// the linear exchange sends to every rank at once instead of the ring's
+// and the pairwise exchange's n - 1 lockstep steps.
 constexpr Rule kRules[] = {
     {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
     {CollType::kBarrier, From::kZero, off::When::kLinear, 4},
@@ -77,7 +81,11 @@ constexpr Rule kRules[] = {
     {CollType::kReduce, From::kZero, off::When::kLinear, 3},
     {CollType::kAllgather, From::kCmaMin, off::When::kSingleCopy, 2},
     {CollType::kAllgather, From::kZero, off::When::kNodeAware, 3},
+    {CollType::kAllgather, From::kLinearMax, off::When::kAlways, 1},
+    {CollType::kAllgather, From::kZero, off::When::kLinear, 4},
     {CollType::kAlltoall, From::kCmaMin, off::When::kSingleCopy, 2},
+    {CollType::kAlltoall, From::kLinearMax, off::When::kAlways, 1},
+    {CollType::kAlltoall, From::kZero, off::When::kLinear, 3},
     {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kNodeAware, 4},
     {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kAlways, 2},
     {CollType::kAllreduce, From::kZero, off::When::kNodeAware, 3},

@@ -66,18 +66,22 @@ constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
     side(E, Extent::kTeam, kSame, Layout::kTeam)},
-   3, {{1, "ring", "pipelined ring"},
+   4, {{1, "ring", "pipelined ring"},
        {2, "cma", "every rank reads every other rank's block (cross-memory "
                   "attach)"},
        {3, "hier", "node-aware: the pipelined ring over the ranks host by "
-                   "host"}}},
+                   "host"},
+       {4, "linear", "every rank sends its block to every other rank at "
+                     "once, in slot-sized rounds"}}},
   {CollType::kAlltoall, "alltoall", false, false, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kTeam, kSame, Layout::kTeam),
     side(E, Extent::kTeam, kSame, Layout::kTeam)},
-   2, {{1, "pairwise", "n steps of symmetric pairwise exchange"},
+   3, {{1, "pairwise", "n steps of symmetric pairwise exchange"},
        {2, "cma", "every rank reads its block of every other rank's src "
-                  "(cross-memory attach)"}}},
+                  "(cross-memory attach)"},
+       {3, "linear", "every rank sends each block to its rank at once, in "
+                     "slot-sized rounds"}}},
   {CollType::kReduceScatter, "reduce_scatter", false, true,
    InPlaceRule::kEveryone, Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kTeam, kSame, Layout::kTeam),

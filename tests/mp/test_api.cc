@@ -334,22 +334,32 @@ TEST(Api, SelectionAndCapabilitiesComeFromTheEngine) {
 
 // One-host teams of 4 to UCC_LINEAR_RANKS ranks take the flat trees:
 // the linear barrier, and linear bcast and reduce below UCC_LINEAR_MAX;
-// smaller teams, and teams past the limit, the log-depth algorithms.
+// and the linear exchange for allgather and alltoall below it; smaller
+// teams, and teams past the limit, the log-depth algorithms and the ring
+// and pairwise exchange.
 TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
   struct Want {
     int n;
     std::vector<std::pair<std::string, std::string>> env;
     const char* barrier;
     const char* bcast;  // reduce selects the same
+    const char* allgather;
+    const char* alltoall;
   };
   const Want wants[] = {
-      {4, {}, "linear@0", "linear@0,binomial@65536"},
-      {4, {{"UCC_LINEAR_MAX", "1K"}}, "linear@0", "linear@0,binomial@1024"},
-      {4, {{"UCC_LINEAR_RANKS", "0"}}, "dissemination@0", "binomial@0"},
-      {5, {{"UCC_LINEAR_RANKS", "4"}}, "dissemination@0", "binomial@0"},
-      {3, {}, "dissemination@0", "binomial@0"},
+      {4, {}, "linear@0", "linear@0,binomial@65536", "linear@0,ring@65536",
+       "linear@0,pairwise@65536"},
+      {4, {{"UCC_LINEAR_MAX", "1K"}}, "linear@0", "linear@0,binomial@1024",
+       "linear@0,ring@1024", "linear@0,pairwise@1024"},
+      {4, {{"UCC_LINEAR_RANKS", "0"}}, "dissemination@0", "binomial@0",
+       "ring@0", "pairwise@0"},
+      {5, {{"UCC_LINEAR_RANKS", "4"}}, "dissemination@0", "binomial@0",
+       "ring@0", "pairwise@0"},
+      {3, {}, "dissemination@0", "binomial@0", "ring@0", "pairwise@0"},
       {4, {{"UCC_BARRIER_ALG", "rd"}, {"UCC_BCAST_ALG", "binomial"}},
-       "rd@0", "binomial@0"},
+       "rd@0", "binomial@0", "linear@0,ring@65536", "linear@0,pairwise@65536"},
+      {4, {{"UCC_ALLGATHER_ALG", "ring"}, {"UCC_ALLTOALL_ALG", "pairwise"}},
+       "linear@0", "linear@0,binomial@65536", "ring@0", "pairwise@0"},
   };
   for (const Want& want : wants) {
     EXPECT_TRUE(ucct::run_ranks(want.n, [&](ucct::Rank& r) {
@@ -359,13 +369,20 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
       const std::string b = selection(w.team, UCC_COLL_TYPE_BARRIER);
       const std::string bc = selection(w.team, UCC_COLL_TYPE_BCAST);
       const std::string rd = selection(w.team, UCC_COLL_TYPE_REDUCE);
-      const bool forced_bcast = want.env.size() == 2;
+      const std::string ag = selection(w.team, UCC_COLL_TYPE_ALLGATHER);
+      const std::string aa = selection(w.team, UCC_COLL_TYPE_ALLTOALL);
+      const bool forced_bcast =
+          !want.env.empty() && want.env[0].first == "UCC_BARRIER_ALG";
       const bool ok = b == want.barrier && bc == want.bcast &&
                       rd == (forced_bcast ? "linear@0,binomial@65536"
-                                          : want.bcast);
+                                          : want.bcast) &&
+                      ag == want.allgather && aa == want.alltoall;
       if (!ok)
-        std::fprintf(stderr, "n=%d: barrier %s, bcast %s, reduce %s\n",
-                     want.n, b.c_str(), bc.c_str(), rd.c_str());
+        std::fprintf(stderr,
+                     "n=%d: barrier %s, bcast %s, reduce %s, allgather %s, "
+                     "alltoall %s\n",
+                     want.n, b.c_str(), bc.c_str(), rd.c_str(), ag.c_str(),
+                     aa.c_str());
       return ok ? 0 : 1;
     })) << "n=" << want.n;
   }

@@ -82,6 +82,17 @@ const Config kConfigs[] = {
       {"UCC_REDUCE_ALG", "binomial"}},
      false,
      {"barrier", "bcast", "reduce"}},
+    // The linear exchange at every team size and block size (by default
+    // only one-host teams of 4 to 8 ranks below 64 KiB run it), and the
+    // ring and pairwise exchange where those are not the default any more.
+    {"exchange",
+     {{"UCC_ALLGATHER_ALG", "linear"}, {"UCC_ALLTOALL_ALG", "linear"}},
+     false,
+     {"allgather", "alltoall"}},
+    {"ring_pairwise",
+     {{"UCC_ALLGATHER_ALG", "ring"}, {"UCC_ALLTOALL_ALG", "pairwise"}},
+     false,
+     {"allgather", "alltoall"}},
     // Single copy for every size, and from its default threshold on (the
     // default config never single-copies). Emu engines never single-copy:
     // there both run the slot algorithms.
