@@ -17,6 +17,7 @@
 // are the same bytes: p's segment j is taken only once ours to p has left.
 // The run's block tables say where each block is (allgather: every peer
 // gets our own block).
+#include <algorithm>
 #include <cstring>
 
 #include "device/coll/algorithms.h"
@@ -64,10 +65,8 @@ struct Exchange {
     rounds = 0;
     for (uint32_t p = 0; p < run.size; ++p) {
       if (p == me) continue;
-      const uint32_t m = pat::nmsgs(sbytes(run, p), run.slot);
-      const uint32_t r = pat::nmsgs(dbytes(run, p), run.slot);
-      rounds = m > rounds ? m : rounds;
-      rounds = r > rounds ? r : rounds;
+      rounds = std::max({rounds, pat::nmsgs(sbytes(run, p), run.slot),
+                         pat::nmsgs(dbytes(run, p), run.slot)});
     }
     begin_round(run);
     return progress(run);
@@ -97,8 +96,7 @@ struct Exchange {
       // To every peer with room, from the next rank up (the one that
       // takes from us first); a full inbox is tried again next time.
       for (uint32_t i = 1; i < run.size && ntx != 0; ++i) {
-        const uint32_t p = run.rank + i < run.size ? run.rank + i
-                                                   : run.rank + i - run.size;
+        const uint32_t p = pat::mod(int64_t{run.rank} + i, run.size);
         if (has(tx, p)) continue;
         void* out = run.reserve(p);
         if (out == nullptr) continue;
@@ -113,8 +111,7 @@ struct Exchange {
       // From every peer whose message is in, from the previous rank down
       // (the one that sends to us first).
       for (uint32_t i = 1; i < run.size && nrx != 0; ++i) {
-        const uint32_t p =
-            run.rank >= i ? run.rank - i : run.rank + run.size - i;
+        const uint32_t p = pat::mod(int64_t{run.rank} - i, run.size);
         if (has(rx, p) || !has(tx, p)) continue;
         const uint32_t len = msg_len(dbytes(run, p), run.slot, round);
         Status err = Status::kOk;

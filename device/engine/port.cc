@@ -194,14 +194,9 @@ const void* Port::find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
   bool clash = false;
   int32_t s = ring_find(peer, k, kind, &clash);
   if (s < 0) return nullptr;
-  uint32_t u = static_cast<uint32_t>(s);
-  if (clash) {
-    *len = UINT32_MAX;
-  } else {
-    *len = links_.rx_hdr(peer, u)->len;
-    last_ =
-        Found{peer, u, links_.rx_epoch(peer), static_cast<uint8_t>(kind), k};
-  }
+  const uint32_t u = static_cast<uint32_t>(s);
+  if (!clash) return found(peer, u, *links_.rx_hdr(peer, u), k, kind, len);
+  *len = UINT32_MAX;
   return links_.rx_payload(peer, u);
 }
 

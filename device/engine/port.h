@@ -199,13 +199,11 @@ class Port {
     if (stored_ == 0) {
       const uint32_t m = links_.rx_poll(peer);
       if (m == 0) return nullptr;
-      const MsgHdr* h = links_.rx_hdr(peer, 0);
-      if (m == 1 && h != nullptr && h->kind == static_cast<uint8_t>(kind) &&
-          h->key == k) {
-        *len = h->len;
-        last_ = Found{peer, 0, links_.rx_epoch(peer),
-                      static_cast<uint8_t>(kind), k};
-        return links_.rx_payload(peer, 0);
+      if (m == 1) {
+        const MsgHdr* h = links_.rx_hdr(peer, 0);
+        if (h != nullptr && h->kind == static_cast<uint8_t>(kind) &&
+            h->key == k)
+          return found(peer, 0, *h, k, kind, len);
       }
     }
     return find_any(peer, k, kind, len);
@@ -251,6 +249,15 @@ class Port {
   void drop_held(uint32_t id);
   void abandon(uint32_t id);
   void release_any(uint32_t peer, const MsgKey& k, MsgKind kind);
+  // The inbox message at `idx` (header h) is find()'s answer: its length
+  // and payload, remembered for release().
+  const void* found(uint32_t peer, uint32_t idx, const MsgHdr& h,
+                    const MsgKey& k, MsgKind kind, uint32_t* len) {
+    *len = h.len;
+    last_ = Found{peer, idx, links_.rx_epoch(peer), static_cast<uint8_t>(kind),
+                  k};
+    return links_.rx_payload(peer, idx);
+  }
   // find() in full: the store, then the inbox, stale messages dropped.
   const void* find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
                        uint32_t* len);
