@@ -216,6 +216,9 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u <= 4096;
     case Knob::kPollSpin:
       return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u <= 1000000);
+    case Knob::kHostCpus:
+      return strcasecmp(v, "auto") == 0 ||
+             (parse_size(v, &u) && u >= 1 && u <= off::kMaxHostCpus);
     case Knob::kAllreduceRingMin:
     case Knob::kCmaMin:
     case Knob::kLinearMax:
@@ -475,6 +478,16 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.allreduce_ring_min = num(Knob::kAllreduceRingMin);
   e.linear_ranks = static_cast<uint32_t>(num(Knob::kLinearRanks));
   e.linear_max = num(Knob::kLinearMax);
+  if (strcasecmp(c.value[static_cast<int>(Knob::kHostCpus)], "auto") == 0) {
+    // The machine's CPUs, not this thread's affinity: a launcher that
+    // binds each rank to one core (mpirun, ucc_perftest) has not
+    // oversubscribed anything.
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    e.cpus = static_cast<uint32_t>(std::clamp<long>(
+        online, 1, static_cast<long>(off::kMaxHostCpus)));
+  } else {
+    e.cpus = static_cast<uint32_t>(num(Knob::kHostCpus));
+  }
   // Whether the kernel lets peers attach is known at context creation
   // (context.cc); 0 turns single copy off.
   const bool cma = strcasecmp(c.value[static_cast<int>(Knob::kCma)], "no") != 0;

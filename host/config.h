@@ -35,6 +35,7 @@ enum class Knob : uint8_t {
   kUnexpectedSlots,
   kMemMapHandles,
   kPollSpin,
+  kHostCpus,
   kHostId,
   kNet,
   kNetIf,

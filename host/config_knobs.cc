@@ -55,7 +55,14 @@ const KnobInfo kKnobTable[kNumKnobs] = {
     {"POLL_SPIN", "auto", Scope::kContext,
      "Idle ucc_context_progress calls before each further idle call "
      "yields the CPU; auto: 2 when a team has more ranks on this host than "
-     "the host has CPUs online, or with UCC_OFFLOAD=emu; 128 otherwise"},
+     "the host has CPUs (UCC_HOST_CPUS), or with UCC_OFFLOAD=emu; 128 "
+     "otherwise"},
+    {"HOST_CPUS", "auto", Scope::kContext,
+     "The CPUs this host's ranks run on (1..65535); auto: the CPUs online. "
+     "A team with more ranks on this host than this is crowded: "
+     "UCC_POLL_SPIN=auto yields sooner, and a linear team (UCC_LINEAR_RANKS) "
+     "runs the linear barrier instead of dissemination. emu: the daemon "
+     "runs every engine on one thread, so its linear teams are crowded"},
     {"HOST_ID", "", Scope::kContext,
      "The host this process counts as on: ranks with the same host share "
      "memory, the others use the network. Empty: the kernel's boot id and "
@@ -107,9 +114,10 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "allows it"},
     {"LINEAR_RANKS", "8", Scope::kContext,
      "Teams with all their ranks on one host, 4 to this many of them "
-     "(at most 255; 0: never), run barrier, and bcast and reduce below "
-     "UCC_LINEAR_MAX bytes, over flat trees, and allgather and alltoall "
-     "below it by sending to every rank at once (the linear algorithms)"},
+     "(at most 255; 0: never), run bcast and reduce below UCC_LINEAR_MAX "
+     "bytes over flat trees, and allgather and alltoall below it by "
+     "sending to every rank at once (the linear algorithms); barrier too "
+     "where the team is crowded (UCC_HOST_CPUS)"},
     {"LINEAR_MAX", "64K", Scope::kContext,
      "Bcast and reduce vectors, and allgather and alltoall blocks, of "
      "fewer bytes use the linear algorithm where UCC_LINEAR_RANKS allows "
@@ -119,7 +127,7 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "
      "several of its ranks; linear: fan-in to rank 0 and fan-out, see "
-     "UCC_LINEAR_RANKS)"},
+     "UCC_LINEAR_RANKS and UCC_HOST_CPUS)"},
     {"BCAST_ALG", "auto", Scope::kContext,
      "Bcast algorithm: auto, binomial, cma, hier, linear (cma: single copy, "
      "where UCC_CMA allows it; elsewhere the default; hier: node-aware; "

@@ -118,13 +118,9 @@ void context_fit_spin(ucc_context* ctx, uint32_t host_ranks) {
   if (spin == kPollSpinAuto) {
     // Oversubscribed ranks must hand their core over almost at once; ranks
     // with a core each may spin a little longer for lower latency. The
-    // machine's CPUs, not this thread's affinity: a launcher that binds
-    // each rank to one core (mpirun, ucc_perftest) has not oversubscribed
-    // anything.
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    const long ncpu = online > 0 ? online : 1;
+    // CPUs are UCC_HOST_CPUS (auto: the machine's online ones).
     if (host_ranks > ctx->max_host_ranks) ctx->max_host_ranks = host_ranks;
-    spin = ctx->max_host_ranks > ncpu ? 2 : 128;
+    spin = ctx->max_host_ranks > ctx->settings.link.engine.cpus ? 2 : 128;
     // Emu: nothing to do here while waiting; the daemon needs the CPU.
     if (ctx->settings.link.emu) spin = 2;
   }

@@ -66,12 +66,16 @@ struct Rule {
 // in turn; with more ranks than cores every such wait is a trip through
 // the scheduler (docs/performance.md). Binomial from UCC_LINEAR_MAX on,
 // where the root's n - 1 copies would cost more than the tree's depth.
+// The barrier's flat tree only where the team is crowded: with a core
+// per rank, the root's 2 (n - 1) messages in a row cost more than
+// dissemination's log2 n rounds, which all ranks run at once (measured
+// with a core per rank, docs/performance.md).
 // Allgather and alltoall likewise below UCC_LINEAR_MAX bytes per block:
 // the linear exchange sends to every rank at once instead of the ring's
 // and the pairwise exchange's n - 1 lockstep steps.
 constexpr Rule kRules[] = {
     {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
-    {CollType::kBarrier, From::kZero, off::When::kLinear, 4},
+    {CollType::kBarrier, From::kZero, off::When::kCrowded, 4},
     {CollType::kBcast, From::kCmaMin, off::When::kSingleCopy, 2},
     {CollType::kBcast, From::kZero, off::When::kNodeAware, 3},
     {CollType::kBcast, From::kLinearMax, off::When::kAlways, 1},
@@ -132,6 +136,8 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
   caps->linear_ranks = static_cast<uint8_t>(
       cfg.linear_ranks < off::kMaxLinearRanks ? cfg.linear_ranks
                                               : off::kMaxLinearRanks);
+  caps->cpus = static_cast<uint16_t>(
+      cfg.cpus < off::kMaxHostCpus ? cfg.cpus : off::kMaxHostCpus);
   for (size_t c = 0; c < off::kNumColls; ++c) {
     off::CollCaps& cc = caps->coll[c];
     cc = off::CollCaps{};
@@ -167,7 +173,8 @@ const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
       d.alg,        off::select_bytes(d),
       single_copy_ok(caps, d, one_node), whole,
       whole && hierarchical,
-      whole && off::linear_team(caps, team_size, one_node)};
+      whole && off::linear_team(caps, team_size, one_node),
+      whole && off::crowded_team(caps, team_size, one_node)};
   *id = off::select_alg_id(caps.coll[c], in);
   return find_impl(d.coll, *id);
 }

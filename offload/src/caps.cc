@@ -17,11 +17,13 @@ bool engine_config_ok(const EngineConfig& c) {
     return false;
   if (!pow2(c.nslots) || c.nslots < 2 || c.nslots > 64) return false;
   if (c.linear_ranks > kMaxLinearRanks) return false;
+  if (c.cpus == 0 || c.cpus > kMaxHostCpus) return false;
   return c.inflight != 0 && c.inflight <= 64 && c.unexpected <= 4096;
 }
 
 uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
-                       bool linear, SelectRange* out, uint32_t max) {
+                       bool linear, bool crowded, SelectRange* out,
+                       uint32_t max) {
   // Selection only changes where a rule starts: evaluate there.
   uint64_t at[kMaxRules + 1] = {0};
   uint32_t npts = 1;
@@ -35,7 +37,8 @@ uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
   uint32_t k = 0;
   for (uint32_t i = 0; i < npts; ++i) {
     const uint8_t id = select_alg_id(
-        c, SelectInput{0, at[i], single_copy, true, node_aware, linear});
+        c, SelectInput{0, at[i], single_copy, true, node_aware, linear,
+                       crowded});
     if (k != 0 && out[k - 1].alg == id) continue;
     if (k == max) break;
     out[k++] = SelectRange{at[i], id};

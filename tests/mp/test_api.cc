@@ -333,10 +333,13 @@ TEST(Api, SelectionAndCapabilitiesComeFromTheEngine) {
 }
 
 // One-host teams of 4 to UCC_LINEAR_RANKS ranks take the flat trees:
-// the linear barrier, and linear bcast and reduce below UCC_LINEAR_MAX;
-// and the linear exchange for allgather and alltoall below it; smaller
-// teams, and teams past the limit, the log-depth algorithms and the ring
-// and pairwise exchange.
+// linear bcast and reduce below UCC_LINEAR_MAX, and the linear barrier
+// where the team has more ranks than UCC_HOST_CPUS (in emu always: the
+// daemon runs every engine on one thread); and the linear exchange for
+// allgather and alltoall below UCC_LINEAR_MAX; smaller teams, and teams
+// past the limit, the log-depth algorithms and the ring and pairwise
+// exchange. Every case names UCC_HOST_CPUS (2 unless it says), so that
+// it selects alike on every machine.
 TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
   struct Want {
     int n;
@@ -360,11 +363,19 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
        "rd@0", "binomial@0", "linear@0,ring@65536", "linear@0,pairwise@65536"},
       {4, {{"UCC_ALLGATHER_ALG", "ring"}, {"UCC_ALLTOALL_ALG", "pairwise"}},
        "linear@0", "linear@0,binomial@65536", "ring@0", "pairwise@0"},
+      // A core per rank: dissemination; one rank too many: linear.
+      {4, {{"UCC_HOST_CPUS", "4"}}, emu_mode() ? "linear@0" : "dissemination@0",
+       "linear@0,binomial@65536", "linear@0,ring@65536",
+       "linear@0,pairwise@65536"},
+      {5, {{"UCC_HOST_CPUS", "4"}}, "linear@0", "linear@0,binomial@65536",
+       "linear@0,ring@65536", "linear@0,pairwise@65536"},
   };
   for (const Want& want : wants) {
     EXPECT_TRUE(ucct::run_ranks(want.n, [&](ucct::Rank& r) {
       ucct::World w;
       w.env = want.env;
+      if (want.env.empty() || want.env[0].first != "UCC_HOST_CPUS")
+        w.env.emplace_back("UCC_HOST_CPUS", "2");
       if (w.init(r) != UCC_OK) return 1;
       const std::string b = selection(w.team, UCC_COLL_TYPE_BARRIER);
       const std::string bc = selection(w.team, UCC_COLL_TYPE_BCAST);

@@ -1,6 +1,7 @@
 // Configuration: defaults, environment and file precedence, validation of
 // values, modify and print.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -72,7 +73,10 @@ TEST(Config, BadValuesAreErrors) {
            {"UCC_OFFLOAD", "moon"},
            {"UCC_NET", "rdma"},
            {"UCC_NET_GID_INDEX", "256"},
-           {"UCC_NET_GID_INDEX", "first"}}) {
+           {"UCC_NET_GID_INDEX", "first"},
+           {"UCC_HOST_CPUS", "0"},
+           {"UCC_HOST_CPUS", "65536"},
+           {"UCC_HOST_CPUS", "many"}}) {
     setenv(name, v, 1);
     ConfigValues c;
     EXPECT_EQ(ucc::host::config_read(&c, Scope::kContext, nullptr, nullptr),
@@ -122,6 +126,12 @@ TEST(Config, ModifyAndFile) {
   ASSERT_EQ(ucc::host::context_settings(c, &s), Status::kOk);
   EXPECT_EQ(s.link.engine.allreduce_ring_min, 1u << 20);
   EXPECT_EQ(s.poll_spin, 10u);
+  // UCC_HOST_CPUS: auto is the CPUs online; a number is taken as it is.
+  EXPECT_EQ(s.link.engine.cpus,
+            static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
+  EXPECT_EQ(ucc::host::config_modify(&c, "HOST_CPUS", "3"), Status::kOk);
+  ASSERT_EQ(ucc::host::context_settings(c, &s), Status::kOk);
+  EXPECT_EQ(s.link.engine.cpus, 3u);
 
   char path[] = "/tmp/ucc_cfg_XXXXXX";
   int fd = mkstemp(path);

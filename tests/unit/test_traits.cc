@@ -217,7 +217,7 @@ TEST(Select, FirstMatchingRuleWins) {
 TEST(Select, RangesSayWhereSelectionChanges) {
   const ucc::off::CollCaps c = two_rules();
   ucc::off::SelectRange r[8];
-  uint32_t n = ucc::off::select_ranges(c, true, false, false, r, 8);
+  uint32_t n = ucc::off::select_ranges(c, true, false, false, false, r, 8);
   ASSERT_EQ(n, 3u);
   EXPECT_EQ(r[0].from, 0u);
   EXPECT_EQ(r[0].alg, 1);
@@ -225,13 +225,13 @@ TEST(Select, RangesSayWhereSelectionChanges) {
   EXPECT_EQ(r[1].alg, 2);
   EXPECT_EQ(r[2].from, 4096u);
   EXPECT_EQ(r[2].alg, 3);
-  n = ucc::off::select_ranges(c, false, false, false, r, 8);
+  n = ucc::off::select_ranges(c, false, false, false, false, r, 8);
   ASSERT_EQ(n, 2u);  // the single-copy rule never matches: no change at 4K
   EXPECT_EQ(r[1].alg, 2);
-  EXPECT_EQ(ucc::off::select_ranges(c, true, false, false, r, 1), 1u);
+  EXPECT_EQ(ucc::off::select_ranges(c, true, false, false, false, r, 1), 1u);
   ucc::off::CollCaps forced = c;
   forced.forced = 2;
-  EXPECT_EQ(ucc::off::select_ranges(forced, false, false, false, r, 8), 1u);
+  EXPECT_EQ(ucc::off::select_ranges(forced, false, false, false, false, r, 8), 1u);
 }
 
 // Id 3 node-aware below 1 KiB, id 2 from 1 KiB for everyone, id 1 else.
@@ -256,11 +256,11 @@ TEST(Select, NodeAwareRulesNeedTheShapeAndTheWholeTeam) {
   EXPECT_EQ(select_alg_id(c, SelectInput{0, 4096, false, false, false}), 2);
   c.forced = 0;
   ucc::off::SelectRange r[8];
-  ASSERT_EQ(ucc::off::select_ranges(c, false, true, false, r, 8), 2u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, true, false, false, r, 8), 2u);
   EXPECT_EQ(r[0].alg, 3);
   EXPECT_EQ(r[1].from, 1024u);
   EXPECT_EQ(r[1].alg, 2);
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, r, 8), 2u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, r, 8), 2u);
   EXPECT_EQ(r[0].alg, 1);
 }
 
@@ -282,11 +282,11 @@ TEST(Select, LinearRulesNeedASmallOneHostTeam) {
             1);
   EXPECT_EQ(select_alg_id(c, SelectInput{0, 8, false, true, false, false}), 1);
   ucc::off::SelectRange r[8];
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, r, 8), 2u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, false, r, 8), 2u);
   EXPECT_EQ(r[0].alg, 4);
   EXPECT_EQ(r[1].from, 1024u);
   EXPECT_EQ(r[1].alg, 1);
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, r, 8), 1u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, r, 8), 1u);
   EXPECT_EQ(r[0].alg, 1);
 
   // Which teams: all on one host, from 4 ranks to the configured most.
@@ -302,6 +302,39 @@ TEST(Select, LinearRulesNeedASmallOneHostTeam) {
   EXPECT_FALSE(ucc::off::linear_team(caps, 4, true));
 }
 
+// Id 4 for crowded teams (the barrier's rule), else the default: a linear
+// team with more ranks than the engines' CPUs.
+TEST(Select, CrowdedRuleNeedsMoreRanksThanCpus) {
+  using ucc::off::select_alg_id;
+  using ucc::off::SelectInput;
+  ucc::off::CollCaps c{};
+  c.algs = 0x9;
+  c.def_alg = 1;
+  c.nrules = 1;
+  c.rules[0] = {0, 4, ucc::off::When::kCrowded, {}};
+  EXPECT_EQ(
+      select_alg_id(c, SelectInput{0, 0, false, true, false, true, true}), 4);
+  EXPECT_EQ(
+      select_alg_id(c, SelectInput{0, 0, false, true, false, true, false}), 1);
+  ucc::off::SelectRange r[8];
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, true, r, 8), 1u);
+  EXPECT_EQ(r[0].alg, 4);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, false, r, 8), 1u);
+  EXPECT_EQ(r[0].alg, 1);
+
+  ucc::off::EngineCaps caps{};
+  caps.linear_ranks = 8;
+  caps.cpus = 4;
+  EXPECT_FALSE(ucc::off::crowded_team(caps, 4, true));
+  EXPECT_TRUE(ucc::off::crowded_team(caps, 5, true));
+  EXPECT_TRUE(ucc::off::crowded_team(caps, 8, true));
+  EXPECT_FALSE(ucc::off::crowded_team(caps, 9, true));   // not linear
+  EXPECT_FALSE(ucc::off::crowded_team(caps, 5, false));  // several hosts
+  caps.cpus = 1;
+  EXPECT_FALSE(ucc::off::crowded_team(caps, 3, true));  // too small
+  EXPECT_TRUE(ucc::off::crowded_team(caps, 4, true));
+}
+
 TEST(EngineConfig, Limits) {
   ucc::off::EngineConfig c;
   EXPECT_TRUE(ucc::off::engine_config_ok(c));
@@ -311,6 +344,9 @@ TEST(EngineConfig, Limits) {
     return !ucc::off::engine_config_ok(x);
   };
   EXPECT_TRUE(bad([](auto& x) { x.max_teams = 0; }));
+  EXPECT_TRUE(bad([](auto& x) { x.cpus = 0; }));
+  EXPECT_TRUE(bad([](auto& x) { x.cpus = ucc::off::kMaxHostCpus + 1; }));
+  EXPECT_FALSE(bad([](auto& x) { x.cpus = ucc::off::kMaxHostCpus; }));
   EXPECT_TRUE(bad([](auto& x) { x.max_teams = ucc::off::kMaxTeamsLimit + 1; }));
   EXPECT_FALSE(bad([](auto& x) {
     x.max_teams = ucc::off::kMaxTeamsLimit;

@@ -26,7 +26,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 3;
+inline constexpr uint16_t kCapsVersion = 4;
 inline constexpr uint32_t kMaxRules = 4;  // per collective
 
 // What a rule needs besides the size.
@@ -37,6 +37,8 @@ enum class When : uint8_t {
                     // its ranks, and the collective covers the whole team
   kLinear = 3,      // the team is on one host, 4 to linear_ranks ranks,
                     // and the collective covers the whole team
+  kCrowded = 4,     // kLinear, and the team has more ranks than the host
+                    // has CPUs for them (EngineCaps::cpus)
 };
 
 struct SelectRule {
@@ -72,7 +74,9 @@ struct EngineCaps {
   uint8_t user_reduce;       // 1: it reduces generic datatypes (host callback)
   uint8_t single_copy;       // 1: single-copy algorithms may run
   uint8_t linear_ranks;      // When::kLinear's largest team (0: never)
-  uint8_t pad1[5];
+  uint8_t pad1;
+  uint16_t cpus;  // When::kCrowded: the CPUs one host's engines run on
+  uint8_t pad3[2];
   uint16_t reduce_ops[kNumDTypes];  // per DType: bit ROp, ops it reduces
   uint8_t pad2[10];
   CollCaps coll[kNumColls];
@@ -104,11 +108,19 @@ struct SelectInput {
   bool whole_team;   // it covers the whole team (no active set)
   bool node_aware;   // whole team, several hosts, some with several ranks
   bool linear;       // whole team, one host, 4 to linear_ranks ranks
+  bool crowded;      // linear, and more ranks than cpus
 };
 
 // SelectInput::linear for a whole-team collective of a team of n ranks.
 inline bool linear_team(const EngineCaps& c, uint32_t n, bool one_host) {
   return one_host && n >= 4 && n <= c.linear_ranks;
+}
+
+// SelectInput::crowded likewise: a linear team whose ranks outnumber the
+// CPUs their engines run on, so that every wait on a peer may be a trip
+// through the scheduler.
+inline bool crowded_team(const EngineCaps& c, uint32_t n, bool one_host) {
+  return linear_team(c, n, one_host) && n > c.cpus;
 }
 
 // The algorithm id for `in`: an explicit or forced id (a single-copy one
@@ -127,7 +139,8 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
     const bool holds = r.when == When::kAlways ||
                        (r.when == When::kSingleCopy && in.single_copy) ||
                        (r.when == When::kNodeAware && in.node_aware) ||
-                       (r.when == When::kLinear && in.linear);
+                       (r.when == When::kLinear && in.linear) ||
+                       (r.when == When::kCrowded && in.crowded);
     if (in.bytes >= r.min_bytes && holds) return r.alg;
   }
   return c.def_alg;
@@ -135,7 +148,7 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
 
 // The sizes at which selection changes, for a whole-team collective on a
 // team that can (or cannot) use single copy, node-aware and linear
-// algorithms: out[i] = {from bytes, id} with out[0].from = 0, in
+// algorithms, crowded or not: out[i] = {from bytes, id} with out[0].from = 0, in
 // increasing order, neighbours distinct. Returns how many (<= max; at
 // most kMaxRules + 1 exist).
 struct SelectRange {
@@ -143,6 +156,7 @@ struct SelectRange {
   uint8_t alg;
 };
 uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
-                       bool linear, SelectRange* out, uint32_t max);
+                       bool linear, bool crowded, SelectRange* out,
+                       uint32_t max);
 
 }  // namespace ucc::off

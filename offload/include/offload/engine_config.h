@@ -42,7 +42,10 @@ struct EngineConfig {
   // of them, use the flat trees (linear barrier; linear bcast and reduce
   // below linear_max bytes). 0: never.
   uint32_t linear_ranks = 8;
-  uint32_t pad = 0;
+  // Selection: the CPUs this host's ranks run on (UCC_HOST_CPUS, 1..
+  // kMaxHostCpus). A linear team with more ranks than this is crowded:
+  // its barrier is the flat tree, else dissemination (caps.h, When).
+  uint32_t cpus = 1;
   uint64_t linear_max = 64 * 1024;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
@@ -50,6 +53,8 @@ static_assert(sizeof(EngineConfig) == 72);
 static_assert(offsetof(EngineConfig, linear_max) == 64);
 // The largest UCC_LINEAR_RANKS (EngineCaps keeps it in a byte).
 inline constexpr uint32_t kMaxLinearRanks = 255;
+// The largest UCC_HOST_CPUS (EngineCaps keeps it in 16 bits).
+inline constexpr uint32_t kMaxHostCpus = 65535;
 static_assert(offsetof(EngineConfig, allreduce_ring_min) == 24);
 
 // Whether every field is within the limits the host's knobs allow (and
