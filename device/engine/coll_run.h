@@ -38,6 +38,14 @@ using off::Status;
 
 enum class Buf : uint8_t { kSrc, kDst };
 
+// An engine outside the host process reaches user memory by a system call
+// per access (cross-memory attach, or RDMA). A small allreduce reads and
+// writes its dst several times (copy in, each round's send and combine),
+// so its dst lives in engine memory for the run instead, the shadow: read
+// in once where it holds the input (in place), written out once when the
+// algorithm ends (Engine::start, alg_ended). Up to this many bytes.
+inline constexpr uint32_t kShadowBytes = 16384;
+
 // memcpy for the few bytes of a small collective without a library call:
 // two possibly overlapping word moves cover 1 to 16 bytes (both loaded
 // before either is stored, so overlapping ranges copy as memmove would);
@@ -98,6 +106,12 @@ struct CollRun {
   // every access maps: MemAccess::needs_bounce).
   const plat::MemAccess* mem = &plat::kDirectAccess;
   void* bounce = nullptr;
+  // Where not null, the first shadow_bytes of this run's dst (the vector)
+  // in engine memory: at(Buf::kDst) maps there (kShadowBytes above), and
+  // so does at(Buf::kSrc) where src names the same bytes (in place).
+  void* shadow = nullptr;
+  uint32_t shadow_bytes = 0;
+  bool shadow_src = false;
 
   const off::BufRef& ref(Buf b) const {
     return b == Buf::kSrc ? d->src : d->dst;
@@ -105,6 +119,10 @@ struct CollRun {
   // Direct pointer to bytes [off, off+len) of a user buffer, or nullptr
   // (out of bounds, or an adapter that cannot map).
   void* at(Buf b, uint64_t off, uint64_t len) const {
+    if (shadow != nullptr && (b == Buf::kDst || shadow_src))
+      return off <= shadow_bytes && len <= shadow_bytes - off
+                 ? static_cast<char*>(shadow) + off
+                 : nullptr;
     return mem->map(ref(b), off, len);
   }
   // Whether two byte ranges of user buffers share any byte (empty ranges
@@ -147,6 +165,14 @@ struct CollRun {
     if (bytes == 0) return Status::kOk;
     void* dp = at(db, doff, bytes);
     const void* sp = at(sb, soff, bytes);
+    if (dp != nullptr && sp == nullptr) {
+      // Into the shadow, from the user's memory: in one read, unless both
+      // name the same user bytes (in place), whose value is the shadow's.
+      if (ref(db).addr + doff == ref(sb).addr + soff)
+        return mem->check(ref(sb), soff, bytes) ? Status::kOk
+                                                : Status::kInvalidParam;
+      return copy_in(dp, sb, soff, bytes);
+    }
     if (dp == nullptr || sp == nullptr)
       return copy_uu_staged(db, doff, sb, soff, bytes);
     if (dp != sp) copy_bytes(dp, sp, bytes, true);
@@ -166,6 +192,9 @@ struct CollRun {
     if (count == 0) return Status::kOk;
     void* dp = at(db, doff, count * esize);
     const void* bp = at(b, boff, count * esize);
+    // Into the shadow: b comes in through the bounce buffer.
+    if (dp != nullptr && bp == nullptr)
+      return reduce_in(dp, eng_a, b, boff, count);
     if (dp == nullptr || bp == nullptr)
       return reduce_out_staged(db, doff, eng_a, b, boff, count);
     return combine(dp, eng_a, bp, count);

@@ -121,7 +121,10 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   uint64_t* qd = nullptr;
   void* inst = nullptr;
   uint64_t* blocks = nullptr;
-  void* bounce = nullptr;  // slot_size per instance, where map() cannot
+  // Where map() cannot: slot_size bytes of bounce and kShadowBytes of
+  // shadow per instance (coll_run.h).
+  void* bounce = nullptr;
+  const size_t per_inst = size_t{cfg_.slot_size} + kShadowBytes;
   void* qmem = nullptr;
   if (posix_memalign(&qmem, 64, sizeof(CollDesc) * cfg_.team_queue) == 0)
     q = static_cast<off::CollDesc*>(qmem);
@@ -129,8 +132,7 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   if (posix_memalign(&inst, 64, sizeof(Inst) * k) != 0) inst = nullptr;
   blocks = static_cast<uint64_t*>(calloc(4 * size_t{size} * k, 8));
   const bool need_bounce = env_.mem.needs_bounce();
-  if (need_bounce &&
-      posix_memalign(&bounce, 64, size_t{cfg_.slot_size} * k) != 0)
+  if (need_bounce && posix_memalign(&bounce, 64, per_inst * k) != 0)
     bounce = nullptr;
   if (q == nullptr || qd == nullptr || inst == nullptr || blocks == nullptr ||
       (need_bounce && bounce == nullptr)) {
@@ -151,9 +153,10 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   for (uint32_t j = 0; j < k; ++j) {
     new (&t.inst[j]) Inst;
     t.inst[j].blocks = blocks + 4 * size_t{size} * j;
-    if (bounce != nullptr)
-      t.inst[j].bounce =
-          static_cast<char*>(bounce) + size_t{cfg_.slot_size} * j;
+    if (bounce != nullptr) {
+      t.inst[j].bounce = static_cast<char*>(bounce) + per_inst * j;
+      t.inst[j].shadow = static_cast<char*>(t.inst[j].bounce) + cfg_.slot_size;
+    }
   }
   for (Known& kn : t.known) kn.used = false;
   t.qhead = t.qtail = 0;

@@ -50,6 +50,32 @@ uint16_t sig_of(const CollDesc& d, const off::CollTraits& t) {
   return static_cast<uint16_t>(h ^ (h >> 16));
 }
 
+// Moves a small allreduce's vector (the first count * esize bytes of dst)
+// into the shadow `mem` (coll_run.h) where the engine reaches user memory
+// by system calls: reads it in where it holds the input (src names the
+// same bytes); else only checks that the engine may write it, since
+// allreduce writes every byte of its vector. A src that overlaps dst
+// otherwise keeps the run on user memory.
+Status shadow_dst(CollRun& r, void* mem) {
+  const off::BufRef& dr = r.d->dst;
+  const off::BufRef& sr = r.d->src;
+  uint64_t n = 0;
+  if (mem == nullptr || r.d->coll != off::CollType::kAllreduce ||
+      __builtin_mul_overflow(r.d->count, uint64_t{r.esize}, &n) || n == 0 ||
+      n > kShadowBytes || n > dr.bytes)
+    return Status::kOk;
+  const bool same = sr.addr == dr.addr && sr.bytes == dr.bytes;
+  if (!same && sr.bytes != 0 && sr.addr < dr.addr + dr.bytes &&
+      dr.addr < sr.addr + sr.bytes)
+    return Status::kOk;
+  if (same ? !r.mem->read(dr, 0, mem, n) : !r.mem->check(dr, 0, n))
+    return Status::kInvalidParam;
+  r.shadow = mem;
+  r.shadow_bytes = static_cast<uint32_t>(n);
+  r.shadow_src = same;
+  return Status::kOk;
+}
+
 // The worse of two final statuses: any error beats success, and among
 // errors the lowest value, so every member picks the same one.
 Status worse(Status a, Status b) {
@@ -173,6 +199,9 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   r.port = &t.port;
   r.id = id;
   r.bounce = in.bounce;
+  r.shadow = nullptr;
+  r.shadow_bytes = 0;
+  r.shadow_src = false;
   if (tagged(d)) {
     r.key = tagged_key(d);
   } else {
@@ -195,6 +224,7 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
     in.alg = choose(t, in.d, &in.alg_id);
   }
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
+  if (ok(st)) st = shadow_dst(r, in.shadow);
   if (ok(st) && traits.uses_blocks() && in.alg->blocks) {
     const off::Role role{d.count, r.size, r.rank,
                          traits.rooted && d.root == r.rank,
@@ -242,6 +272,17 @@ uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
 }
 
 void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
+  CollRun& r = in.run;
+  if (r.shadow != nullptr) {
+    // The result leaves the shadow in one write; a failed run leaves the
+    // user's dst as it was.
+    if (st == Status::kOk &&
+        !r.mem->write(in.d.dst, 0, r.shadow, r.shadow_bytes))
+      st = Status::kInvalidParam;
+    r.shadow = nullptr;
+    r.shadow_bytes = 0;
+    r.shadow_src = false;
+  }
   if (st == Status::kOk && in.phase == Inst::Phase::kRun &&
       !t.port.links().tx_flushed()) {
     in.phase = Inst::Phase::kFlush;

@@ -33,6 +33,7 @@ struct Engine::Inst {
   uint8_t alg_id = 0;          // its catalogue id
   uint64_t* blocks = nullptr;  // 4 * team size: block tables (blocks.h)
   void* bounce = nullptr;      // slot_size bytes, or none (CollRun::bounce)
+  void* shadow = nullptr;      // kShadowBytes, with bounce (CollRun::shadow)
   off::CollDesc d{};
   CollRun run{};
   alignas(64) unsigned char alg_state[kMaxAlgState];
