@@ -483,8 +483,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
     // binds each rank to one core (mpirun, ucc_perftest) has not
     // oversubscribed anything.
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    e.cpus = static_cast<uint32_t>(std::clamp<long>(
-        online, 1, static_cast<long>(off::kMaxHostCpus)));
+    e.cpus = static_cast<uint32_t>(
+        std::clamp<long>(online, 1, static_cast<long>(off::kMaxHostCpus)));
   } else {
     e.cpus = static_cast<uint32_t>(num(Knob::kHostCpus));
   }

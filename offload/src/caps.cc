@@ -37,8 +37,8 @@ uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
   uint32_t k = 0;
   for (uint32_t i = 0; i < npts; ++i) {
     const uint8_t id = select_alg_id(
-        c, SelectInput{0, at[i], single_copy, true, node_aware, linear,
-                       crowded});
+        c,
+        SelectInput{0, at[i], single_copy, true, node_aware, linear, crowded});
     if (k != 0 && out[k - 1].alg == id) continue;
     if (k == max) break;
     out[k++] = SelectRange{at[i], id};

@@ -231,7 +231,8 @@ TEST(Select, RangesSayWhereSelectionChanges) {
   EXPECT_EQ(ucc::off::select_ranges(c, true, false, false, false, r, 1), 1u);
   ucc::off::CollCaps forced = c;
   forced.forced = 2;
-  EXPECT_EQ(ucc::off::select_ranges(forced, false, false, false, false, r, 8), 1u);
+  EXPECT_EQ(ucc::off::select_ranges(forced, false, false, false, false, r, 8),
+            1u);
 }
 
 // Id 3 node-aware below 1 KiB, id 2 from 1 KiB for everyone, id 1 else.
@@ -312,8 +313,8 @@ TEST(Select, CrowdedRuleNeedsMoreRanksThanCpus) {
   c.def_alg = 1;
   c.nrules = 1;
   c.rules[0] = {0, 4, ucc::off::When::kCrowded, {}};
-  EXPECT_EQ(
-      select_alg_id(c, SelectInput{0, 0, false, true, false, true, true}), 4);
+  EXPECT_EQ(select_alg_id(c, SelectInput{0, 0, false, true, false, true, true}),
+            4);
   EXPECT_EQ(
       select_alg_id(c, SelectInput{0, 0, false, true, false, true, false}), 1);
   ucc::off::SelectRange r[8];
