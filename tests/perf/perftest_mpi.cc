@@ -148,8 +148,11 @@ int mpi_run(const std::function<int(Rank&)>& fn) {
 }
 
 int mpi_relaunch(int argc, char** argv, const Config& cfg) {
-  const char* mpirun = getenv("UCC_PERFTEST_MPIRUN");
-  if (!mpirun || !*mpirun) mpirun = UCCT_MPIEXEC;
+  const char* env = getenv("UCC_PERFTEST_MPIRUN");
+  const std::string mpirun_s = env != nullptr && *env ? env : UCCT_MPIEXEC;
+  const char* mpirun = mpirun_s.c_str();
+  // Ours alone: the ranks' libraries would warn of an unknown UCC_ knob.
+  unsetenv("UCC_PERFTEST_MPIRUN");
   // Open MPI refuses root without these; CI machines run as root.
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
