@@ -134,6 +134,8 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   const bool need_bounce = env_.mem.needs_bounce();
   if (need_bounce && posix_memalign(&bounce, 64, per_inst * k) != 0)
     bounce = nullptr;
+  // A daemon serves several hosts: none may find another's bytes here.
+  if (bounce != nullptr) memset(bounce, 0, per_inst * k);
   if (q == nullptr || qd == nullptr || inst == nullptr || blocks == nullptr ||
       (need_bounce && bounce == nullptr)) {
     free_team_memory(q, qd, inst, blocks, bounce);

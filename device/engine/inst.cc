@@ -55,12 +55,15 @@ uint16_t sig_of(const CollDesc& d, const off::CollTraits& t) {
 // by system calls: reads it in where it holds the input (src names the
 // same bytes); else only checks that the engine may write it, since
 // allreduce writes every byte of its vector. A src that overlaps dst
-// otherwise keeps the run on user memory.
-Status shadow_dst(CollRun& r, void* mem) {
+// otherwise keeps the run on user memory, and so do the node-aware
+// algorithms, whose phases name buffers of their own (hier.cc): the
+// shadow stands for the descriptor's dst, reached through it alone.
+Status shadow_dst(CollRun& r, const AlgInfo& alg, void* mem) {
   const off::BufRef& dr = r.d->dst;
   const off::BufRef& sr = r.d->src;
   uint64_t n = 0;
   if (mem == nullptr || r.d->coll != off::CollType::kAllreduce ||
+      alg.node_aware ||
       __builtin_mul_overflow(r.d->count, uint64_t{r.esize}, &n) || n == 0 ||
       n > kShadowBytes || n > dr.bytes)
     return Status::kOk;
@@ -224,7 +227,7 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
     in.alg = choose(t, in.d, &in.alg_id);
   }
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
-  if (ok(st)) st = shadow_dst(r, in.shadow);
+  if (ok(st)) st = shadow_dst(r, *in.alg, in.shadow);
   if (ok(st) && traits.uses_blocks() && in.alg->blocks) {
     const off::Role role{d.count, r.size, r.rank,
                          traits.rooted && d.root == r.rank,
@@ -274,8 +277,8 @@ uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
 void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
   CollRun& r = in.run;
   if (r.shadow != nullptr) {
-    // The result leaves the shadow in one write; a failed run leaves the
-    // user's dst as it was.
+    // The result leaves the shadow in one write; a run that fails before
+    // its algorithm ends leaves the user's dst as it was.
     if (st == Status::kOk &&
         !r.mem->write(in.d.dst, 0, r.shadow, r.shadow_bytes))
       st = Status::kInvalidParam;

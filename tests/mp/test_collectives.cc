@@ -62,6 +62,10 @@ const Config kConfigs[] = {
     {"default", {}, false, {}},
     {"rd", {{"UCC_ALLREDUCE_ALG", "rd"}}, false, kAllreduceOnly},
     {"ring", {{"UCC_ALLREDUCE_ALG", "ring"}}, false, kAllreduceOnly},
+    // The node-aware allreduce forced on one host: its phases (reduce to
+    // the host's first rank, recursive doubling among the hosts' first
+    // ranks, bcast) name buffers of their own.
+    {"hier", {{"UCC_ALLREDUCE_ALG", "hier"}}, false, kAllreduceOnly},
     {"auto_ringmin1k",
      {{"UCC_ALLREDUCE_ALG", "auto"}, {"UCC_ALLREDUCE_RING_MIN", "1K"}},
      false,
