@@ -284,11 +284,7 @@ bool Server::on_hello(Client& c, Msg& m) {
           env.where.host[0] = cfg_.node[0];
           env.where.host[1] = cfg_.node[1];
           env.mem = plat::MemAccess::cross_process(c.pid, &c.regs, &c.rmem);
-          // Every engine of this daemon runs on its one thread: however
-          // many CPUs the host has, a linear team's engines share one.
-          off::EngineConfig ec = hello.engine;
-          ec.cpus = 1;
-          st = c.engine.init(ec, env, &c.ch);
+          st = c.engine.init(hello.engine, env, &c.ch);
         }
         // Who said hello: every privileged act checks it is still so.
         c.id = plat::proc_id(c.pid);

@@ -61,8 +61,9 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "The CPUs this host's ranks run on (1..65535); auto: the CPUs online. "
      "A team with more ranks on this host than this is crowded: "
      "UCC_POLL_SPIN=auto yields sooner, and a linear team (UCC_LINEAR_RANKS) "
-     "runs the linear barrier instead of dissemination. emu: the daemon "
-     "runs every engine on one thread, so its linear teams are crowded"},
+     "runs the linear barrier instead of dissemination; so every rank of "
+     "a team must see the same value (in emu too: the daemon takes the "
+     "host's)"},
     {"HOST_ID", "", Scope::kContext,
      "The host this process counts as on: ranks with the same host share "
      "memory, the others use the network. Empty: the kernel's boot id and "

@@ -334,8 +334,8 @@ TEST(Api, SelectionAndCapabilitiesComeFromTheEngine) {
 
 // One-host teams of 4 to UCC_LINEAR_RANKS ranks take the flat trees:
 // linear bcast and reduce below UCC_LINEAR_MAX, and the linear barrier
-// where the team has more ranks than UCC_HOST_CPUS (in emu always: the
-// daemon runs every engine on one thread); and the linear exchange for
+// where the team has more ranks than UCC_HOST_CPUS (in emu too: the
+// daemon selects by the host's value); and the linear exchange for
 // allgather and alltoall below UCC_LINEAR_MAX; smaller teams, and teams
 // past the limit, the log-depth algorithms and the ring and pairwise
 // exchange. Every case names UCC_HOST_CPUS (2 unless it says), so that
@@ -364,7 +364,7 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
       {4, {{"UCC_ALLGATHER_ALG", "ring"}, {"UCC_ALLTOALL_ALG", "pairwise"}},
        "linear@0", "linear@0,binomial@65536", "ring@0", "pairwise@0"},
       // A core per rank: dissemination; one rank too many: linear.
-      {4, {{"UCC_HOST_CPUS", "4"}}, emu_mode() ? "linear@0" : "dissemination@0",
+      {4, {{"UCC_HOST_CPUS", "4"}}, "dissemination@0",
        "linear@0,binomial@65536", "linear@0,ring@65536",
        "linear@0,pairwise@65536"},
       {5, {{"UCC_HOST_CPUS", "4"}}, "linear@0", "linear@0,binomial@65536",
