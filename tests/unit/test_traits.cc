@@ -265,17 +265,26 @@ TEST(Select, NodeAwareRulesNeedTheShapeAndTheWholeTeam) {
   EXPECT_EQ(r[0].alg, 1);
 }
 
+namespace {
+
+// Algorithms 1 and 4, default 1, and these rules.
+ucc::off::CollCaps caps_1_4(std::initializer_list<ucc::off::SelectRule> rules) {
+  ucc::off::CollCaps c{};
+  c.algs = 0x9;
+  c.def_alg = 1;
+  for (const ucc::off::SelectRule& r : rules) c.rules[c.nrules++] = r;
+  return c;
+}
+
+}  // namespace
+
 // Id 4 for linear teams below 1 KiB (the shape of the bcast rules), id 1
 // from 1 KiB and for every other team.
 TEST(Select, LinearRulesNeedASmallOneHostTeam) {
   using ucc::off::select_alg_id;
   using ucc::off::SelectInput;
-  ucc::off::CollCaps c{};
-  c.algs = 0x9;
-  c.def_alg = 1;
-  c.nrules = 2;
-  c.rules[0] = {1024, 1, ucc::off::When::kAlways, {}};
-  c.rules[1] = {0, 4, ucc::off::When::kLinear, {}};
+  const ucc::off::CollCaps c = caps_1_4({{1024, 1, ucc::off::When::kAlways, {}},
+                                         {0, 4, ucc::off::When::kLinear, {}}});
   EXPECT_EQ(select_alg_id(c, SelectInput{0, 8, false, true, false, true}), 4);
   EXPECT_EQ(select_alg_id(c, SelectInput{0, 1023, false, true, false, true}),
             4);
@@ -308,11 +317,7 @@ TEST(Select, LinearRulesNeedASmallOneHostTeam) {
 TEST(Select, CrowdedRuleNeedsMoreRanksThanCpus) {
   using ucc::off::select_alg_id;
   using ucc::off::SelectInput;
-  ucc::off::CollCaps c{};
-  c.algs = 0x9;
-  c.def_alg = 1;
-  c.nrules = 1;
-  c.rules[0] = {0, 4, ucc::off::When::kCrowded, {}};
+  const ucc::off::CollCaps c = caps_1_4({{0, 4, ucc::off::When::kCrowded, {}}});
   EXPECT_EQ(select_alg_id(c, SelectInput{0, 0, false, true, false, true, true}),
             4);
   EXPECT_EQ(
