@@ -47,6 +47,10 @@ bool spawn_daemon(const char* bin, const char* sock) {
     if (devnull >= 0) {
       dup2(devnull, 0);
       dup2(devnull, 1);
+      // Its log comes to our stderr only where that is a terminal. A pipe
+      // (a test driver, $(...), a launcher collecting output) would stay
+      // open until the daemon exits, and its reader would wait for that.
+      if (isatty(2) == 0) dup2(devnull, 2);
     }
     execl(bin, bin, "--socket", sock, "--exit-idle", "5",
           static_cast<char*>(nullptr));
