@@ -112,6 +112,11 @@ struct CollRun {
   void* shadow = nullptr;
   uint32_t shadow_bytes = 0;
   bool shadow_src = false;
+  void drop_shadow() {
+    shadow = nullptr;
+    shadow_bytes = 0;
+    shadow_src = false;
+  }
 
   const off::BufRef& ref(Buf b) const {
     return b == Buf::kSrc ? d->src : d->dst;

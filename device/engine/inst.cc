@@ -202,9 +202,7 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   r.port = &t.port;
   r.id = id;
   r.bounce = in.bounce;
-  r.shadow = nullptr;
-  r.shadow_bytes = 0;
-  r.shadow_src = false;
+  r.drop_shadow();
   if (tagged(d)) {
     r.key = tagged_key(d);
   } else {
@@ -282,9 +280,7 @@ void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
     if (st == Status::kOk &&
         !r.mem->write(in.d.dst, 0, r.shadow, r.shadow_bytes))
       st = Status::kInvalidParam;
-    r.shadow = nullptr;
-    r.shadow_bytes = 0;
-    r.shadow_src = false;
+    r.drop_shadow();
   }
   if (st == Status::kOk && in.phase == Inst::Phase::kRun &&
       !t.port.links().tx_flushed()) {

@@ -148,9 +148,9 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
 
 // The sizes at which selection changes, for a whole-team collective on a
 // team that can (or cannot) use single copy, node-aware and linear
-// algorithms, crowded or not: out[i] = {from bytes, id} with out[0].from
-// = 0, in increasing order, neighbours distinct. Returns how many (<= max; at
-// most kMaxRules + 1 exist).
+// algorithms, crowded or not: out[i] = {from bytes, id} with
+// out[0].from = 0, in increasing order, neighbours distinct. Returns how
+// many (<= max; at most kMaxRules + 1 exist).
 struct SelectRange {
   uint64_t from;
   uint8_t alg;

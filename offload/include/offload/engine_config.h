@@ -39,8 +39,8 @@ struct EngineConfig {
   // Per collective: forced algorithm id, 0 = by the rules.
   uint8_t forced[static_cast<int>(CollType::kCount)] = {};
   // Selection: teams with all their ranks on one host, 4 to linear_ranks
-  // of them, use the flat trees (linear barrier; linear bcast and reduce
-  // below linear_max bytes). 0: never.
+  // of them, use the flat trees (linear bcast and reduce below linear_max
+  // bytes; the linear barrier where crowded, below). 0: never.
   uint32_t linear_ranks = 8;
   // Selection: the CPUs this host's ranks run on (UCC_HOST_CPUS, 1..
   // kMaxHostCpus). A linear team with more ranks than this is crowded:
