@@ -116,14 +116,14 @@ const KnobInfo kKnobTable[kNumKnobs] = {
     {"LINEAR_RANKS", "8", Scope::kContext,
      "Teams with all their ranks on one host, 4 to this many of them "
      "(at most 255; 0: never), run bcast and reduce below UCC_LINEAR_MAX "
-     "bytes over flat trees, and allgather and alltoall below it by "
-     "sending to every rank at once (the linear algorithms); barrier too "
-     "where the team is crowded (UCC_HOST_CPUS)"},
+     "bytes over flat trees, and allgather, alltoall and reduce_scatter "
+     "below it by sending to every rank at once (the linear algorithms); "
+     "barrier too where the team is crowded (UCC_HOST_CPUS)"},
     {"LINEAR_MAX", "64K", Scope::kContext,
-     "Bcast and reduce vectors, and allgather and alltoall blocks, of "
-     "fewer bytes use the linear algorithm where UCC_LINEAR_RANKS allows "
-     "it; larger ones the binomial tree, the ring or the pairwise "
-     "exchange"},
+     "Bcast and reduce vectors, and allgather, alltoall and "
+     "reduce_scatter blocks, of fewer bytes use the linear algorithm "
+     "where UCC_LINEAR_RANKS allows it; larger ones the binomial tree, "
+     "the ring or the pairwise exchange"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "
@@ -148,7 +148,8 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "where UCC_CMA allows it; elsewhere the default; linear: every block "
      "to its rank at once)"},
     {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
-     "Reduce-scatter algorithm: auto, ring, hier (node-aware ring)"},
+     "Reduce-scatter algorithm: auto, ring, hier (node-aware ring), "
+     "linear (every rank sends each block to its rank at once)"},
     {"GATHER_ALG", "auto", Scope::kContext, "Gather algorithm: auto, linear"},
     {"GATHERV_ALG", "auto", Scope::kContext, "Gatherv algorithm: auto, linear"},
     {"SCATTER_ALG", "auto", Scope::kContext, "Scatter algorithm: auto, linear"},

@@ -23,6 +23,7 @@ extern const AlgInfo kAlltoallPairwise;
 extern const AlgInfo kAllgatherLinear;
 extern const AlgInfo kAlltoallLinear;
 extern const AlgInfo kReduceScatterRing;
+extern const AlgInfo kReduceScatterLinear;
 extern const AlgInfo kReduceScattervRing;
 extern const AlgInfo kAlltoallvPairwise;
 extern const AlgInfo kAllgathervPairwise;

@@ -22,33 +22,22 @@
 
 #include "device/coll/algorithms.h"
 #include "device/coll/patterns.h"
+#include "device/coll/round_sends.h"
 #include "device/coll/streams.h"
 
 namespace ucc::dev {
 namespace {
 
 struct Exchange {
-  // Set positions this state can track (the rest of kFlatAlgState).
-  static constexpr uint32_t kMaxRanks = 1024;
-  static constexpr uint32_t kWords = kMaxRanks / 64;
+  static constexpr uint32_t kMaxRanks = RoundSends::kMaxRanks;
 
   uint32_t round = 0;
   uint32_t rounds = 0;
-  uint32_t ntx = 0;  // sends of this round still to go
   uint32_t nrx = 0;  // receives of this round still to go
-  uint64_t tx[kWords];  // bit p: this round's send to p done, or none
-  uint64_t rx[kWords];  // bit p: this round's message from p taken, or none
+  RoundSends tx;
+  uint64_t rx[RoundSends::kWords];  // bit p: this round's message from p
+                                    // taken, or none
 
-  static bool has(const uint64_t* m, uint32_t p) {
-    return ((m[p / 64] >> (p % 64)) & 1) != 0;
-  }
-  static void set(uint64_t* m, uint32_t p) {
-    m[p / 64] |= uint64_t{1} << (p % 64);
-  }
-
-  uint64_t sbytes(const CollRun& run, uint32_t p) const {
-    return run.src_cnt[run.tab(p)] * run.esize;
-  }
   uint64_t dbytes(const CollRun& run, uint32_t p) const {
     return run.dst_cnt[run.tab(p)] * run.esize;
   }
@@ -57,35 +46,31 @@ struct Exchange {
     if (run.size > kMaxRanks) return Status::kNotSupported;
     const uint32_t me = run.rank;
     const uint64_t own = dbytes(run, me);
-    if (sbytes(run, me) != own) return Status::kInvalidParam;
-    Status st = run.copy_uu(Buf::kDst, run.dst_off[run.tab(me)] * run.esize,
-                            Buf::kSrc, run.src_off[run.tab(me)] * run.esize,
-                            own);
+    if (RoundSends::bytes(run, me) != own) return Status::kInvalidParam;
+    Status st =
+        run.copy_uu(Buf::kDst, run.dst_off[run.tab(me)] * run.esize, Buf::kSrc,
+                    run.src_off[run.tab(me)] * run.esize, own);
     if (failed(st)) return st;
     rounds = 0;
     for (uint32_t p = 0; p < run.size; ++p) {
       if (p == me) continue;
-      rounds = std::max({rounds, pat::nmsgs(sbytes(run, p), run.slot),
-                         pat::nmsgs(dbytes(run, p), run.slot)});
+      rounds =
+          std::max({rounds, pat::nmsgs(RoundSends::bytes(run, p), run.slot),
+                    pat::nmsgs(dbytes(run, p), run.slot)});
     }
     begin_round(run);
     return progress(run);
   }
 
   void begin_round(const CollRun& run) {
-    const uint32_t words = (run.size + 63) / 64;
-    memset(tx, 0, sizeof(uint64_t) * words);
-    memset(rx, 0, sizeof(uint64_t) * words);
-    ntx = nrx = 0;
+    tx.begin(run, round);
+    memset(rx, 0, sizeof(uint64_t) * ((run.size + 63) / 64));
+    nrx = 0;
     for (uint32_t p = 0; p < run.size; ++p) {
-      if (p != run.rank && round < pat::nmsgs(sbytes(run, p), run.slot))
-        ++ntx;
-      else
-        set(tx, p);
       if (p != run.rank && round < pat::nmsgs(dbytes(run, p), run.slot))
         ++nrx;
       else
-        set(rx, p);
+        RoundSends::set(rx, p);
     }
   }
 
@@ -93,26 +78,13 @@ struct Exchange {
     const uint64_t es = run.esize;
     while (round < rounds) {
       const uint64_t at = uint64_t{round} * run.slot;
-      // To every peer with room, from the next rank up (the one that
-      // takes from us first); a full inbox is tried again next time.
-      for (uint32_t i = 1; i < run.size && ntx != 0; ++i) {
-        const uint32_t p = pat::mod(int64_t{run.rank} + i, run.size);
-        if (has(tx, p)) continue;
-        void* out = run.reserve(p);
-        if (out == nullptr) continue;
-        const uint32_t len = msg_len(sbytes(run, p), run.slot, round);
-        Status st = run.copy_in(out, Buf::kSrc,
-                                run.src_off[run.tab(p)] * es + at, len);
-        if (failed(st)) return st;
-        run.commit(p, len);
-        set(tx, p);
-        --ntx;
-      }
+      Status st = tx.push(run, round);
+      if (failed(st)) return st;
       // From every peer whose message is in, from the previous rank down
       // (the one that sends to us first).
       for (uint32_t i = 1; i < run.size && nrx != 0; ++i) {
         const uint32_t p = pat::mod(int64_t{run.rank} - i, run.size);
-        if (has(rx, p) || !has(tx, p)) continue;
+        if (RoundSends::has(rx, p) || !tx.done(p)) continue;
         const uint32_t len = msg_len(dbytes(run, p), run.slot, round);
         Status err = Status::kOk;
         const void* in = run.peek(p, len, &err);
@@ -120,14 +92,14 @@ struct Exchange {
           if (failed(err)) return err;
           continue;
         }
-        Status st = run.copy_out(Buf::kDst,
-                                 run.dst_off[run.tab(p)] * es + at, in, len);
+        st =
+            run.copy_out(Buf::kDst, run.dst_off[run.tab(p)] * es + at, in, len);
         if (failed(st)) return st;
         run.release(p);
-        set(rx, p);
+        RoundSends::set(rx, p);
         --nrx;
       }
-      if (ntx != 0 || nrx != 0) return Status::kInProgress;
+      if (tx.left != 0 || nrx != 0) return Status::kInProgress;
       if (++round < rounds) begin_round(run);
     }
     return Status::kOk;

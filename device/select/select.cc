@@ -24,7 +24,8 @@ constexpr ById kById[] = {
     {nullptr, &kAllgatherRing, &kAllgatherSingleCopy, &kAllgatherHier,
      &kAllgatherLinear},
     {nullptr, &kAlltoallPairwise, &kAlltoallSingleCopy, &kAlltoallLinear},
-    {nullptr, &kReduceScatterRing, &kReduceScatterHier},
+    {nullptr, &kReduceScatterRing, &kReduceScatterHier,
+     &kReduceScatterLinear},
     {nullptr, &kGatherLinear},
     {nullptr, &kGathervLinear},
     {nullptr, &kScatterLinear},
@@ -70,9 +71,9 @@ struct Rule {
 // per rank, the root's 2 (n - 1) messages in a row cost more than
 // dissemination's log2 n rounds, which all ranks run at once (measured
 // with a core per rank, docs/performance.md).
-// Allgather and alltoall likewise below UCC_LINEAR_MAX bytes per block:
-// the linear exchange sends to every rank at once instead of the ring's
-// and the pairwise exchange's n - 1 lockstep steps.
+// Allgather, alltoall and reduce_scatter likewise below UCC_LINEAR_MAX
+// bytes per block: the linear exchange sends to every rank at once
+// instead of the ring's and the pairwise exchange's n - 1 lockstep steps.
 constexpr Rule kRules[] = {
     {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
     {CollType::kBarrier, From::kZero, off::When::kCrowded, 4},
@@ -94,6 +95,8 @@ constexpr Rule kRules[] = {
     {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kAlways, 2},
     {CollType::kAllreduce, From::kZero, off::When::kNodeAware, 3},
     {CollType::kReduceScatter, From::kZero, off::When::kNodeAware, 2},
+    {CollType::kReduceScatter, From::kLinearMax, off::When::kAlways, 1},
+    {CollType::kReduceScatter, From::kZero, off::When::kLinear, 3},
     {CollType::kAllgatherv, From::kZero, off::When::kNodeAware, 2},
     {CollType::kReduceScatterv, From::kZero, off::When::kNodeAware, 2},
 };

@@ -86,9 +86,12 @@ constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
    InPlaceRule::kEveryone, Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kTeam, kSame, Layout::kTeam),
     side(E, Extent::kCount, kOther, Layout::kOwn)},
-   2, {{1, "ring", "pipelined ring"},
+   3, {{1, "ring", "pipelined ring"},
        {2, "hier", "node-aware: the pipelined ring over the ranks host by "
-                   "host"}}},
+                   "host"},
+       {3, "linear", "every rank sends each block to its rank at once, "
+                     "which combines them in rank order, in slot-sized "
+                     "rounds"}}},
   {CollType::kGather, "gather", true, false, InPlaceRule::kRoot,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),

@@ -335,11 +335,11 @@ TEST(Api, SelectionAndCapabilitiesComeFromTheEngine) {
 // One-host teams of 4 to UCC_LINEAR_RANKS ranks take the flat trees:
 // linear bcast and reduce below UCC_LINEAR_MAX, and the linear barrier
 // where the team has more ranks than UCC_HOST_CPUS (in emu too: the
-// daemon selects by the host's value); and the linear exchange for
-// allgather and alltoall below UCC_LINEAR_MAX; smaller teams, and teams
-// past the limit, the log-depth algorithms and the ring and pairwise
-// exchange. Every case names UCC_HOST_CPUS (2 unless it says), so that
-// it selects alike on every machine.
+// daemon selects by the host's value); and the linear exchanges for
+// allgather, alltoall and reduce_scatter below UCC_LINEAR_MAX; smaller
+// teams, and teams past the limit, the log-depth algorithms, the rings
+// and the pairwise exchange. Every case names UCC_HOST_CPUS (2 unless it
+// says), so that it selects alike on every machine.
 TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
   struct Want {
     int n;
@@ -348,53 +348,107 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
     const char* bcast;  // reduce selects the same
     const char* allgather;
     const char* alltoall;
+    const char* reduce_scatter;
   };
   const Want wants[] = {
-      {4, {}, "linear@0", "linear@0,binomial@65536", "linear@0,ring@65536",
-       "linear@0,pairwise@65536"},
-      {4, {{"UCC_LINEAR_MAX", "1K"}}, "linear@0", "linear@0,binomial@1024",
-       "linear@0,ring@1024", "linear@0,pairwise@1024"},
-      {4, {{"UCC_LINEAR_RANKS", "0"}}, "dissemination@0", "binomial@0",
-       "ring@0", "pairwise@0"},
-      {5, {{"UCC_LINEAR_RANKS", "4"}}, "dissemination@0", "binomial@0",
-       "ring@0", "pairwise@0"},
-      {3, {}, "dissemination@0", "binomial@0", "ring@0", "pairwise@0"},
-      {4, {{"UCC_BARRIER_ALG", "rd"}, {"UCC_BCAST_ALG", "binomial"}},
-       "rd@0", "binomial@0", "linear@0,ring@65536", "linear@0,pairwise@65536"},
-      {4, {{"UCC_ALLGATHER_ALG", "ring"}, {"UCC_ALLTOALL_ALG", "pairwise"}},
-       "linear@0", "linear@0,binomial@65536", "ring@0", "pairwise@0"},
+      {4,
+       {},
+       "linear@0",
+       "linear@0,binomial@65536",
+       "linear@0,ring@65536",
+       "linear@0,pairwise@65536",
+       "linear@0,ring@65536"},
+      {4,
+       {{"UCC_LINEAR_MAX", "1K"}},
+       "linear@0",
+       "linear@0,binomial@1024",
+       "linear@0,ring@1024",
+       "linear@0,pairwise@1024",
+       "linear@0,ring@1024"},
+      {4,
+       {{"UCC_LINEAR_RANKS", "0"}},
+       "dissemination@0",
+       "binomial@0",
+       "ring@0",
+       "pairwise@0",
+       "ring@0"},
+      {5,
+       {{"UCC_LINEAR_RANKS", "4"}},
+       "dissemination@0",
+       "binomial@0",
+       "ring@0",
+       "pairwise@0",
+       "ring@0"},
+      {3,
+       {},
+       "dissemination@0",
+       "binomial@0",
+       "ring@0",
+       "pairwise@0",
+       "ring@0"},
+      {4,
+       {{"UCC_BARRIER_ALG", "rd"}, {"UCC_BCAST_ALG", "binomial"}},
+       "rd@0",
+       "binomial@0",
+       "linear@0,ring@65536",
+       "linear@0,pairwise@65536",
+       "linear@0,ring@65536"},
+      {4,
+       {{"UCC_ALLGATHER_ALG", "ring"},
+        {"UCC_ALLTOALL_ALG", "pairwise"},
+        {"UCC_REDUCE_SCATTER_ALG", "ring"}},
+       "linear@0",
+       "linear@0,binomial@65536",
+       "ring@0",
+       "pairwise@0",
+       "ring@0"},
       // A core per rank: dissemination; one rank too many: linear.
-      {4, {{"UCC_HOST_CPUS", "4"}}, "dissemination@0",
-       "linear@0,binomial@65536", "linear@0,ring@65536",
-       "linear@0,pairwise@65536"},
-      {5, {{"UCC_HOST_CPUS", "4"}}, "linear@0", "linear@0,binomial@65536",
-       "linear@0,ring@65536", "linear@0,pairwise@65536"},
+      {4,
+       {{"UCC_HOST_CPUS", "4"}},
+       "dissemination@0",
+       "linear@0,binomial@65536",
+       "linear@0,ring@65536",
+       "linear@0,pairwise@65536",
+       "linear@0,ring@65536"},
+      {5,
+       {{"UCC_HOST_CPUS", "4"}},
+       "linear@0",
+       "linear@0,binomial@65536",
+       "linear@0,ring@65536",
+       "linear@0,pairwise@65536",
+       "linear@0,ring@65536"},
   };
   for (const Want& want : wants) {
-    EXPECT_TRUE(ucct::run_ranks(want.n, [&](ucct::Rank& r) {
-      ucct::World w;
-      w.env = want.env;
-      if (want.env.empty() || want.env[0].first != "UCC_HOST_CPUS")
-        w.env.emplace_back("UCC_HOST_CPUS", "2");
-      if (w.init(r) != UCC_OK) return 1;
-      const std::string b = selection(w.team, UCC_COLL_TYPE_BARRIER);
-      const std::string bc = selection(w.team, UCC_COLL_TYPE_BCAST);
-      const std::string rd = selection(w.team, UCC_COLL_TYPE_REDUCE);
-      const std::string ag = selection(w.team, UCC_COLL_TYPE_ALLGATHER);
-      const std::string aa = selection(w.team, UCC_COLL_TYPE_ALLTOALL);
-      const bool forced_bcast =
-          !want.env.empty() && want.env[0].first == "UCC_BARRIER_ALG";
-      const bool ok = b == want.barrier && bc == want.bcast &&
-                      rd == (forced_bcast ? "linear@0,binomial@65536"
-                                          : want.bcast) &&
-                      ag == want.allgather && aa == want.alltoall;
-      if (!ok)
-        std::fprintf(stderr,
-                     "n=%d: barrier %s, bcast %s, reduce %s, allgather %s, "
-                     "alltoall %s\n",
-                     want.n, b.c_str(), bc.c_str(), rd.c_str(), ag.c_str(),
-                     aa.c_str());
-      return ok ? 0 : 1;
-    })) << "n=" << want.n;
+    EXPECT_TRUE(ucct::run_ranks(
+        want.n,
+        [&](ucct::Rank& r) {
+          ucct::World w;
+          w.env = want.env;
+          if (want.env.empty() || want.env[0].first != "UCC_HOST_CPUS")
+            w.env.emplace_back("UCC_HOST_CPUS", "2");
+          if (w.init(r) != UCC_OK) return 1;
+          const std::string b = selection(w.team, UCC_COLL_TYPE_BARRIER);
+          const std::string bc = selection(w.team, UCC_COLL_TYPE_BCAST);
+          const std::string rd = selection(w.team, UCC_COLL_TYPE_REDUCE);
+          const std::string ag = selection(w.team, UCC_COLL_TYPE_ALLGATHER);
+          const std::string aa = selection(w.team, UCC_COLL_TYPE_ALLTOALL);
+          const std::string rs =
+              selection(w.team, UCC_COLL_TYPE_REDUCE_SCATTER);
+          const bool forced_bcast =
+              !want.env.empty() && want.env[0].first == "UCC_BARRIER_ALG";
+          const bool ok =
+              b == want.barrier && bc == want.bcast &&
+              rd == (forced_bcast ? "linear@0,binomial@65536" : want.bcast) &&
+              ag == want.allgather && aa == want.alltoall &&
+              rs == want.reduce_scatter;
+          if (!ok)
+            std::fprintf(stderr,
+                         "n=%d: barrier %s, bcast %s, reduce %s, allgather %s, "
+                         "alltoall %s, reduce_scatter %s\n",
+                         want.n, b.c_str(), bc.c_str(), rd.c_str(), ag.c_str(),
+                         aa.c_str(), rs.c_str());
+          return ok ? 0 : 1;
+        }))
+        << "n=" << want.n;
   }
 }

@@ -86,17 +86,28 @@ const Config kConfigs[] = {
       {"UCC_REDUCE_ALG", "binomial"}},
      false,
      {"barrier", "bcast", "reduce"}},
-    // The linear exchange at every team size and block size (by default
-    // only one-host teams of 4 to 8 ranks below 64 KiB run it), and the
-    // ring and pairwise exchange where those are not the default any more.
+    // The linear exchanges at every team size and block size (by default
+    // only one-host teams of 4 to 8 ranks below 64 KiB run them), and the
+    // rings and pairwise exchange where those are not the default any more.
     {"exchange",
-     {{"UCC_ALLGATHER_ALG", "linear"}, {"UCC_ALLTOALL_ALG", "linear"}},
+     {{"UCC_ALLGATHER_ALG", "linear"},
+      {"UCC_ALLTOALL_ALG", "linear"},
+      {"UCC_REDUCE_SCATTER_ALG", "linear"}},
      false,
-     {"allgather", "alltoall"}},
+     {"allgather", "alltoall", "reduce_scatter"}},
     {"ring_pairwise",
-     {{"UCC_ALLGATHER_ALG", "ring"}, {"UCC_ALLTOALL_ALG", "pairwise"}},
+     {{"UCC_ALLGATHER_ALG", "ring"},
+      {"UCC_ALLTOALL_ALG", "pairwise"},
+      {"UCC_REDUCE_SCATTER_ALG", "ring"}},
      false,
-     {"allgather", "alltoall"}},
+     {"allgather", "alltoall", "reduce_scatter"}},
+    // The linear reduce_scatter's rounds, with two slots of 256 bytes.
+    {"exchange_smallseg",
+     {{"UCC_REDUCE_SCATTER_ALG", "linear"},
+      {"UCC_SHM_SEG_SIZE", "256"},
+      {"UCC_SHM_NSEGS", "2"}},
+     true,
+     {"reduce_scatter"}},
     // Single copy for every size, and from its default threshold on (the
     // default config never single-copies). Emu engines never single-copy:
     // there both run the slot algorithms.

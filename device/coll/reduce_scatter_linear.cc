@@ -1,0 +1,110 @@
+// Reduce-scatter by sending to every peer at once (linear).
+//
+// Every rank sends block p of its input straight to rank p, and folds the
+// n - 1 copies of its own block that the peers send it into its result:
+// its own input combined with the message of the previous rank, then with
+// each further rank's down the ring, a fixed order whatever order the
+// messages come in, so a result is the same from run to run. No rank waits
+// for a peer that is itself waiting for another, where the ring takes
+// n - 1 lockstep steps; with more ranks than cores every such step can be
+// a trip through the scheduler (docs/performance.md).
+//
+// Words: "round" j moves segment j (one slot's worth) of every block. A
+// rank starts round j + 1 once it has sent all of round j and folded all
+// of it, so a peer's inbox from us holds at most rounds j and j + 1, and a
+// rank takes its current round's messages whatever its own sends are
+// waiting for: bounded inboxes cannot deadlock.
+//
+// In place, the input is dst's whole vector and the result goes to this
+// rank's block of it: the bytes that only this rank's folds read.
+#include "device/coll/algorithms.h"
+#include "device/coll/patterns.h"
+#include "device/coll/round_sends.h"
+#include "device/coll/streams.h"
+
+namespace ucc::dev {
+namespace {
+
+struct ReduceScatterLinear {
+  uint32_t round = 0;
+  uint32_t rounds = 0;
+  uint32_t nfold = 0;  // peers' segments of this round still to fold
+  uint32_t next = 0;   // the next of them: from position rank - next
+  RoundSends tx;
+
+  Status start(CollRun& run) {
+    if (run.size > RoundSends::kMaxRanks) return Status::kNotSupported;
+    const uint32_t me = run.tab(run.rank);
+    if (run.size == 1) {
+      Status st =
+          run.copy_uu(Buf::kDst, run.dst_off[me] * run.esize, Buf::kSrc,
+                      run.src_off[me] * run.esize, run.src_cnt[me] * run.esize);
+      if (failed(st)) return st;
+      return run.finish_avg(Buf::kDst, run.dst_off[me] * run.esize,
+                            run.src_cnt[me]);
+    }
+    rounds = 0;
+    for (uint32_t p = 0; p < run.size; ++p) {
+      const uint32_t m = pat::nmsgs(RoundSends::bytes(run, p), run.slot);
+      if (m > rounds) rounds = m;
+    }
+    begin_round(run);
+    return progress(run);
+  }
+
+  void begin_round(const CollRun& run) {
+    tx.begin(run, round);
+    const uint64_t mine = RoundSends::bytes(run, run.rank);
+    nfold = round < pat::nmsgs(mine, run.slot) ? run.size - 1 : 0;
+    next = 1;
+  }
+
+  // Folds the segment of this round that `in` holds (from the next peer
+  // in order) into the result.
+  Status fold(CollRun& run, const void* in, uint32_t len) {
+    const uint32_t me = run.tab(run.rank);
+    const uint64_t at = uint64_t{round} * run.slot;
+    const uint64_t doff = run.dst_off[me] * run.esize + at;
+    const uint64_t cnt = len / run.esize;
+    // The first fold takes our own input, the others the partial result.
+    Status st = next == 1
+                    ? run.reduce_out(Buf::kDst, doff, in, Buf::kSrc,
+                                     run.src_off[me] * run.esize + at, cnt)
+                    : run.reduce_out(Buf::kDst, doff, in, Buf::kDst, doff, cnt);
+    if (failed(st) || nfold != 1) return st;
+    return run.finish_avg(Buf::kDst, doff, cnt);
+  }
+
+  Status progress(CollRun& run) {
+    while (round < rounds) {
+      Status st = tx.push(run, round);
+      if (failed(st)) return st;
+      // Our block from the previous rank down, in that order.
+      const uint32_t len =
+          msg_len(RoundSends::bytes(run, run.rank), run.slot, round);
+      while (nfold != 0) {
+        const uint32_t p = pat::mod(int64_t{run.rank} - next, run.size);
+        Status err = Status::kOk;
+        const void* in = run.peek(p, len, &err);
+        if (in == nullptr) {
+          if (failed(err)) return err;
+          break;
+        }
+        st = fold(run, in, len);
+        if (failed(st)) return st;
+        run.release(p);
+        ++next;
+        --nfold;
+      }
+      if (tx.left != 0 || nfold != 0) return Status::kInProgress;
+      if (++round < rounds) begin_round(run);
+    }
+    return Status::kOk;
+  }
+};
+
+}  // namespace
+
+const AlgInfo kReduceScatterLinear = make_alg<ReduceScatterLinear>();
+
+}  // namespace ucc::dev
