@@ -29,8 +29,6 @@ namespace ucc::dev {
 namespace {
 
 struct Exchange {
-  static constexpr uint32_t kMaxRanks = RoundSends::kMaxRanks;
-
   uint32_t round = 0;
   uint32_t rounds = 0;
   uint32_t nrx = 0;  // receives of this round still to go
@@ -43,7 +41,7 @@ struct Exchange {
   }
 
   Status start(CollRun& run) {
-    if (run.size > kMaxRanks) return Status::kNotSupported;
+    if (run.size > RoundSends::kMaxRanks) return Status::kNotSupported;
     const uint32_t me = run.rank;
     const uint64_t own = dbytes(run, me);
     if (RoundSends::bytes(run, me) != own) return Status::kInvalidParam;

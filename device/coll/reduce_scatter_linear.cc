@@ -28,8 +28,9 @@ namespace {
 struct ReduceScatterLinear {
   uint32_t round = 0;
   uint32_t rounds = 0;
-  uint32_t nfold = 0;  // peers' segments of this round still to fold
-  uint32_t next = 0;   // the next of them: from position rank - next
+  // The next peer's segment of this round to fold: from position
+  // rank - next, 1..size - 1; size once all are in (or none is due).
+  uint32_t next = 0;
   RoundSends tx;
 
   Status start(CollRun& run) {
@@ -55,8 +56,7 @@ struct ReduceScatterLinear {
   void begin_round(const CollRun& run) {
     tx.begin(run, round);
     const uint64_t mine = RoundSends::bytes(run, run.rank);
-    nfold = round < pat::nmsgs(mine, run.slot) ? run.size - 1 : 0;
-    next = 1;
+    next = round < pat::nmsgs(mine, run.slot) ? 1 : run.size;
   }
 
   // Folds the segment of this round that `in` holds (from the next peer
@@ -66,12 +66,13 @@ struct ReduceScatterLinear {
     const uint64_t at = uint64_t{round} * run.slot;
     const uint64_t doff = run.dst_off[me] * run.esize + at;
     const uint64_t cnt = len / run.esize;
-    // The first fold takes our own input, the others the partial result.
+    // The first fold takes our own input, the others the partial result;
+    // the last one applies AVG's scaling.
     Status st = next == 1
                     ? run.reduce_out(Buf::kDst, doff, in, Buf::kSrc,
                                      run.src_off[me] * run.esize + at, cnt)
                     : run.reduce_out(Buf::kDst, doff, in, Buf::kDst, doff, cnt);
-    if (failed(st) || nfold != 1) return st;
+    if (failed(st) || next != run.size - 1) return st;
     return run.finish_avg(Buf::kDst, doff, cnt);
   }
 
@@ -82,7 +83,7 @@ struct ReduceScatterLinear {
       // Our block from the previous rank down, in that order.
       const uint32_t len =
           msg_len(RoundSends::bytes(run, run.rank), run.slot, round);
-      while (nfold != 0) {
+      while (next < run.size) {
         const uint32_t p = pat::mod(int64_t{run.rank} - next, run.size);
         Status err = Status::kOk;
         const void* in = run.peek(p, len, &err);
@@ -94,9 +95,8 @@ struct ReduceScatterLinear {
         if (failed(st)) return st;
         run.release(p);
         ++next;
-        --nfold;
       }
-      if (tx.left != 0 || nfold != 0) return Status::kInProgress;
+      if (tx.left != 0 || next < run.size) return Status::kInProgress;
       if (++round < rounds) begin_round(run);
     }
     return Status::kOk;
