@@ -5,7 +5,7 @@
 // the peers get to it: a rank waits on no peer that is itself waiting on
 // another, where the ring and the pairwise exchange take n - 1 steps in
 // lockstep. With more ranks than cores every such step can be a trip
-// through the scheduler (docs/performance.md).
+// through the scheduler (docs/perf/small_teams.md).
 //
 // Blocks longer than a slot go in rounds: round j moves segment j of every
 // block, and a rank starts round j + 1 once it has sent and received all

@@ -7,7 +7,7 @@
 // messages come in, so a result is the same from run to run. No rank waits
 // for a peer that is itself waiting for another, where the ring takes
 // n - 1 lockstep steps; with more ranks than cores every such step can be
-// a trip through the scheduler (docs/performance.md).
+// a trip through the scheduler (docs/perf/small_teams.md).
 //
 // Words: "round" j moves segment j (one slot's worth) of every block. A
 // rank starts round j + 1 once it has sent all of round j and folded all

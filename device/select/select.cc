@@ -65,12 +65,12 @@ struct Rule {
 // UCC_LINEAR_MAX bytes: each rank waits for one message from the root or
 // the root for one from each rank, so no rank waits on a peer that waits
 // in turn; with more ranks than cores every such wait is a trip through
-// the scheduler (docs/performance.md). Binomial from UCC_LINEAR_MAX on,
+// the scheduler (docs/perf/small_teams.md). Binomial from UCC_LINEAR_MAX on,
 // where the root's n - 1 copies would cost more than the tree's depth.
 // The barrier's flat tree only where the team is crowded: with a core
 // per rank, the root's 2 (n - 1) messages in a row cost more than
 // dissemination's log2 n rounds, which all ranks run at once (measured
-// with a core per rank, docs/performance.md).
+// with a core per rank, docs/perf/small_teams.md).
 // Allgather, alltoall and reduce_scatter likewise below UCC_LINEAR_MAX
 // bytes per block: the linear exchange sends to every rank at once
 // instead of the ring's and the pairwise exchange's n - 1 lockstep steps.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Node-aware against flat algorithms at 4 emulated hosts x 2 ranks, under
-# mpirun (docs/performance.md, "Node-aware against flat"): for each
+# mpirun (docs/perf/hosts.md, "Node-aware against flat"): for each
 # placement (round-robin, host by host) and each collective and size,
 # three pairs of ucc_perftest runs, the default (node-aware) selection and
 # the flat algorithm forced by UCC_<COLL>_ALG, alternating. Prints the avg
