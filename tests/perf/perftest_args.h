@@ -18,6 +18,10 @@ struct CollSpec {
   int busbw_num_nm1;  // busbw factor = num_nm1 * (n - 1) / n, or 1 when 0
 };
 
+// Sizes above this (count * elem) are "large": fewer iterations by
+// default.
+inline constexpr uint64_t kLargeBytes = 1 << 20;
+
 // The spec of a collective perftest runs, or nullptr.
 const CollSpec* spec_of(ucc_coll_type_t t);
 
