@@ -47,7 +47,8 @@ fi
 
 rc=0
 for n in $ranks; do
-  for coll in allreduce bcast reduce allgather alltoall reduce_scatter barrier; do
+  for coll in allreduce bcast reduce allgather alltoall reduce_scatter barrier \
+    allgatherv alltoallv reduce_scatterv; do
     args=(-N "$n" -c "$coll" "${sizes[@]}" --compare mpi)
     echo "## ucc_perftest ${args[*]}"
     if [ -n "$out" ]; then

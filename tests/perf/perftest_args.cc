@@ -13,14 +13,26 @@ namespace ucct::perf {
 namespace {
 
 const CollSpec kSpecs[] = {
-    // {type, rooted, reduction, has_inplace, total_bytes, busbw_num_nm1}
-    {UCC_COLL_TYPE_ALLREDUCE, false, true, true, false, 2},
-    {UCC_COLL_TYPE_BCAST, true, false, false, false, 0},
-    {UCC_COLL_TYPE_REDUCE, true, true, true, false, 0},
-    {UCC_COLL_TYPE_ALLGATHER, false, false, true, true, 1},
-    {UCC_COLL_TYPE_ALLTOALL, false, false, true, true, 1},
-    {UCC_COLL_TYPE_REDUCE_SCATTER, false, true, true, true, 1},
-    {UCC_COLL_TYPE_BARRIER, false, false, false, false, 0},
+    // {type, rooted, reduction, has_inplace, total_bytes, busbw_num_nm1,
+    //  base}
+    {UCC_COLL_TYPE_ALLREDUCE, false, true, true, false, 2,
+     UCC_COLL_TYPE_ALLREDUCE},
+    {UCC_COLL_TYPE_BCAST, true, false, false, false, 0, UCC_COLL_TYPE_BCAST},
+    {UCC_COLL_TYPE_REDUCE, true, true, true, false, 0, UCC_COLL_TYPE_REDUCE},
+    {UCC_COLL_TYPE_ALLGATHER, false, false, true, true, 1,
+     UCC_COLL_TYPE_ALLGATHER},
+    {UCC_COLL_TYPE_ALLTOALL, false, false, true, true, 1,
+     UCC_COLL_TYPE_ALLTOALL},
+    {UCC_COLL_TYPE_REDUCE_SCATTER, false, true, true, true, 1,
+     UCC_COLL_TYPE_REDUCE_SCATTER},
+    {UCC_COLL_TYPE_BARRIER, false, false, false, false, 0,
+     UCC_COLL_TYPE_BARRIER},
+    {UCC_COLL_TYPE_ALLGATHERV, false, false, false, true, 1,
+     UCC_COLL_TYPE_ALLGATHER},
+    {UCC_COLL_TYPE_ALLTOALLV, false, false, false, true, 1,
+     UCC_COLL_TYPE_ALLTOALL},
+    {UCC_COLL_TYPE_REDUCE_SCATTERV, false, true, false, true, 1,
+     UCC_COLL_TYPE_REDUCE_SCATTER},
 };
 
 }  // namespace
@@ -43,7 +55,9 @@ const char kUsage[] =
     "\n"
     "  -c <coll>      collective: allreduce (default), bcast, reduce, "
     "allgather,\n"
-    "                 alltoall, reduce_scatter, barrier\n"
+    "                 alltoall, reduce_scatter, barrier, allgatherv, "
+    "alltoallv,\n"
+    "                 reduce_scatterv\n"
     "  -b <count>     min element count (default 2); K, M, G suffixes (x1024)\n"
     "  -e <count>     max element count (default 4M: 16 MiB of float32)\n"
     "  -f <factor>    count multiplier between sizes (default 2)\n"
@@ -111,6 +125,10 @@ const char kUsage[] =
     "  reduce_scatter: src ranks * count, dst count (in place: dst holds\n"
     "                  ranks * count, this rank's result at rank * count)\n"
     "  barrier:        no data, one row\n"
+    "  allgatherv, alltoallv, reduce_scatterv: as allgather, alltoall,\n"
+    "                  reduce_scatter, through the v arguments (count and\n"
+    "                  displacement arrays: every block count elements,\n"
+    "                  packed in rank order); not in place\n"
     "\n"
     "Columns: count; size(B) = count * elem; avg / min / max over ranks of "
     "each\n"
@@ -118,10 +136,10 @@ const char kUsage[] =
     "untimed UCC barrier before each iteration); algbw = data bytes / avg "
     "time,\n"
     "data bytes = count * elem (allreduce, bcast, reduce) or ranks * count *\n"
-    "elem (allgather, alltoall, reduce_scatter); busbw = algbw * factor, as "
-    "in\n"
-    "nccl-tests: allreduce 2(n-1)/n; allgather, alltoall, reduce_scatter\n"
-    "(n-1)/n; bcast, reduce 1; barrier prints 0. GB = 1e9 bytes.\n"
+    "elem (allgather, alltoall, reduce_scatter and their v forms); busbw =\n"
+    "algbw * factor, as in nccl-tests: allreduce 2(n-1)/n; allgather,\n"
+    "alltoall, reduce_scatter (and v) (n-1)/n; bcast, reduce 1; barrier\n"
+    "prints 0. GB = 1e9 bytes.\n"
     "\n"
     "Each size runs one untimed iteration whose result is checked first; a\n"
     "wrong result prints a WARNING line instead of the row. Exit status: 0\n"

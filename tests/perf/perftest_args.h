@@ -16,6 +16,10 @@ struct CollSpec {
   bool has_inplace;
   bool total_bytes;   // data bytes = size * count * elem (else count * elem)
   int busbw_num_nm1;  // busbw factor = num_nm1 * (n - 1) / n, or 1 when 0
+  // The collective whose buffers, inputs and result this one has: itself,
+  // or for allgatherv, alltoallv and reduce_scatterv the regular one (every
+  // block count elements, packed in rank order, through the v arrays).
+  ucc_coll_type_t base;
 };
 
 // Sizes above this (count * elem) are "large": fewer iterations by

@@ -202,6 +202,8 @@ struct MpiCall {
   void* dst;
   int n;       // elements per rank
   int scount;  // allgather's, alltoall's send count (0 in place)
+  // The v forms: n elements to / from every rank, packed in rank order.
+  std::vector<int> counts, displs;
   MPI_Datatype dt;
   MPI_Op op;
   int root;
@@ -227,6 +229,13 @@ std::shared_ptr<const MpiCall> mpi_prepare(const Config& cfg, bool inplace,
   MPI_Comm_rank(c->comm, &rank);
   if (c->type == UCC_COLL_TYPE_REDUCE)
     c->in = inplace && rank == c->root ? MPI_IN_PLACE : src;
+  if (cfg.coll->base != cfg.coll->type) {
+    int size = 0;
+    MPI_Comm_size(c->comm, &size);
+    if (count * static_cast<uint64_t>(size) > INT32_MAX) return nullptr;
+    c->counts.assign(static_cast<size_t>(size), c->n);
+    for (int q = 0; q < size; ++q) c->displs.push_back(c->n * q);
+  }
   return c;
 }
 
@@ -253,6 +262,18 @@ bool mpi_call(const MpiCall& c) {
       break;
     case UCC_COLL_TYPE_REDUCE_SCATTER:
       rc = MPI_Reduce_scatter_block(c.buf, c.dst, c.n, c.dt, c.op, c.comm);
+      break;
+    case UCC_COLL_TYPE_ALLGATHERV:
+      rc = MPI_Allgatherv(c.in, c.n, c.dt, c.dst, c.counts.data(),
+                          c.displs.data(), c.dt, c.comm);
+      break;
+    case UCC_COLL_TYPE_ALLTOALLV:
+      rc = MPI_Alltoallv(c.in, c.counts.data(), c.displs.data(), c.dt, c.dst,
+                         c.counts.data(), c.displs.data(), c.dt, c.comm);
+      break;
+    case UCC_COLL_TYPE_REDUCE_SCATTERV:
+      rc =
+          MPI_Reduce_scatter(c.buf, c.dst, c.counts.data(), c.dt, c.op, c.comm);
       break;
     default:
       break;

@@ -148,7 +148,7 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   // Element counts of src / dst as UCC defines them, and which exist here.
   uint64_t src_count = 0, dst_count = 0;
   bool src_here = false, dst_here = false;
-  switch (cs.type) {
+  switch (cs.base) {
     case UCC_COLL_TYPE_ALLREDUCE:
       src_count = dst_count = count;
       break;
@@ -184,7 +184,7 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
     return UCC_ERR_NO_MEMORY;
   }
 
-  Setup setup{cs.type, cfg.dt, cfg.op, r, n, count, cfg.root, inplace};
+  Setup setup{cs.base, cfg.dt, cfg.op, r, n, count, cfg.root, inplace};
   fill_inputs(setup, src.get(), src_count, dst.get(), dst_here ? dst_count : 0);
 
   // -m cuda: the collective runs on GPU copies of the buffers, which come
@@ -207,6 +207,25 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
                      mt};
     args.dst.info = {cfg.cuda ? ddst.get() : dst.get(), dst_count, cfg.dt->dt,
                      mt};
+  }
+  // The v forms: every block count elements, packed in rank order (the
+  // regular form's layout), spelled out in 64-bit arrays.
+  std::vector<ucc_count_t> vcounts;
+  std::vector<ucc_aint_t> vdispls;
+  if (cs.base != cs.type) {
+    vcounts.assign(static_cast<size_t>(n), count);
+    for (int q = 0; q < n; ++q) vdispls.push_back(count * q);
+    args.flags |=
+        UCC_COLL_ARGS_FLAG_COUNT_64BIT | UCC_COLL_ARGS_FLAG_DISPLACEMENTS_64BIT;
+    ucc_count_t* cnt = vcounts.data();
+    ucc_aint_t* dsp = vdispls.data();
+    const ucc_coll_buffer_info_t sb = args.src.info, db = args.dst.info;
+    if (cs.type == UCC_COLL_TYPE_ALLTOALLV)
+      args.src.info_v = {sb.buffer, cnt, dsp, sb.datatype, sb.mem_type};
+    if (cs.type != UCC_COLL_TYPE_REDUCE_SCATTERV)
+      args.dst.info_v = {db.buffer, cnt, dsp, db.datatype, db.mem_type};
+    else
+      args.dst.info_v = {db.buffer, cnt, nullptr, db.datatype, db.mem_type};
   }
   if (cs.reduction) args.op = cfg.op;
   if (cs.rooted) args.root = cfg.root;
