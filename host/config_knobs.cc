@@ -116,14 +116,16 @@ const KnobInfo kKnobTable[kNumKnobs] = {
     {"LINEAR_RANKS", "8", Scope::kContext,
      "Teams with all their ranks on one host, 4 to this many of them "
      "(at most 255; 0: never), run bcast and reduce below UCC_LINEAR_MAX "
-     "bytes over flat trees, and allgather, alltoall and reduce_scatter "
-     "below it by sending to every rank at once (the linear algorithms); "
-     "barrier too where the team is crowded (UCC_HOST_CPUS)"},
+     "bytes over flat trees, and allgather(v), alltoall and "
+     "reduce_scatter(v) below it by sending to every rank at once (the "
+     "linear algorithms); barrier too where the team is crowded "
+     "(UCC_HOST_CPUS)"},
     {"LINEAR_MAX", "64K", Scope::kContext,
      "Bcast and reduce vectors, and allgather, alltoall and "
-     "reduce_scatter blocks, of fewer bytes use the linear algorithm "
-     "where UCC_LINEAR_RANKS allows it; larger ones the binomial tree, "
-     "the ring or the pairwise exchange"},
+     "reduce_scatter blocks (allgatherv and reduce_scatterv: the largest "
+     "block), of fewer bytes use the linear algorithm where "
+     "UCC_LINEAR_RANKS allows it; larger ones the binomial tree, the ring "
+     "or the pairwise exchange"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "
@@ -156,11 +158,14 @@ const KnobInfo kKnobTable[kNumKnobs] = {
     {"SCATTERV_ALG", "auto", Scope::kContext,
      "Scatterv algorithm: auto, linear"},
     {"ALLGATHERV_ALG", "auto", Scope::kContext,
-     "Allgatherv algorithm: auto, pairwise, hier (node-aware ring)"},
+     "Allgatherv algorithm: auto, pairwise, hier (node-aware ring), linear "
+     "(to every rank at once)"},
     {"ALLTOALLV_ALG", "auto", Scope::kContext,
-     "Alltoallv algorithm: auto, pairwise"},
+     "Alltoallv algorithm: auto, pairwise, linear (every block to its rank "
+     "at once; auto never picks it, as each rank's counts are its own)"},
     {"REDUCE_SCATTERV_ALG", "auto", Scope::kContext,
-     "Reduce-scatterv algorithm: auto, ring, hier (node-aware ring)"},
+     "Reduce-scatterv algorithm: auto, ring, hier (node-aware ring), "
+     "linear (every rank sends each block to its rank at once)"},
     {"FANIN_ALG", "auto", Scope::kContext, "Fanin algorithm: auto, binomial"},
     {"FANOUT_ALG", "auto", Scope::kContext, "Fanout algorithm: auto, binomial"},
     // The standard names of UCC 1.x's library and context configuration

@@ -108,5 +108,7 @@ struct Exchange {
 
 const AlgInfo kAllgatherLinear = make_alg<Exchange>();
 const AlgInfo kAlltoallLinear = make_alg<Exchange>();
+const AlgInfo kAllgathervLinear = make_alg<Exchange>();
+const AlgInfo kAlltoallvLinear = make_alg<Exchange>();
 
 }  // namespace ucc::dev

@@ -106,5 +106,6 @@ struct ReduceScatterLinear {
 }  // namespace
 
 const AlgInfo kReduceScatterLinear = make_alg<ReduceScatterLinear>();
+const AlgInfo kReduceScattervLinear = make_alg<ReduceScatterLinear>();
 
 }  // namespace ucc::dev

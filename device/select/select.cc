@@ -30,9 +30,10 @@ constexpr ById kById[] = {
     {nullptr, &kGathervLinear},
     {nullptr, &kScatterLinear},
     {nullptr, &kScattervLinear},
-    {nullptr, &kAllgathervPairwise, &kAllgathervHier},
-    {nullptr, &kAlltoallvPairwise},
-    {nullptr, &kReduceScattervRing, &kReduceScattervHier},
+    {nullptr, &kAllgathervPairwise, &kAllgathervHier, &kAllgathervLinear},
+    {nullptr, &kAlltoallvPairwise, &kAlltoallvLinear},
+    {nullptr, &kReduceScattervRing, &kReduceScattervHier,
+     &kReduceScattervLinear},
     {nullptr, &kFaninBinomial},
     {nullptr, &kFanoutBinomial},
 };
@@ -74,6 +75,11 @@ struct Rule {
 // Allgather, alltoall and reduce_scatter likewise below UCC_LINEAR_MAX
 // bytes per block: the linear exchange sends to every rank at once
 // instead of the ring's and the pairwise exchange's n - 1 lockstep steps.
+// Allgatherv and reduce_scatterv too, by their largest block (every member
+// passes the same count array: off::select_bytes). Not alltoallv: each
+// rank's arrays are its own, so the ranks could select apart by size, and
+// always linear would cost large blocks 10-30 % (docs/perf/small_teams.md);
+// UCC_ALLTOALLV_ALG=linear asks for it.
 constexpr Rule kRules[] = {
     {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
     {CollType::kBarrier, From::kZero, off::When::kCrowded, 4},
@@ -98,7 +104,11 @@ constexpr Rule kRules[] = {
     {CollType::kReduceScatter, From::kLinearMax, off::When::kAlways, 1},
     {CollType::kReduceScatter, From::kZero, off::When::kLinear, 3},
     {CollType::kAllgatherv, From::kZero, off::When::kNodeAware, 2},
+    {CollType::kAllgatherv, From::kLinearMax, off::When::kAlways, 1},
+    {CollType::kAllgatherv, From::kZero, off::When::kLinear, 3},
     {CollType::kReduceScatterv, From::kZero, off::When::kNodeAware, 2},
+    {CollType::kReduceScatterv, From::kLinearMax, off::When::kAlways, 1},
+    {CollType::kReduceScatterv, From::kZero, off::When::kLinear, 3},
 };
 
 uint64_t threshold(const off::EngineConfig& cfg, From f) {
@@ -167,13 +177,13 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
 }
 
 const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
-                          bool one_node, bool hierarchical,
+                          uint64_t bytes, bool one_node, bool hierarchical,
                           uint32_t team_size, uint8_t* id) {
   const auto c = static_cast<size_t>(d.coll);
   if (c >= off::kNumColls) return nullptr;
   const bool whole = d.set_size == 0;
   const off::SelectInput in{
-      d.alg,        off::select_bytes(d),
+      d.alg,        bytes,
       single_copy_ok(caps, d, one_node), whole,
       whole && hierarchical,
       whole && off::linear_team(caps, team_size, one_node),

@@ -24,13 +24,13 @@ const AlgInfo* find_impl(off::CollType coll, uint8_t id);
 // engine's configuration (cfg.cma_min 0: no single copy).
 void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps);
 
-// The algorithm to run `d` on a team whose ranks all share this host
-// (one_node) or not, whose shape calls for node-aware algorithms
-// (hierarchical: NodeMap::hierarchical), of team_size ranks, by the
-// record's table, and its id in *id; nullptr when the chosen id has no
-// implementation here.
+// The algorithm to run `d` of `bytes` (off::select_bytes) on a team whose
+// ranks all share this host (one_node) or not, whose shape calls for
+// node-aware algorithms (hierarchical: NodeMap::hierarchical), of
+// team_size ranks, by the record's table, and its id in *id; nullptr when
+// the chosen id has no implementation here.
 const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
-                          bool one_node, bool hierarchical, uint32_t team_size,
-                          uint8_t* id);
+                          uint64_t bytes, bool one_node, bool hierarchical,
+                          uint32_t team_size, uint8_t* id);
 
 }  // namespace ucc::dev

@@ -116,22 +116,31 @@ constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
    Side::kDst, CountFrom::kMine,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
     side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)},
-   2, {{1, "pairwise", "n steps of symmetric pairwise exchange of our "
+   3, {{1, "pairwise", "n steps of symmetric pairwise exchange of our "
                        "block"},
        {2, "hier", "node-aware: the pipelined ring over the ranks host by "
-                   "host"}}},
+                   "host"},
+       {3, "linear", "every rank sends its block to every other rank at "
+                     "once, in slot-sized rounds"}},
+   true},
   {CollType::kAlltoallv, "alltoallv", false, false, InPlaceRule::kRefused,
    Side::kDst, CountFrom::kNone,
    {side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls),
     side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)},
-   1, {{1, "pairwise", "n steps of symmetric pairwise exchange"}}},
+   2, {{1, "pairwise", "n steps of symmetric pairwise exchange"},
+       {2, "linear", "every rank sends each block to its rank at once, in "
+                     "slot-sized rounds"}}},
   {CollType::kReduceScatterv, "reduce_scatterv", false, true,
    InPlaceRule::kEveryone, Side::kDst, CountFrom::kTotal,
    {side(E, Extent::kCount, kSame, Layout::kDstVecPacked),
     side(E, Extent::kVecMine, kOther, Layout::kOwn, Arrays::kCounts)},
-   2, {{1, "ring", "pipelined ring over blocks of any size"},
+   3, {{1, "ring", "pipelined ring over blocks of any size"},
        {2, "hier", "node-aware: the pipelined ring over the ranks host by "
-                   "host"}}},
+                   "host"},
+       {3, "linear", "every rank sends each block to its rank at once, "
+                     "which combines them in rank order, in slot-sized "
+                     "rounds"}},
+   true},
   {CollType::kFanin, "fanin", true, false, InPlaceRule::kIgnored,
    Side::kDst, CountFrom::kNone, {kNoSide, kNoSide},
    1, {{1, "binomial", "empty messages up a binomial tree to the root"}}},

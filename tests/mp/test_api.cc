@@ -452,3 +452,54 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
         << "n=" << want.n;
   }
 }
+
+// Allgatherv and reduce_scatterv take the linear exchanges on the same
+// teams, by their largest block (every member passes the same counts);
+// alltoallv keeps the pairwise exchange, whose ranks' arrays differ, unless
+// UCC_ALLTOALLV_ALG asks.
+TEST(Api, SmallOneHostTeamsSelectTheLinearVExchanges) {
+  struct Want {
+    int n;
+    std::vector<std::pair<std::string, std::string>> env;
+    const char* allgatherv;
+    const char* alltoallv;
+    const char* reduce_scatterv;
+  };
+  const Want wants[] = {
+      {4, {}, "linear@0,pairwise@65536", "pairwise@0", "linear@0,ring@65536"},
+      {8,
+       {{"UCC_LINEAR_MAX", "1K"}},
+       "linear@0,pairwise@1024",
+       "pairwise@0",
+       "linear@0,ring@1024"},
+      {3, {}, "pairwise@0", "pairwise@0", "ring@0"},
+      {4,
+       {{"UCC_LINEAR_RANKS", "0"}, {"UCC_ALLTOALLV_ALG", "linear"}},
+       "pairwise@0",
+       "linear@0",
+       "ring@0"},
+  };
+  for (const Want& want : wants) {
+    EXPECT_TRUE(ucct::run_ranks(
+        want.n,
+        [&](ucct::Rank& r) {
+          ucct::World w;
+          w.env = want.env;
+          w.env.emplace_back("UCC_HOST_CPUS", "2");
+          if (w.init(r) != UCC_OK) return 1;
+          const std::string ag = selection(w.team, UCC_COLL_TYPE_ALLGATHERV);
+          const std::string aa = selection(w.team, UCC_COLL_TYPE_ALLTOALLV);
+          const std::string rs =
+              selection(w.team, UCC_COLL_TYPE_REDUCE_SCATTERV);
+          const bool ok = ag == want.allgatherv && aa == want.alltoallv &&
+                          rs == want.reduce_scatterv;
+          if (!ok)
+            std::fprintf(stderr,
+                         "n=%d: allgatherv %s, alltoallv %s, reduce_scatterv "
+                         "%s\n",
+                         want.n, ag.c_str(), aa.c_str(), rs.c_str());
+          return ok ? 0 : 1;
+        }))
+        << "n=" << want.n;
+  }
+}

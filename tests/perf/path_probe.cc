@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   } else if (strcmp(name, "barrier") == 0) {
     kind = Kind::kBarrier;
   } else {
-    std::fprintf(stderr, "usage: ucc_path_probe [reps] [bcast|reduce|barrier]\n");
+    std::fprintf(stderr,
+                 "usage: ucc_path_probe [reps] [bcast|reduce|barrier]\n");
     return 2;
   }
   if (reps < 1) return 2;

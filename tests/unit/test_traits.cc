@@ -180,6 +180,24 @@ TEST(Traits, AlgorithmCatalogue) {
   EXPECT_EQ(find_alg_id(CollType::kCount, 1), nullptr);
 }
 
+// Selection goes by the largest block of the dst counts exactly where
+// every member passes the same array, and by count everywhere else.
+TEST(Traits, SelectionBytes) {
+  using ucc::off::select_bytes;
+  for (size_t c = 0; c < static_cast<size_t>(CollType::kCount); ++c) {
+    const auto type = static_cast<CollType>(c);
+    const CollTraits& t = *ucc::off::coll_traits(type);
+    EXPECT_EQ(t.alike_counts, type == CollType::kAllgatherv ||
+                                  type == CollType::kReduceScatterv)
+        << t.name;
+    ucc::off::CollDesc d{};
+    d.coll = type;
+    d.dtype = ucc::off::DType::kFloat32;
+    d.count = 3;
+    EXPECT_EQ(select_bytes(d, t, 100), t.alike_counts ? 400u : 12u) << t.name;
+  }
+}
+
 // --- selection over a capability record ------------------------------------
 
 ucc::off::CollCaps two_rules() {

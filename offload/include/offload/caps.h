@@ -103,7 +103,7 @@ inline bool caps_has_alg(const CollCaps& c, uint8_t id) {
 // What selection looks at in one collective.
 struct SelectInput {
   uint8_t alg;       // the descriptor's explicit id, 0 = auto
-  uint64_t bytes;    // select_bytes(d)
+  uint64_t bytes;    // select_bytes (coll_traits.h)
   bool single_copy;  // single copy can run it (the engine's verdict)
   bool whole_team;   // it covers the whole team (no active set)
   bool node_aware;   // whole team, several hosts, some with several ranks

@@ -133,6 +133,10 @@ struct CollTraits {
   SideTraits side[2];  // indexed by Side
   uint8_t nalgs;
   AlgName algs[kMaxAlgs];
+  // Every member passes the same dst count array (allgatherv,
+  // reduce_scatterv): selection goes by its largest block, which every
+  // member sees alike (select_bytes).
+  bool alike_counts = false;
 
   constexpr const SideTraits& of(Side s) const {
     return side[static_cast<int>(s)];
@@ -270,9 +274,15 @@ bool side_arrays(const CollTraits& t, Side s, const CollDesc& d, bool root,
                  uint64_t* counts, uint64_t* displs);
 
 // The message size selection goes by, in bytes: count elements (one
-// rank's block, or the whole vector of bcast, reduce and allreduce).
-inline uint64_t select_bytes(const CollDesc& d) {
-  return d.count * elem_size(d);
+// rank's block, or the whole vector of bcast, reduce and allreduce), or
+// for the collectives with alike_counts `largest` elements, the largest
+// block of the dst count array (the engine reads it: VecFacts::largest).
+// Every member of a collective must select alike, so nothing a member
+// passes differently from the others may count here: alltoallv's arrays
+// are each rank's own, so no rule of its goes by size.
+inline uint64_t select_bytes(const CollDesc& d, const CollTraits& t,
+                             uint64_t largest) {
+  return (t.alike_counts ? largest : d.count) * elem_size(d);
 }
 
 }  // namespace ucc::off

@@ -28,9 +28,10 @@ inline uint64_t vec_bytes(bool wide, uint32_t n) {
 
 // What a side's arrays say, in elements.
 struct VecFacts {
-  uint64_t end = 0;    // end of the furthest non-empty block
-  uint64_t total = 0;  // sum of the counts
-  uint64_t mine = 0;   // the count of block `me`
+  uint64_t end = 0;      // end of the furthest non-empty block
+  uint64_t total = 0;    // sum of the counts
+  uint64_t mine = 0;     // the count of block `me`
+  uint64_t largest = 0;  // the largest count
 };
 
 // A reader of array entries: read(addr, wide, first, cnt, out) puts
@@ -46,7 +47,7 @@ bool vec_scan(Reader&& read, uint64_t counts, uint64_t displs, bool wc, bool wd,
               uint32_t n, uint32_t me, VecFacts* f) {
   constexpr uint32_t kPiece = 64;
   uint64_t c[kPiece], o[kPiece];
-  uint64_t packed = 0, far = 0, mine = 0;
+  uint64_t packed = 0, far = 0, mine = 0, largest = 0;
   if (counts == 0) return false;
   for (uint32_t first = 0; first < n; first += kPiece) {
     const uint32_t m = n - first < kPiece ? n - first : kPiece;
@@ -60,12 +61,14 @@ bool vec_scan(Reader&& read, uint64_t counts, uint64_t displs, bool wc, bool wd,
           __builtin_add_overflow(packed, c[i], &packed))
         return false;
       if (c[i] != 0 && e > far) far = e;
+      if (c[i] > largest) largest = c[i];
       if (first + i == me) mine = c[i];
     }
   }
   f->end = far;
   f->total = packed;
   f->mine = mine;
+  f->largest = largest;
   return true;
 }
 
