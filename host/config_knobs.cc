@@ -117,9 +117,9 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Teams with all their ranks on one host, 4 to this many of them "
      "(at most 255; 0: never), run bcast and reduce below UCC_LINEAR_MAX "
      "bytes over flat trees, and allgather(v), alltoall and "
-     "reduce_scatter(v) below it by sending to every rank at once (the "
-     "linear algorithms); barrier too where the team is crowded "
-     "(UCC_HOST_CPUS)"},
+     "reduce_scatter(v) below it (alltoallv at every size) by sending to "
+     "every rank at once (the linear algorithms); barrier too where the "
+     "team is crowded (UCC_HOST_CPUS)"},
     {"LINEAR_MAX", "64K", Scope::kContext,
      "Bcast and reduce vectors, and allgather, alltoall and "
      "reduce_scatter blocks (allgatherv and reduce_scatterv: the largest "
@@ -162,7 +162,8 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "(to every rank at once)"},
     {"ALLTOALLV_ALG", "auto", Scope::kContext,
      "Alltoallv algorithm: auto, pairwise, linear (every block to its rank "
-     "at once; auto never picks it, as each rank's counts are its own)"},
+     "at once; auto: at every size where UCC_LINEAR_RANKS allows it, as "
+     "each rank's counts are its own)"},
     {"REDUCE_SCATTERV_ALG", "auto", Scope::kContext,
      "Reduce-scatterv algorithm: auto, ring, hier (node-aware ring), "
      "linear (every rank sends each block to its rank at once)"},

@@ -76,10 +76,11 @@ struct Rule {
 // bytes per block: the linear exchange sends to every rank at once
 // instead of the ring's and the pairwise exchange's n - 1 lockstep steps.
 // Allgatherv and reduce_scatterv too, by their largest block (every member
-// passes the same count array: off::select_bytes). Not alltoallv: each
-// rank's arrays are its own, so the ranks could select apart by size, and
-// always linear would cost large blocks 10-30 % (docs/perf/small_teams.md);
-// UCC_ALLTOALLV_ALG=linear asks for it.
+// passes the same count array: off::select_bytes). Alltoallv at every
+// size: each rank's arrays are its own, so no rule by size could be
+// evaluated alike, and the linear exchange is 2-3x faster than the
+// pairwise one up to 32 KiB blocks and 4-8 % slower from 256 KiB
+// (docs/perf/small_teams.md).
 constexpr Rule kRules[] = {
     {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
     {CollType::kBarrier, From::kZero, off::When::kCrowded, 4},
@@ -106,6 +107,7 @@ constexpr Rule kRules[] = {
     {CollType::kAllgatherv, From::kZero, off::When::kNodeAware, 2},
     {CollType::kAllgatherv, From::kLinearMax, off::When::kAlways, 1},
     {CollType::kAllgatherv, From::kZero, off::When::kLinear, 3},
+    {CollType::kAlltoallv, From::kZero, off::When::kLinear, 2},
     {CollType::kReduceScatterv, From::kZero, off::When::kNodeAware, 2},
     {CollType::kReduceScatterv, From::kLinearMax, off::When::kAlways, 1},
     {CollType::kReduceScatterv, From::kZero, off::When::kLinear, 3},

@@ -455,8 +455,7 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
 
 // Allgatherv and reduce_scatterv take the linear exchanges on the same
 // teams, by their largest block (every member passes the same counts);
-// alltoallv keeps the pairwise exchange, whose ranks' arrays differ, unless
-// UCC_ALLTOALLV_ALG asks.
+// alltoallv at every size there, as its ranks' arrays differ.
 TEST(Api, SmallOneHostTeamsSelectTheLinearVExchanges) {
   struct Want {
     int n;
@@ -466,15 +465,16 @@ TEST(Api, SmallOneHostTeamsSelectTheLinearVExchanges) {
     const char* reduce_scatterv;
   };
   const Want wants[] = {
-      {4, {}, "linear@0,pairwise@65536", "pairwise@0", "linear@0,ring@65536"},
+      {4, {}, "linear@0,pairwise@65536", "linear@0", "linear@0,ring@65536"},
       {8,
        {{"UCC_LINEAR_MAX", "1K"}},
        "linear@0,pairwise@1024",
-       "pairwise@0",
+       "linear@0",
        "linear@0,ring@1024"},
       {3, {}, "pairwise@0", "pairwise@0", "ring@0"},
-      {4,
-       {{"UCC_LINEAR_RANKS", "0"}, {"UCC_ALLTOALLV_ALG", "linear"}},
+      {4, {{"UCC_LINEAR_RANKS", "0"}}, "pairwise@0", "pairwise@0", "ring@0"},
+      {3,
+       {{"UCC_ALLTOALLV_ALG", "linear"}},
        "pairwise@0",
        "linear@0",
        "ring@0"},

@@ -59,7 +59,8 @@ const Config kConfigs[] = {
      {}},
     // The linear exchanges at every team size and block size (by default
     // allgatherv and reduce_scatterv run them on one-host teams of 4 to 8
-    // ranks whose largest block is below 64 KiB, alltoallv never), with
+    // ranks whose largest block is below 64 KiB, alltoallv there at every
+    // size), with
     // blocks of different sizes to and from each peer, also in rounds of
     // 256-byte segments that end at different rounds per peer.
     {"exchange",
@@ -78,9 +79,11 @@ const Config kConfigs[] = {
      {"allgatherv", "alltoallv", "reduce_scatterv"}},
     // The ring and pairwise exchange where the linear ones are the default.
     {"ring_pairwise",
-     {{"UCC_ALLGATHERV_ALG", "pairwise"}, {"UCC_REDUCE_SCATTERV_ALG", "ring"}},
+     {{"UCC_ALLGATHERV_ALG", "pairwise"},
+      {"UCC_ALLTOALLV_ALG", "pairwise"},
+      {"UCC_REDUCE_SCATTERV_ALG", "ring"}},
      false,
-     {"allgatherv", "reduce_scatterv"}},
+     {"allgatherv", "alltoallv", "reduce_scatterv"}},
 };
 
 struct Shape {
