@@ -256,6 +256,23 @@ bool emu_mode() {
   return m != nullptr && std::strcmp(m, "emu") == 0;
 }
 
+// Whether check(team) holds on every rank of an n-rank world made with
+// env, and UCC_HOST_CPUS=2 unless env starts with it (so that a selection
+// is the same on every machine).
+template <typename Check>
+bool on_every_rank(int n,
+                   const std::vector<std::pair<std::string, std::string>>& env,
+                   Check check) {
+  return ucct::run_ranks(n, [&](ucct::Rank& r) {
+    ucct::World w;
+    w.env = env;
+    if (env.empty() || env[0].first != "UCC_HOST_CPUS")
+      w.env.emplace_back("UCC_HOST_CPUS", "2");
+    if (w.init(r) != UCC_OK) return 1;
+    return check(w.team) ? 0 : 1;
+  });
+}
+
 }  // namespace
 
 // The selection table and the capability answers come from the engine
@@ -419,21 +436,15 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
        "linear@0,ring@65536"},
   };
   for (const Want& want : wants) {
-    EXPECT_TRUE(ucct::run_ranks(
-        want.n,
-        [&](ucct::Rank& r) {
-          ucct::World w;
-          w.env = want.env;
-          if (want.env.empty() || want.env[0].first != "UCC_HOST_CPUS")
-            w.env.emplace_back("UCC_HOST_CPUS", "2");
-          if (w.init(r) != UCC_OK) return 1;
-          const std::string b = selection(w.team, UCC_COLL_TYPE_BARRIER);
-          const std::string bc = selection(w.team, UCC_COLL_TYPE_BCAST);
-          const std::string rd = selection(w.team, UCC_COLL_TYPE_REDUCE);
-          const std::string ag = selection(w.team, UCC_COLL_TYPE_ALLGATHER);
-          const std::string aa = selection(w.team, UCC_COLL_TYPE_ALLTOALL);
-          const std::string rs =
-              selection(w.team, UCC_COLL_TYPE_REDUCE_SCATTER);
+    EXPECT_TRUE(on_every_rank(
+        want.n, want.env,
+        [&](ucc_team_h team) {
+          const std::string b = selection(team, UCC_COLL_TYPE_BARRIER);
+          const std::string bc = selection(team, UCC_COLL_TYPE_BCAST);
+          const std::string rd = selection(team, UCC_COLL_TYPE_REDUCE);
+          const std::string ag = selection(team, UCC_COLL_TYPE_ALLGATHER);
+          const std::string aa = selection(team, UCC_COLL_TYPE_ALLTOALL);
+          const std::string rs = selection(team, UCC_COLL_TYPE_REDUCE_SCATTER);
           const bool forced_bcast =
               !want.env.empty() && want.env[0].first == "UCC_BARRIER_ALG";
           const bool ok =
@@ -447,7 +458,7 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
                          "alltoall %s, reduce_scatter %s\n",
                          want.n, b.c_str(), bc.c_str(), rd.c_str(), ag.c_str(),
                          aa.c_str(), rs.c_str());
-          return ok ? 0 : 1;
+          return ok;
         }))
         << "n=" << want.n;
   }
@@ -480,17 +491,12 @@ TEST(Api, SmallOneHostTeamsSelectTheLinearVExchanges) {
        "ring@0"},
   };
   for (const Want& want : wants) {
-    EXPECT_TRUE(ucct::run_ranks(
-        want.n,
-        [&](ucct::Rank& r) {
-          ucct::World w;
-          w.env = want.env;
-          w.env.emplace_back("UCC_HOST_CPUS", "2");
-          if (w.init(r) != UCC_OK) return 1;
-          const std::string ag = selection(w.team, UCC_COLL_TYPE_ALLGATHERV);
-          const std::string aa = selection(w.team, UCC_COLL_TYPE_ALLTOALLV);
-          const std::string rs =
-              selection(w.team, UCC_COLL_TYPE_REDUCE_SCATTERV);
+    EXPECT_TRUE(on_every_rank(
+        want.n, want.env,
+        [&](ucc_team_h team) {
+          const std::string ag = selection(team, UCC_COLL_TYPE_ALLGATHERV);
+          const std::string aa = selection(team, UCC_COLL_TYPE_ALLTOALLV);
+          const std::string rs = selection(team, UCC_COLL_TYPE_REDUCE_SCATTERV);
           const bool ok = ag == want.allgatherv && aa == want.alltoallv &&
                           rs == want.reduce_scatterv;
           if (!ok)
@@ -498,7 +504,7 @@ TEST(Api, SmallOneHostTeamsSelectTheLinearVExchanges) {
                          "n=%d: allgatherv %s, alltoallv %s, reduce_scatterv "
                          "%s\n",
                          want.n, ag.c_str(), aa.c_str(), rs.c_str());
-          return ok ? 0 : 1;
+          return ok;
         }))
         << "n=" << want.n;
   }
