@@ -122,7 +122,7 @@ void print_header(const Config& cfg, int n, ucc_team_h team,
                   const std::string& hosts, int per_host) {
   const CollSpec& cs = *cfg.coll;
   const bool barrier = cs.type == UCC_COLL_TYPE_BARRIER;
-  Setup probe{cs.type, cfg.dt, cfg.op, 0, n, 1, cfg.root, cfg.inplace};
+  Setup probe{cs.base, cfg.dt, cfg.op, 0, n, 1, cfg.root, cfg.inplace};
   const char* skip = check_skip_reason(probe);
   std::printf("# ucc_perftest, library %s\n", ucc_get_version_string());
   std::printf("# %-20s %s\n", "Collective:", coll_name(cs.type));

@@ -60,8 +60,8 @@ typedef struct ucc_coll_alg_range {
  * block of the dst counts (allgatherv, reduce_scatterv), of this rank's
  * block (the other v-collectives, whose selection no size changes) or of
  * the whole vector (bcast, reduce, allreduce), not in place, on host
- * memory, under the context's
- * configuration (UCC_<COLL>_ALG, UCC_ALLREDUCE_RING_MIN, UCC_CMA, ...).
+ * memory, under the context's configuration (UCC_<COLL>_ALG,
+ * UCC_ALLREDUCE_RING_MIN, UCC_CMA, ...).
  * Fills up to *n entries of `ranges`, in increasing min_bytes, the first
  * at 0, and sets *n to how many ranges there are (at most 8). In emu mode
  * the answer comes from the daemon's engine. UCC_ERR_INVALID_PARAM for a
