@@ -18,7 +18,6 @@
 // The run's block tables say where each block is (allgather: every peer
 // gets our own block).
 #include <algorithm>
-#include <cstring>
 
 #include "device/coll/algorithms.h"
 #include "device/coll/patterns.h"
@@ -36,7 +35,7 @@ struct Exchange {
   uint64_t rx[RoundSends::kWords];  // bit p: this round's message from p
                                     // taken, or none
 
-  uint64_t dbytes(const CollRun& run, uint32_t p) const {
+  static uint64_t dbytes(const CollRun& run, uint32_t p) {
     return run.dst_cnt[run.tab(p)] * run.esize;
   }
 
@@ -62,14 +61,7 @@ struct Exchange {
 
   void begin_round(const CollRun& run) {
     tx.begin(run, round);
-    memset(rx, 0, sizeof(uint64_t) * ((run.size + 63) / 64));
-    nrx = 0;
-    for (uint32_t p = 0; p < run.size; ++p) {
-      if (p != run.rank && round < pat::nmsgs(dbytes(run, p), run.slot))
-        ++nrx;
-      else
-        RoundSends::set(rx, p);
-    }
+    nrx = RoundSends::due(run, round, rx, dbytes);
   }
 
   Status progress(CollRun& run) {

@@ -1,7 +1,8 @@
 // The sending half of the linear exchanges (exchange_linear.cc,
 // reduce_scatter_linear.cc): in round j, segment j of src block p (the
 // run's block tables) goes straight to rank p, for every peer p whose
-// block has that many segments, each as soon as p's inbox has room.
+// block has that many segments, each as soon as p's inbox has room; and
+// which peers a round concerns (due()), for the receiving half too.
 #pragma once
 
 #include <cstdint>
@@ -33,16 +34,26 @@ struct RoundSends {
   }
   bool done(uint32_t p) const { return has(sent, p); }
 
+  // Marks in m every position with nothing due in round `round` (this
+  // rank, and peers whose block of block_bytes(run, p) bytes has fewer
+  // segments) and returns how many are due.
+  template <typename BlockBytes>
+  static uint32_t due(const CollRun& run, uint32_t round, uint64_t* m,
+                      BlockBytes block_bytes) {
+    memset(m, 0, sizeof(uint64_t) * ((run.size + 63) / 64));
+    uint32_t n = 0;
+    for (uint32_t p = 0; p < run.size; ++p) {
+      if (p != run.rank && round < pat::nmsgs(block_bytes(run, p), run.slot))
+        ++n;
+      else
+        set(m, p);
+    }
+    return n;
+  }
+
   // Round `round`'s sends: to every peer whose block reaches that far.
   void begin(const CollRun& run, uint32_t round) {
-    memset(sent, 0, sizeof(uint64_t) * ((run.size + 63) / 64));
-    left = 0;
-    for (uint32_t p = 0; p < run.size; ++p) {
-      if (p != run.rank && round < pat::nmsgs(bytes(run, p), run.slot))
-        ++left;
-      else
-        set(sent, p);
-    }
+    left = due(run, round, sent, bytes);
   }
 
   // Sends what has room, from the next rank up (the one that takes from

@@ -274,9 +274,10 @@ const Engine::Known* Engine::recall(const CollDesc& d) {
   return k != nullptr && same_but_gen(k->d, d) ? k : nullptr;
 }
 
-const Engine::Known* Engine::remember(Team& t, const CollDesc& d) {
+const Engine::Known* Engine::remember(Team& t, const CollDesc& d,
+                                      uint64_t largest) {
   Known& k = t.known[d.comp_slot & (Team::kKnown - 1)];
-  k.alg = choose(t, d, &k.alg_id);
+  k.alg = choose(t, d, largest, &k.alg_id);
   // The v-collectives' validity depends on user arrays as well: they are
   // validated every time.
   k.used = !off::coll_traits(d.coll)->vector();  // validated: a known type
@@ -295,7 +296,8 @@ void Engine::submit(const CollDesc& d) {
 void Engine::take(const CollDesc& d) {
   const Known* k = recall(d);
   if (k == nullptr) {
-    Status st = validate(d);
+    uint64_t largest = 0;
+    Status st = validate(d, &largest);
     if (failed(st)) {
       UCC_ERROR("rejected descriptor (team %u, slot %u): %s", d.team,
                 d.comp_slot,
@@ -303,7 +305,8 @@ void Engine::take(const CollDesc& d) {
       if (d.comp_slot < ch_->ncomp()) ch_->complete(d.comp_slot, d.gen, st);
       return;
     }
-    k = remember(*teams_[d.team], d);  // validate() found it connected
+    // validate() found it connected
+    k = remember(*teams_[d.team], d, largest);
   }
   admit(*teams_[d.team], d, d.gen, k);
 }
@@ -338,6 +341,9 @@ void Engine::admit(Team& t, const CollDesc& d, uint32_t gen, const Known* k) {
   uint32_t at = t.qtail++ & (cfg_.team_queue - 1);
   t.queue[at] = d;
   t.queue[at].gen = gen;
+  // The queued copy carries the algorithm chosen now, so that its start
+  // need not look at the user's arrays again (some selections go by them).
+  t.queue[at].alg = k->alg_id;
   t.qdeadline[at] = 0;
   if (d.timeout_ns != 0) {
     uint64_t now = plat::now_ns();

@@ -98,7 +98,10 @@ class Engine {
   uint64_t taken() const { return taken_; }
 
   // Validation of one descriptor against the engine's state (validate.cc).
-  Status validate(const off::CollDesc& d) const;
+  // *largest, where not null: for the collectives with alike counts
+  // (off::CollTraits::alike_counts) the largest block of the dst count
+  // array it read, which selection goes by; else 0.
+  Status validate(const off::CollDesc& d, uint64_t* largest = nullptr) const;
 
   // What this engine can do with its configuration (offload/caps.h);
   // filled by init().
@@ -117,9 +120,9 @@ class Engine {
   Known* known_at(uint32_t team, uint32_t slot);
   // Its record when `d` is that descriptor but for the generation.
   const Known* recall(const off::CollDesc& d);
-  // Records `d` (validated, its team connected) with the algorithm chosen
-  // for it.
-  const Known* remember(Team& t, const off::CollDesc& d);
+  // Records `d` (validated, its team connected; `largest` as validate()
+  // gave it) with the algorithm chosen for it.
+  const Known* remember(Team& t, const off::CollDesc& d, uint64_t largest);
   // A validated descriptor (`k`: its record, if any) as generation `gen`:
   // started now when nothing waits before it, else queued.
   void admit(Team& t, const off::CollDesc& d, uint32_t gen, const Known* k);
@@ -144,8 +147,9 @@ class Engine {
   uint64_t agree(Team& t, Inst& in);
   void check_aborts(Team& t);
   uint32_t set_rank(const Team& t, const off::CollDesc& d) const;
-  // The algorithm selection picks for `d` on this team (*id: its id).
-  const AlgInfo* choose(const Team& t, const off::CollDesc& d,
+  // The algorithm selection picks for `d` on this team (*id: its id);
+  // `largest` as validate() gave it.
+  const AlgInfo* choose(const Team& t, const off::CollDesc& d, uint64_t largest,
                         uint8_t* id) const;
   // Fills what the validated descriptor alone decides of a run (sizes,
   // ranks, element and message sizes, the op) and returns its signature.

@@ -163,25 +163,11 @@ uint16_t Engine::prepare(const Team& t, const CollDesc& d,
 }
 
 const AlgInfo* Engine::choose(const Team& t, const CollDesc& d,
-                              uint8_t* id) const {
+                              uint64_t largest, uint8_t* id) const {
   const NodeMap& nodes = t.port.links().nodes();
-  const bool one_node = nodes.nnodes == 1;
   const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
-  // The largest block of an alike count array decides only between the
-  // linear exchange and the default, and only where the linear one may
-  // run: the array is read for nothing else. One that cannot be read
-  // fails the collective when its blocks are filled.
-  uint64_t largest = 0;
-  if (traits.alike_counts && d.set_size == 0 &&
-      off::linear_team(caps_, t.size, one_node)) {
-    const off::Role r{d.count, t.size, t.rank, false,
-                      (d.flags & off::kDescInPlace) != 0};
-    off::VecFacts facts[2];
-    if (side_facts(env_.mem, traits, d, r, facts))
-      largest = facts[static_cast<int>(off::Side::kDst)].largest;
-  }
-  return select_alg(caps_, d, off::select_bytes(d, traits, largest), one_node,
-                    nodes.hierarchical(t.size), t.size, id);
+  return select_alg(caps_, d, off::select_bytes(d, traits, largest),
+                    nodes.nnodes == 1, nodes.hierarchical(t.size), t.size, id);
 }
 
 void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
@@ -237,7 +223,8 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
     in.alg = k->alg;
     in.alg_id = k->alg_id;
   } else {
-    in.alg = choose(t, in.d, &in.alg_id);
+    // A queued copy: it carries the id chosen when it was taken (admit).
+    in.alg = choose(t, in.d, 0, &in.alg_id);
   }
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
   if (ok(st)) st = shadow_dst(r, *in.alg, in.shadow);

@@ -111,7 +111,8 @@ Status check_op(const off::CollDesc& d, const off::CollTraits& t,
 
 }  // namespace
 
-Status Engine::validate(const off::CollDesc& d) const {
+Status Engine::validate(const off::CollDesc& d, uint64_t* largest) const {
+  if (largest != nullptr) *largest = 0;
   const off::CollTraits* tp = off::coll_traits(d.coll);
   Status st = check_header(d, tp);
   if (failed(st)) return st;
@@ -135,6 +136,8 @@ Status Engine::validate(const off::CollDesc& d) const {
                        !off::count_agrees(t, r, facts)
                  : t.count == off::CountFrom::kNone && d.count != 0)
     return Status::kInvalidParam;
+  if (largest != nullptr && t.alike_counts)
+    *largest = facts[static_cast<int>(Side::kDst)].largest;
   const uint64_t esize = off::elem_size(d);
   uint64_t src = 0, dst = 0;
   if (!off::side_extent(t, Side::kSrc, r, facts, &src) ||
