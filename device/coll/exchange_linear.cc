@@ -8,13 +8,19 @@
 // through the scheduler (docs/perf/small_teams.md).
 //
 // Blocks longer than a slot go in rounds: round j moves segment j of every
-// block, and a rank starts round j + 1 once it has sent and received all
-// of round j. So a peer's inbox from us holds at most rounds j and j + 1,
-// and a rank takes its current round's messages whatever its own sends
-// are waiting for: bounded inboxes cannot deadlock.
+// block. A rank's sends and its receives each go round by round, apart:
+// its sends start round j + 1 once all of round j has left, as far ahead
+// of its receives as the peers' inboxes take them; its receives move to
+// round j + 1 once all of round j is in. Receives never wait for the
+// rank's own later sends, and each peer's messages come in the order it
+// sent them, so bounded inboxes cannot deadlock; a rank that is scheduled
+// less (more ranks than cores) finds its peers' next rounds already in
+// its inboxes instead of holding them at every round.
 //
 // In place (alltoall), the block sent to p and the block received from p
-// are the same bytes: p's segment j is taken only once ours to p has left.
+// are the same bytes: p's segment j is taken only once ours to p has left
+// (so receives never pass sends: a rank's receive round is at most its
+// send round).
 // The run's block tables say where each block is (allgather: every peer
 // gets our own block).
 #include <algorithm>
@@ -28,11 +34,12 @@ namespace ucc::dev {
 namespace {
 
 struct Exchange {
-  uint32_t round = 0;
+  uint32_t sround = 0;  // the round our sends are in (tx)
+  uint32_t rround = 0;  // the round our receives are in (rx, nrx)
   uint32_t rounds = 0;
-  uint32_t nrx = 0;  // receives of this round still to go
+  uint32_t nrx = 0;  // receives of round rround still to go
   RoundSends tx;
-  uint64_t rx[RoundSends::kWords];  // bit p: this round's message from p
+  uint64_t rx[RoundSends::kWords];  // bit p: round rround's message from p
                                     // taken, or none
 
   static uint64_t dbytes(const CollRun& run, uint32_t p) {
@@ -55,44 +62,55 @@ struct Exchange {
           std::max({rounds, pat::nmsgs(RoundSends::bytes(run, p), run.slot),
                     pat::nmsgs(dbytes(run, p), run.slot)});
     }
-    begin_round(run);
+    tx.begin(run, 0);
+    nrx = RoundSends::due(run, 0, rx, dbytes);
     return progress(run);
   }
 
-  void begin_round(const CollRun& run) {
-    tx.begin(run, round);
-    nrx = RoundSends::due(run, round, rx, dbytes);
+  // Takes what is in of round rround's messages, from the previous rank
+  // down (the one that sends to us first).
+  Status receive(CollRun& run) {
+    const uint64_t at = uint64_t{rround} * run.slot;
+    for (uint32_t i = 1; i < run.size && nrx != 0; ++i) {
+      const uint32_t p = pat::mod(int64_t{run.rank} - i, run.size);
+      if (RoundSends::has(rx, p)) continue;
+      if (sround == rround && !tx.done(p)) continue;
+      const uint32_t len = msg_len(dbytes(run, p), run.slot, rround);
+      Status err = Status::kOk;
+      const void* in = run.peek(p, len, &err);
+      if (in == nullptr) {
+        if (failed(err)) return err;
+        continue;
+      }
+      Status st = run.copy_out(
+          Buf::kDst, run.dst_off[run.tab(p)] * run.esize + at, in, len);
+      if (failed(st)) return st;
+      run.release(p);
+      RoundSends::set(rx, p);
+      --nrx;
+    }
+    return Status::kOk;
   }
 
   Status progress(CollRun& run) {
-    const uint64_t es = run.esize;
-    while (round < rounds) {
-      const uint64_t at = uint64_t{round} * run.slot;
-      Status st = tx.push(run, round);
+    for (;;) {
+      Status st = tx.push(run, sround);
       if (failed(st)) return st;
-      // From every peer whose message is in, from the previous rank down
-      // (the one that sends to us first).
-      for (uint32_t i = 1; i < run.size && nrx != 0; ++i) {
-        const uint32_t p = pat::mod(int64_t{run.rank} - i, run.size);
-        if (RoundSends::has(rx, p) || !tx.done(p)) continue;
-        const uint32_t len = msg_len(dbytes(run, p), run.slot, round);
-        Status err = Status::kOk;
-        const void* in = run.peek(p, len, &err);
-        if (in == nullptr) {
-          if (failed(err)) return err;
+      if (tx.left == 0 && sround + 1 < rounds) {
+        tx.begin(run, ++sround);
+        continue;
+      }
+      if (rround < rounds && rround <= sround) {
+        st = receive(run);
+        if (failed(st)) return st;
+        if (nrx == 0) {
+          if (++rround < rounds) nrx = RoundSends::due(run, rround, rx, dbytes);
           continue;
         }
-        st =
-            run.copy_out(Buf::kDst, run.dst_off[run.tab(p)] * es + at, in, len);
-        if (failed(st)) return st;
-        run.release(p);
-        RoundSends::set(rx, p);
-        --nrx;
       }
-      if (tx.left != 0 || nrx != 0) return Status::kInProgress;
-      if (++round < rounds) begin_round(run);
+      return rround == rounds && tx.left == 0 ? Status::kOk
+                                              : Status::kInProgress;
     }
-    return Status::kOk;
   }
 };
 

@@ -10,10 +10,12 @@
 // a trip through the scheduler (docs/perf/small_teams.md).
 //
 // Words: "round" j moves segment j (one slot's worth) of every block. A
-// rank starts round j + 1 once it has sent all of round j and folded all
-// of it, so a peer's inbox from us holds at most rounds j and j + 1, and a
-// rank takes its current round's messages whatever its own sends are
-// waiting for: bounded inboxes cannot deadlock.
+// rank's sends and its folds each go round by round, apart: its sends
+// start round j + 1 once all of round j has left, as far ahead as the
+// peers' inboxes take them; its folds move to round j + 1 once all of
+// round j is folded. Folds never wait for the rank's own sends, and each
+// peer's messages come in the order it sent them, so bounded inboxes
+// cannot deadlock.
 //
 // In place, the input is dst's whole vector and the result goes to this
 // rank's block of it: the bytes that only this rank's folds read.
@@ -26,9 +28,10 @@ namespace ucc::dev {
 namespace {
 
 struct ReduceScatterLinear {
-  uint32_t round = 0;
+  uint32_t sround = 0;  // the round our sends are in (tx)
+  uint32_t rround = 0;  // the round our folds are in (next)
   uint32_t rounds = 0;
-  // The next peer's segment of this round to fold: from position
+  // The next peer's segment of round rround to fold: from position
   // rank - next, 1..size - 1; size once all are in (or none is due).
   uint32_t next = 0;
   RoundSends tx;
@@ -49,21 +52,21 @@ struct ReduceScatterLinear {
       const uint32_t m = pat::nmsgs(RoundSends::bytes(run, p), run.slot);
       if (m > rounds) rounds = m;
     }
-    begin_round(run);
+    tx.begin(run, 0);
+    begin_folds(run);
     return progress(run);
   }
 
-  void begin_round(const CollRun& run) {
-    tx.begin(run, round);
+  void begin_folds(const CollRun& run) {
     const uint64_t mine = RoundSends::bytes(run, run.rank);
-    next = round < pat::nmsgs(mine, run.slot) ? 1 : run.size;
+    next = rround < pat::nmsgs(mine, run.slot) ? 1 : run.size;
   }
 
   // Folds the segment of this round that `in` holds (from the next peer
   // in order) into the result.
   Status fold(CollRun& run, const void* in, uint32_t len) {
     const uint32_t me = run.tab(run.rank);
-    const uint64_t at = uint64_t{round} * run.slot;
+    const uint64_t at = uint64_t{rround} * run.slot;
     const uint64_t doff = run.dst_off[me] * run.esize + at;
     const uint64_t cnt = len / run.esize;
     // The first fold takes our own input, the others the partial result;
@@ -77,13 +80,17 @@ struct ReduceScatterLinear {
   }
 
   Status progress(CollRun& run) {
-    while (round < rounds) {
-      Status st = tx.push(run, round);
+    for (;;) {
+      Status st = tx.push(run, sround);
       if (failed(st)) return st;
+      if (tx.left == 0 && sround + 1 < rounds) {
+        tx.begin(run, ++sround);
+        continue;
+      }
       // Our block from the previous rank down, in that order.
       const uint32_t len =
-          msg_len(RoundSends::bytes(run, run.rank), run.slot, round);
-      while (next < run.size) {
+          msg_len(RoundSends::bytes(run, run.rank), run.slot, rround);
+      while (rround < rounds && next < run.size) {
         const uint32_t p = pat::mod(int64_t{run.rank} - next, run.size);
         Status err = Status::kOk;
         const void* in = run.peek(p, len, &err);
@@ -96,10 +103,13 @@ struct ReduceScatterLinear {
         run.release(p);
         ++next;
       }
-      if (tx.left != 0 || next < run.size) return Status::kInProgress;
-      if (++round < rounds) begin_round(run);
+      if (rround < rounds && next == run.size) {
+        if (++rround < rounds) begin_folds(run);
+        continue;
+      }
+      return rround == rounds && tx.left == 0 ? Status::kOk
+                                              : Status::kInProgress;
     }
-    return Status::kOk;
   }
 };
 
