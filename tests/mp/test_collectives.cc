@@ -94,20 +94,24 @@ const Config kConfigs[] = {
       {"UCC_ALLTOALL_ALG", "linear"},
       {"UCC_REDUCE_SCATTER_ALG", "linear"}},
      false,
-     {"allgather", "alltoall", "reduce_scatter"}},
+     {"allgather", "alltoall", "reduce_scatter", "inflight"}},
     {"ring_pairwise",
      {{"UCC_ALLGATHER_ALG", "ring"},
       {"UCC_ALLTOALL_ALG", "pairwise"},
       {"UCC_REDUCE_SCATTER_ALG", "ring"}},
      false,
      {"allgather", "alltoall", "reduce_scatter"}},
-    // The linear reduce_scatter's rounds, with two slots of 256 bytes.
+    // The linear exchanges' rounds, with two slots of 256 bytes: a rank's
+    // sends run ahead of its receives as far as the inboxes take them,
+    // also with many collectives in flight.
     {"exchange_smallseg",
-     {{"UCC_REDUCE_SCATTER_ALG", "linear"},
+     {{"UCC_ALLGATHER_ALG", "linear"},
+      {"UCC_ALLTOALL_ALG", "linear"},
+      {"UCC_REDUCE_SCATTER_ALG", "linear"},
       {"UCC_SHM_SEG_SIZE", "256"},
       {"UCC_SHM_NSEGS", "2"}},
      true,
-     {"reduce_scatter"}},
+     {"allgather", "alltoall", "reduce_scatter", "inflight"}},
     // Single copy for every size, and from its default threshold on (the
     // default config never single-copies). Emu engines never single-copy:
     // there both run the slot algorithms.

@@ -76,7 +76,7 @@ const Config kConfigs[] = {
       {"UCC_SHM_SEG_SIZE", "256"},
       {"UCC_SHM_NSEGS", "2"}},
      true,
-     {"allgatherv", "alltoallv", "reduce_scatterv"}},
+     {"allgatherv", "alltoallv", "reduce_scatterv", "vpersistent"}},
     // The ring and pairwise exchange where the linear ones are the default.
     {"ring_pairwise",
      {{"UCC_ALLGATHERV_ALG", "pairwise"},
