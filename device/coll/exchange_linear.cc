@@ -34,8 +34,8 @@ namespace ucc::dev {
 namespace {
 
 struct Exchange {
-  uint32_t sround = 0;  // the round our sends are in (tx)
-  uint32_t rround = 0;  // the round our receives are in (rx, nrx)
+  uint32_t rround = 0;  // the round our receives are in (rx, nrx); our
+                        // sends' is tx.round
   uint32_t rounds = 0;
   uint32_t nrx = 0;  // receives of round rround still to go
   RoundSends tx;
@@ -74,7 +74,7 @@ struct Exchange {
     for (uint32_t i = 1; i < run.size && nrx != 0; ++i) {
       const uint32_t p = pat::mod(int64_t{run.rank} - i, run.size);
       if (RoundSends::has(rx, p)) continue;
-      if (sround == rround && !tx.done(p)) continue;
+      if (tx.round == rround && !tx.done(p)) continue;
       const uint32_t len = msg_len(dbytes(run, p), run.slot, rround);
       Status err = Status::kOk;
       const void* in = run.peek(p, len, &err);
@@ -93,24 +93,16 @@ struct Exchange {
   }
 
   Status progress(CollRun& run) {
-    for (;;) {
-      Status st = tx.push(run, sround);
+    Status st = tx.run_ahead(run, rounds);
+    if (failed(st)) return st;
+    while (rround < rounds && rround <= tx.round) {
+      st = receive(run);
       if (failed(st)) return st;
-      if (tx.left == 0 && sround + 1 < rounds) {
-        tx.begin(run, ++sround);
-        continue;
-      }
-      if (rround < rounds && rround <= sround) {
-        st = receive(run);
-        if (failed(st)) return st;
-        if (nrx == 0) {
-          if (++rround < rounds) nrx = RoundSends::due(run, rround, rx, dbytes);
-          continue;
-        }
-      }
-      return rround == rounds && tx.left == 0 ? Status::kOk
-                                              : Status::kInProgress;
+      if (nrx != 0) break;
+      if (++rround < rounds) nrx = RoundSends::due(run, rround, rx, dbytes);
     }
+    return rround == rounds && tx.left == 0 ? Status::kOk
+                                            : Status::kInProgress;
   }
 };
 

@@ -28,8 +28,8 @@ namespace ucc::dev {
 namespace {
 
 struct ReduceScatterLinear {
-  uint32_t sround = 0;  // the round our sends are in (tx)
-  uint32_t rround = 0;  // the round our folds are in (next)
+  uint32_t rround = 0;  // the round our folds are in (next); our sends'
+                        // is tx.round
   uint32_t rounds = 0;
   // The next peer's segment of round rround to fold: from position
   // rank - next, 1..size - 1; size once all are in (or none is due).
@@ -80,36 +80,28 @@ struct ReduceScatterLinear {
   }
 
   Status progress(CollRun& run) {
-    for (;;) {
-      Status st = tx.push(run, sround);
-      if (failed(st)) return st;
-      if (tx.left == 0 && sround + 1 < rounds) {
-        tx.begin(run, ++sround);
-        continue;
-      }
+    Status st = tx.run_ahead(run, rounds);
+    if (failed(st)) return st;
+    while (rround < rounds) {
       // Our block from the previous rank down, in that order.
       const uint32_t len =
           msg_len(RoundSends::bytes(run, run.rank), run.slot, rround);
-      while (rround < rounds && next < run.size) {
+      while (next < run.size) {
         const uint32_t p = pat::mod(int64_t{run.rank} - next, run.size);
         Status err = Status::kOk;
         const void* in = run.peek(p, len, &err);
         if (in == nullptr) {
           if (failed(err)) return err;
-          break;
+          return Status::kInProgress;
         }
         st = fold(run, in, len);
         if (failed(st)) return st;
         run.release(p);
         ++next;
       }
-      if (rround < rounds && next == run.size) {
-        if (++rround < rounds) begin_folds(run);
-        continue;
-      }
-      return rround == rounds && tx.left == 0 ? Status::kOk
-                                              : Status::kInProgress;
+      if (++rround < rounds) begin_folds(run);
     }
+    return tx.left == 0 ? Status::kOk : Status::kInProgress;
   }
 };
 

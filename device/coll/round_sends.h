@@ -1,8 +1,10 @@
 // The sending half of the linear exchanges (exchange_linear.cc,
 // reduce_scatter_linear.cc): in round j, segment j of src block p (the
 // run's block tables) goes straight to rank p, for every peer p whose
-// block has that many segments, each as soon as p's inbox has room; and
-// which peers a round concerns (due()), for the receiving half too.
+// block has that many segments, each as soon as p's inbox has room; the
+// next round starts once all of this one has left, whatever the receiving
+// half is doing (run_ahead). Also which peers a round concerns (due()),
+// for the receiving half too.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@ struct RoundSends {
   static constexpr uint32_t kMaxRanks = 1024;
   static constexpr uint32_t kWords = kMaxRanks / 64;
 
+  uint32_t round = 0;     // the round being sent
   uint32_t left = 0;      // sends of this round still to go
   uint64_t sent[kWords];  // bit p: this round's send to p done, or none
 
@@ -51,15 +54,26 @@ struct RoundSends {
     return n;
   }
 
-  // Round `round`'s sends: to every peer whose block reaches that far.
-  void begin(const CollRun& run, uint32_t round) {
-    left = due(run, round, sent, bytes);
+  // Round r's sends: to every peer whose block reaches that far.
+  void begin(const CollRun& run, uint32_t r) {
+    round = r;
+    left = due(run, r, sent, bytes);
   }
 
   // Sends what has room, from the next rank up (the one that takes from
-  // us first); a full inbox is tried again on the next call. kOk, or the
-  // error of a copy.
-  Status push(CollRun& run, uint32_t round) {
+  // us first), and goes on to the next round, up to `rounds`, each time
+  // all of one has left; a full inbox is tried again on the next call.
+  // kOk, or the error of a copy.
+  Status run_ahead(CollRun& run, uint32_t rounds) {
+    for (;;) {
+      Status st = push(run);
+      if (failed(st) || left != 0 || round + 1 >= rounds) return st;
+      begin(run, round + 1);
+    }
+  }
+
+ private:
+  Status push(CollRun& run) {
     const uint64_t at = uint64_t{round} * run.slot;
     for (uint32_t i = 1; i < run.size && left != 0; ++i) {
       const uint32_t p = pat::mod(int64_t{run.rank} + i, run.size);

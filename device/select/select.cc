@@ -79,8 +79,9 @@ struct Rule {
 // passes the same count array: off::select_bytes). Alltoallv at every
 // size: each rank's arrays are its own, so no rule by size could be
 // evaluated alike, and the linear exchange is 2-3x faster than the
-// pairwise one up to 32 KiB blocks and 4-8 % slower from 256 KiB
-// (docs/perf/small_teams.md).
+// pairwise one up to 32 KiB blocks and about as fast above (at 8 ranks on
+// 2 cores, from 4 MiB blocks, 0.92-1.15x its time by spell;
+// docs/perf/small_teams.md).
 constexpr Rule kRules[] = {
     {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
     {CollType::kBarrier, From::kZero, off::When::kCrowded, 4},
