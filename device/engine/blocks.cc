@@ -36,6 +36,34 @@ struct MemReader {
     }
     return true;
   }
+  // Whether entries [first, first+cnt) hold seen[0..cnt), in place where
+  // the adapter maps, else through a copy.
+  bool same(uint64_t addr, bool wide, uint32_t first, uint32_t cnt,
+            const uint64_t* seen) const {
+    if (addr == 0) return false;
+    const uint64_t es = wide ? 8 : 4;
+    off::BufRef ref{addr, off::vec_bytes(wide, n), 0, 0, {0, 0, 0}};
+    const void* p = mem.map(ref, es * first, es * cnt);
+    if (p == nullptr) {
+      constexpr uint32_t kChunk = 64;
+      uint64_t now[kChunk];
+      for (uint32_t i = 0; i < cnt; i += kChunk) {
+        const uint32_t k = cnt - i < kChunk ? cnt - i : kChunk;
+        if (!(*this)(addr, wide, first + i, k, now) ||
+            memcmp(now, seen + i, sizeof(uint64_t) * k) != 0)
+          return false;
+      }
+      return true;
+    }
+    if (wide) return memcmp(p, seen, sizeof(uint64_t) * cnt) == 0;
+    const auto* raw = static_cast<const unsigned char*>(p);
+    for (uint32_t i = 0; i < cnt; ++i) {
+      uint32_t v;
+      memcpy(&v, raw + 4 * size_t{i}, 4);
+      if (v != seen[i]) return false;
+    }
+    return true;
+  }
 };
 
 struct Table {
@@ -114,7 +142,49 @@ bool fill_side(const off::CollTraits& t, Side s, const off::CollDesc& d,
   return false;
 }
 
+// Calls f(address, wide) for every array side_facts reads, in its order;
+// false at the first call that returns false.
+template <typename F>
+bool each_array(const off::CollTraits& t, const off::CollDesc& d,
+                const off::Role& r, F f) {
+  for (Side s : {Side::kSrc, Side::kDst}) {
+    uint64_t counts = 0, displs = 0;
+    if (!off::side_arrays(t, s, d, r.root, &counts, &displs)) continue;
+    if (!f(counts, wide_counts(d))) return false;
+    if (displs != 0 && !f(displs, wide_displs(d))) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool read_arrays(const plat::MemAccess& mem, const off::CollTraits& t,
+                 const off::CollDesc& d, const off::Role& r, uint64_t* out) {
+  const MemReader rd{mem, r.n};
+  return each_array(t, d, r, [&](uint64_t addr, bool wide) {
+    if (!rd(addr, wide, 0, r.n, out)) return false;
+    out += r.n;
+    return true;
+  });
+}
+
+bool arrays_same(const plat::MemAccess& mem, const off::CollTraits& t,
+                 const off::CollDesc& d, const off::Role& r,
+                 const uint64_t* seen) {
+  const MemReader rd{mem, r.n};
+  return each_array(t, d, r, [&](uint64_t addr, bool wide) {
+    if (!rd.same(addr, wide, 0, r.n, seen)) return false;
+    seen += r.n;
+    return true;
+  });
+}
+
+void use_tables(uint64_t* tables, uint32_t n, CollRun* run) {
+  run->src_cnt = tables;
+  run->src_off = tables + n;
+  run->dst_cnt = tables + 2 * size_t{n};
+  run->dst_off = tables + 3 * size_t{n};
+}
 
 bool side_facts(const plat::MemAccess& mem, const off::CollTraits& t,
                 const off::CollDesc& d, const off::Role& r,
@@ -137,10 +207,7 @@ Status fill_blocks(const off::CollTraits& t, const off::CollDesc& d,
   const uint32_t n = r.n;
   const Table tabs[2] = {{scratch, scratch + n},
                          {scratch + 2 * size_t{n}, scratch + 3 * size_t{n}}};
-  run->src_cnt = tabs[0].cnt;
-  run->src_off = tabs[0].off;
-  run->dst_cnt = tabs[1].cnt;
-  run->dst_off = tabs[1].off;
+  use_tables(scratch, n, run);
   const MemReader rd{*run->mem, n};
   // Both sides laid out alike from the count alone (allreduce,
   // alltoall): one pass fills both.

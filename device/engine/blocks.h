@@ -19,6 +19,14 @@
 
 namespace ucc::dev {
 
+// This rank's role in d (validated), at the place run (prepared for d)
+// gives it.
+inline off::Role role_of(const off::CollDesc& d, const CollRun& run) {
+  const off::CollTraits& t = *off::coll_traits(d.coll);
+  return off::Role{d.count, run.size, run.rank, t.rooted && d.root == run.rank,
+                   (d.flags & off::kDescInPlace) != 0};
+}
+
 // What each side's arrays say (facts[s]; zero for a side without arrays
 // on this rank), read through `mem`. false when an array a side needs is
 // missing or cannot be read, or its sums overflow.
@@ -31,5 +39,21 @@ bool side_facts(const plat::MemAccess& mem, const off::CollTraits& t,
 // run->mem. kInvalidParam when an array cannot be read.
 Status fill_blocks(const off::CollTraits& t, const off::CollDesc& d,
                    const off::Role& r, uint64_t* scratch, CollRun* run);
+// Points run's block tables at `tables` (4 * n entries, laid out as
+// fill_blocks lays out its scratch).
+void use_tables(uint64_t* tables, uint32_t n, CollRun* run);
+
+// The user arrays d names on this rank, the ones side_facts reads (each
+// side's counts, then its displacements where it takes them; r.n entries
+// each, widened to 64 bits), copied into `out` in that order (at most
+// 4 * r.n entries): everything the arrays decide. false when one cannot
+// be read.
+bool read_arrays(const plat::MemAccess& mem, const off::CollTraits& t,
+                 const off::CollDesc& d, const off::Role& r, uint64_t* out);
+// Whether the arrays still hold what read_arrays() copied into `seen`
+// (false also when one cannot be read).
+bool arrays_same(const plat::MemAccess& mem, const off::CollTraits& t,
+                 const off::CollDesc& d, const off::Role& r,
+                 const uint64_t* seen);
 
 }  // namespace ucc::dev

@@ -130,7 +130,10 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
     q = static_cast<off::CollDesc*>(qmem);
   qd = static_cast<uint64_t*>(calloc(cfg_.team_queue, 8));
   if (posix_memalign(&inst, 64, sizeof(Inst) * k) != 0) inst = nullptr;
-  blocks = static_cast<uint64_t*>(calloc(4 * size_t{size} * k, 8));
+  // The instances' block tables, then the known records' arrays.
+  const size_t nvec = size <= Team::kArrayRanks ? 8 * size_t{size} : 0;
+  blocks = static_cast<uint64_t*>(
+      calloc(4 * size_t{size} * k + Team::kKnown * nvec, 8));
   const bool need_bounce = env_.mem.needs_bounce();
   if (need_bounce && posix_memalign(&bounce, 64, per_inst * k) != 0)
     bounce = nullptr;
@@ -160,7 +163,11 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
       t.inst[j].shadow = static_cast<char*>(t.inst[j].bounce) + cfg_.slot_size;
     }
   }
-  for (Known& kn : t.known) kn.used = false;
+  for (uint32_t j = 0; j < Team::kKnown; ++j) {
+    t.known[j].used = false;
+    t.known[j].vec =
+        nvec != 0 ? blocks + 4 * size_t{size} * k + nvec * j : nullptr;
+  }
   t.qhead = t.qtail = 0;
   t.size = size;
   t.rank = rank;
@@ -220,6 +227,10 @@ void Engine::team_close(uint32_t idx, bool lost) {
   void* bounce = t.inst[0].bounce;
   for (uint32_t j = 0; j < cfg_.inflight; ++j) t.inst[j].~Inst();
   free_team_memory(t.queue, t.qdeadline, inst, blocks, bounce);
+  for (Known& kn : t.known) {
+    kn.used = false;
+    kn.vec = nullptr;  // it was in `blocks`
+  }
   t.inst = nullptr;
   t.state = Team::State::kFree;
 }
@@ -266,7 +277,12 @@ Engine::Known* Engine::known_at(uint32_t team, uint32_t slot) {
     t->known_epoch = epoch;
   }
   Known& k = t->known[slot & (Team::kKnown - 1)];
-  return k.used && k.d.comp_slot == slot ? &k : nullptr;
+  if (!k.used || k.d.comp_slot != slot) return nullptr;
+  // A v-collective is the one validated only while its arrays are too.
+  if (k.arrays && !arrays_same(env_.mem, *off::coll_traits(k.d.coll), k.d,
+                               role_of(k.d, k.run), k.vec))
+    return nullptr;
+  return &k;
 }
 
 const Engine::Known* Engine::recall(const CollDesc& d) {
@@ -278,13 +294,23 @@ const Engine::Known* Engine::remember(Team& t, const CollDesc& d,
                                       uint64_t largest) {
   Known& k = t.known[d.comp_slot & (Team::kKnown - 1)];
   k.alg = choose(t, d, largest, &k.alg_id);
-  // The v-collectives' validity depends on user arrays as well: they are
-  // validated every time.
-  k.used = !off::coll_traits(d.coll)->vector();  // validated: a known type
   k.d = d;
   k.run = CollRun{};
   k.sig = prepare(t, d, &k.run);
+  const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
+  k.arrays = traits.vector() && keep_arrays(k);
+  k.used = !traits.vector() || k.arrays;
   return &k;
+}
+
+bool Engine::keep_arrays(Known& k) const {
+  if (k.vec == nullptr) return false;  // no room: validated every time
+  const off::CollTraits& traits = *off::coll_traits(k.d.coll);
+  const off::Role role = role_of(k.d, k.run);
+  CollRun tables = k.run;
+  return read_arrays(env_.mem, traits, k.d, role, k.vec) &&
+         ok(fill_blocks(traits, k.d, role, k.vec + 4 * size_t{role.n},
+                        &tables));
 }
 
 void Engine::submit(const CollDesc& d) {

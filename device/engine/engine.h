@@ -123,6 +123,9 @@ class Engine {
   // Records `d` (validated, its team connected; `largest` as validate()
   // gave it) with the algorithm chosen for it.
   const Known* remember(Team& t, const off::CollDesc& d, uint64_t largest);
+  // A v-collective's record: copies its arrays and the block tables they
+  // give into k.vec. false where there is no room or one cannot be read.
+  bool keep_arrays(Known& k) const;
   // A validated descriptor (`k`: its record, if any) as generation `gen`:
   // started now when nothing waits before it, else queued.
   void admit(Team& t, const off::CollDesc& d, uint32_t gen, const Known* k);

@@ -229,10 +229,14 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
   if (ok(st)) st = shadow_dst(r, *in.alg, in.shadow);
   if (ok(st) && traits.uses_blocks() && in.alg->blocks) {
-    const off::Role role{d.count, r.size, r.rank,
-                         traits.rooted && d.root == r.rank,
-                         (d.flags & off::kDescInPlace) != 0};
-    st = fill_blocks(traits, in.d, role, in.blocks, &r);
+    if (k != nullptr && k->arrays) {
+      // The tables its arrays gave, which known_at() found unchanged.
+      const size_t n = r.size;
+      memcpy(in.blocks, k->vec + 4 * n, sizeof(uint64_t) * 4 * n);
+      use_tables(in.blocks, r.size, &r);
+    } else {
+      st = fill_blocks(traits, in.d, role_of(in.d, r), in.blocks, &r);
+    }
   }
   if (ok(st)) st = in.alg->start(in.alg_state, r);
   if (st != Status::kInProgress) alg_ended(t, in, st, true);

@@ -42,14 +42,23 @@ struct Engine::Inst {
 // A descriptor this team has validated, chosen an algorithm for and
 // prepared a run of. A persistent request posted again brings the same
 // bytes but for its generation: take() then skips validation and
-// selection, and start() copies the run.
+// selection, and start() copies the run. A v-collective's validity also
+// depends on its user arrays: it is known only while they hold what they
+// held at validation (known_at() compares them), and start() copies the
+// block tables they gave instead of reading them again.
 struct Engine::Known {
   off::CollDesc d{};  // as validated
   const AlgInfo* alg = nullptr;
   uint8_t alg_id = 0;
   bool used = false;
-  uint16_t sig = 0;  // its signature (inst.cc, sig_of)
-  CollRun run{};     // what prepare() fills
+  bool arrays = false;  // a v-collective: `vec` holds its arrays and tables
+  uint16_t sig = 0;     // its signature (inst.cc, sig_of)
+  CollRun run{};        // what prepare() fills
+  // 8 * team size entries where the team has at most Team::kArrayRanks
+  // members (else nullptr: its v-collectives are validated every time):
+  // the arrays as read_arrays() copied them (4 * run.size at most), from
+  // 4 * run.size on the block tables (blocks.h).
+  uint64_t* vec = nullptr;
 };
 
 struct Engine::Team {
@@ -57,10 +66,14 @@ struct Engine::Team {
   // Known descriptors by completion slot (a request's own slot), so that
   // the requests a program reposts in turn each keep theirs. Only
   // descriptors whose validity depends on nothing but their bytes, the
-  // team and the host's registrations (not the v-collectives, which
-  // validate user arrays), and only while the registrations have not
-  // shrunk (MemAccess::check_epoch) since they were recorded.
+  // team, the host's registrations and (v-collectives, in teams of up to
+  // kArrayRanks) the user arrays they name, and only while the
+  // registrations have not shrunk (MemAccess::check_epoch) since they were
+  // recorded.
   static constexpr uint32_t kKnown = 8;
+  // Teams up to this size keep their v-collectives' arrays in their known
+  // records (Known::vec: 4 KiB per record at this size).
+  static constexpr uint32_t kArrayRanks = 64;
   Known known[kKnown];
   uint64_t known_epoch = 0;
   State state = State::kFree;

@@ -436,6 +436,55 @@ TEST_P(EngineMem, RepostedVectorCollectiveRevalidatesItsArrays) {
   }
 }
 
+// A known v-collective keeps the block tables its arrays gave, and uses
+// them only while the arrays still say the same: blocks that moved
+// within the buffers are moved on the next post, then kept again.
+TEST_P(EngineMem, RepostedVectorCollectiveFollowsItsArrays) {
+  std::vector<int32_t> src[kRanks], dst[kRanks];
+  std::vector<uint64_t> cnt[kRanks], sdsp[kRanks], rdsp[kRanks];
+  CollDesc d[kRanks];
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    src[r].assign(24, 0);
+    dst[r].assign(24, -1);
+    cnt[r].assign(kRanks, 10);
+    sdsp[r] = {0, 12};
+    rdsp[r] = {1, 13};
+    for (auto* v : {&cnt[r], &sdsp[r], &rdsp[r]}) rank[r].reg(*v);
+    d[r] = desc(CollType::kAlltoallv, DType::kInt32, ROp::kNone, 0);
+    d[r].flags = ucc::off::kDescCount64 | ucc::off::kDescDispl64;
+    d[r].src = ref(src[r], rank[r].reg(src[r]));
+    d[r].dst = ref(dst[r], rank[r].reg(dst[r]));
+    d[r].src_counts = d[r].dst_counts =
+        reinterpret_cast<uintptr_t>(cnt[r].data());
+    d[r].src_displs = reinterpret_cast<uintptr_t>(sdsp[r].data());
+    d[r].dst_displs = reinterpret_cast<uintptr_t>(rdsp[r].data());
+  }
+  // Posts 0-1 on the first layout, 2-3 with the blocks swapped on both
+  // sides, 4 with blocks of 9 (the 10th element of each stays poisoned).
+  for (int post = 0; post < 5; ++post) {
+    if (post == 2)
+      for (uint32_t r = 0; r < kRanks; ++r) {
+        sdsp[r] = {12, 0};  // in place: same addresses
+        rdsp[r] = {13, 1};
+      }
+    if (post == 4)
+      for (uint32_t r = 0; r < kRanks; ++r) cnt[r].assign(kRanks, 9);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      for (size_t i = 0; i < src[r].size(); ++i)
+        src[r][i] = static_cast<int32_t>(r * 1000 + post * 100 + i);
+      std::fill(dst[r].begin(), dst[r].end(), -1);
+    }
+    run_ok(d);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      std::vector<int32_t> want(24, -1);
+      for (uint32_t p = 0; p < kRanks; ++p)
+        for (uint64_t i = 0; i < cnt[p][r]; ++i)
+          want[rdsp[r][p] + i] = src[p][sdsp[p][r] + i];
+      ASSERT_EQ(dst[r], want) << "post " << post << " rank " << r;
+    }
+  }
+}
+
 // A known descriptor whose registration the host has removed since is
 // refused by validation again, as it was before it was known.
 TEST_P(EngineMemCross, KnownDescriptorRefusedOnceItsRegistrationGoes) {
