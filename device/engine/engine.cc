@@ -278,7 +278,8 @@ Engine::Known* Engine::known_at(uint32_t team, uint32_t slot) {
   }
   Known& k = t->known[slot & (Team::kKnown - 1)];
   if (!k.used || k.d.comp_slot != slot) return nullptr;
-  // A v-collective is the one validated only while its arrays are too.
+  // A v-collective is the one validated only while its arrays still hold
+  // what they held then.
   if (k.arrays && !arrays_same(env_.mem, *off::coll_traits(k.d.coll), k.d,
                                role_of(k.d, k.run), k.vec))
     return nullptr;
