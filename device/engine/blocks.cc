@@ -55,13 +55,8 @@ struct MemReader {
       }
       return true;
     }
-    if (wide) return memcmp(p, seen, sizeof(uint64_t) * cnt) == 0;
-    const auto* raw = static_cast<const unsigned char*>(p);
-    for (uint32_t i = 0; i < cnt; ++i) {
-      uint32_t v;
-      memcpy(&v, raw + 4 * size_t{i}, 4);
-      if (v != seen[i]) return false;
-    }
+    for (uint32_t i = 0; i < cnt; ++i)
+      if (off::vec_entry(p, wide, i) != seen[i]) return false;
     return true;
   }
 };
@@ -177,6 +172,31 @@ bool arrays_same(const plat::MemAccess& mem, const off::CollTraits& t,
     seen += r.n;
     return true;
   });
+}
+
+Status fill_kept_blocks(const off::CollTraits& t, const off::CollDesc& d,
+                        const off::Role& r, const uint64_t* kept,
+                        uint64_t* scratch, CollRun* run) {
+  // d with its arrays naming the copies (64-bit entries, engine memory);
+  // an array read_arrays() did not copy reads as missing.
+  off::CollDesc dk = d;
+  dk.flags |= off::kDescCount64 | off::kDescDispl64;
+  dk.src_counts = dk.src_displs = dk.dst_counts = dk.dst_displs = 0;
+  for (Side s : {Side::kSrc, Side::kDst}) {
+    uint64_t counts = 0, displs = 0;
+    if (!off::side_arrays(t, s, d, r.root, &counts, &displs)) continue;
+    const bool src = s == Side::kSrc;
+    (src ? dk.src_counts : dk.dst_counts) = reinterpret_cast<uintptr_t>(kept);
+    kept += r.n;
+    if (displs == 0) continue;
+    (src ? dk.src_displs : dk.dst_displs) = reinterpret_cast<uintptr_t>(kept);
+    kept += r.n;
+  }
+  CollRun direct = *run;
+  direct.mem = &plat::kDirectAccess;
+  const Status st = fill_blocks(t, dk, r, scratch, &direct);
+  use_tables(scratch, r.n, run);
+  return st;
 }
 
 void use_tables(uint64_t* tables, uint32_t n, CollRun* run) {

@@ -310,8 +310,8 @@ bool Engine::keep_arrays(Known& k) const {
   const off::Role role = role_of(k.d, k.run);
   CollRun tables = k.run;
   return read_arrays(env_.mem, traits, k.d, role, k.vec) &&
-         ok(fill_blocks(traits, k.d, role, k.vec + 4 * size_t{role.n},
-                        &tables));
+         ok(fill_kept_blocks(traits, k.d, role, k.vec,
+                             k.vec + 4 * size_t{role.n}, &tables));
 }
 
 void Engine::submit(const CollDesc& d) {
