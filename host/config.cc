@@ -222,6 +222,7 @@ bool valid(Knob k, const char* v) {
     case Knob::kAllreduceRingMin:
     case Knob::kCmaMin:
     case Knob::kLinearMax:
+    case Knob::kAlltoallLinearMax:
       return parse_size(v, &u);
     case Knob::kLinearRanks:
       return parse_size(v, &u) && u <= off::kMaxLinearRanks;
@@ -478,6 +479,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.allreduce_ring_min = num(Knob::kAllreduceRingMin);
   e.linear_ranks = static_cast<uint32_t>(num(Knob::kLinearRanks));
   e.linear_max = num(Knob::kLinearMax);
+  e.alltoall_linear_max = num(Knob::kAlltoallLinearMax);
   if (strcasecmp(c.value[static_cast<int>(Knob::kHostCpus)], "auto") == 0) {
     // The machine's CPUs, not this thread's affinity: a launcher that
     // binds each rank to one core (mpirun, ucc_perftest) has not

@@ -49,6 +49,7 @@ enum class Knob : uint8_t {
   kCmaMin,
   kLinearRanks,
   kLinearMax,
+  kAlltoallLinearMax,
   kBarrierAlg,
   kBcastAlg,
   kReduceAlg,

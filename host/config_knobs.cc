@@ -116,16 +116,20 @@ const KnobInfo kKnobTable[kNumKnobs] = {
     {"LINEAR_RANKS", "8", Scope::kContext,
      "Teams with all their ranks on one host, 4 to this many of them "
      "(at most 255; 0: never), run bcast and reduce below UCC_LINEAR_MAX "
-     "bytes over flat trees, and allgather(v), alltoall and "
-     "reduce_scatter(v) below it (alltoallv at every size) by sending to "
-     "every rank at once (the linear algorithms); barrier too where the "
-     "team is crowded (UCC_HOST_CPUS)"},
+     "bytes over flat trees, and allgather(v) and reduce_scatter(v) below "
+     "it, alltoall below UCC_ALLTOALL_LINEAR_MAX (alltoallv at every "
+     "size) by sending to every rank at once (the linear algorithms); "
+     "barrier too where the team is crowded (UCC_HOST_CPUS)"},
     {"LINEAR_MAX", "64K", Scope::kContext,
-     "Bcast and reduce vectors, and allgather, alltoall and "
-     "reduce_scatter blocks (allgatherv and reduce_scatterv: the largest "
-     "block), of fewer bytes use the linear algorithm where "
-     "UCC_LINEAR_RANKS allows it; larger ones the binomial tree, the ring "
-     "or the pairwise exchange"},
+     "Bcast and reduce vectors, and allgather and reduce_scatter blocks "
+     "(allgatherv and reduce_scatterv: the largest block), of fewer bytes "
+     "use the linear algorithm where UCC_LINEAR_RANKS allows it; larger "
+     "ones the binomial tree, the ring or (allgatherv) the pairwise "
+     "exchange"},
+    {"ALLTOALL_LINEAR_MAX", "1M", Scope::kContext,
+     "Alltoall blocks of fewer bytes use the linear exchange where "
+     "UCC_LINEAR_RANKS allows it, larger ones the pairwise exchange (0: "
+     "never the linear one)"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "

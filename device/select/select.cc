@@ -45,7 +45,13 @@ static_assert(sizeof(kById) / sizeof(kById[0]) ==
 // matching rule runs its first implementation (id 1). A rule starts at a
 // size the configuration gives.
 
-enum class From : uint8_t { kZero, kAllreduceRingMin, kCmaMin, kLinearMax };
+enum class From : uint8_t {
+  kZero,
+  kAllreduceRingMin,
+  kCmaMin,
+  kLinearMax,
+  kAlltoallLinearMax
+};
 
 struct Rule {
   CollType coll;
@@ -75,6 +81,9 @@ struct Rule {
 // Allgather, alltoall and reduce_scatter likewise below UCC_LINEAR_MAX
 // bytes per block: the linear exchange sends to every rank at once
 // instead of the ring's and the pairwise exchange's n - 1 lockstep steps.
+// Alltoall below UCC_ALLTOALL_LINEAR_MAX instead: the pairwise exchange
+// stays behind the linear one to larger blocks than the rings do
+// (docs/perf/small_teams.md).
 // Allgatherv and reduce_scatterv too, by their largest block (every member
 // passes the same count array: off::select_bytes). Alltoallv at every
 // size: each rank's arrays are its own, so no rule by size could be
@@ -97,7 +106,7 @@ constexpr Rule kRules[] = {
     {CollType::kAllgather, From::kLinearMax, off::When::kAlways, 1},
     {CollType::kAllgather, From::kZero, off::When::kLinear, 4},
     {CollType::kAlltoall, From::kCmaMin, off::When::kSingleCopy, 2},
-    {CollType::kAlltoall, From::kLinearMax, off::When::kAlways, 1},
+    {CollType::kAlltoall, From::kAlltoallLinearMax, off::When::kAlways, 1},
     {CollType::kAlltoall, From::kZero, off::When::kLinear, 3},
     {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kNodeAware, 4},
     {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kAlways, 2},
@@ -124,6 +133,8 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
       return cfg.allreduce_ring_min;
     case From::kLinearMax:
       return cfg.linear_max;
+    case From::kAlltoallLinearMax:
+      return cfg.alltoall_linear_max;
   }
   return 0;
 }

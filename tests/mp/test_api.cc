@@ -353,9 +353,9 @@ TEST(Api, SelectionAndCapabilitiesComeFromTheEngine) {
 // linear bcast and reduce below UCC_LINEAR_MAX, and the linear barrier
 // where the team has more ranks than UCC_HOST_CPUS (in emu too: the
 // daemon selects by the host's value); and the linear exchanges for
-// allgather, alltoall and reduce_scatter below UCC_LINEAR_MAX; smaller
-// teams, and teams past the limit, the log-depth algorithms, the rings
-// and the pairwise exchange. Every case names UCC_HOST_CPUS (2 unless it
+// allgather and reduce_scatter below UCC_LINEAR_MAX, alltoall below
+// UCC_ALLTOALL_LINEAR_MAX; smaller teams, and teams past the limit, the
+// log-depth algorithms, the rings and the pairwise exchange. Every case names UCC_HOST_CPUS (2 unless it
 // says), so that it selects alike on every machine.
 TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
   struct Want {
@@ -373,15 +373,30 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
        "linear@0",
        "linear@0,binomial@65536",
        "linear@0,ring@65536",
-       "linear@0,pairwise@65536",
+       "linear@0,pairwise@1048576",
        "linear@0,ring@65536"},
       {4,
        {{"UCC_LINEAR_MAX", "1K"}},
        "linear@0",
        "linear@0,binomial@1024",
        "linear@0,ring@1024",
-       "linear@0,pairwise@1024",
+       "linear@0,pairwise@1048576",
        "linear@0,ring@1024"},
+      // Alltoall's own bound; 0: never the linear exchange.
+      {4,
+       {{"UCC_ALLTOALL_LINEAR_MAX", "1K"}},
+       "linear@0",
+       "linear@0,binomial@65536",
+       "linear@0,ring@65536",
+       "linear@0,pairwise@1024",
+       "linear@0,ring@65536"},
+      {4,
+       {{"UCC_ALLTOALL_LINEAR_MAX", "0"}},
+       "linear@0",
+       "linear@0,binomial@65536",
+       "linear@0,ring@65536",
+       "pairwise@0",
+       "linear@0,ring@65536"},
       {4,
        {{"UCC_LINEAR_RANKS", "0"}},
        "dissemination@0",
@@ -408,7 +423,7 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
        "rd@0",
        "binomial@0",
        "linear@0,ring@65536",
-       "linear@0,pairwise@65536",
+       "linear@0,pairwise@1048576",
        "linear@0,ring@65536"},
       {4,
        {{"UCC_ALLGATHER_ALG", "ring"},
@@ -425,14 +440,14 @@ TEST(Api, SmallOneHostTeamsSelectTheFlatTrees) {
        "dissemination@0",
        "linear@0,binomial@65536",
        "linear@0,ring@65536",
-       "linear@0,pairwise@65536",
+       "linear@0,pairwise@1048576",
        "linear@0,ring@65536"},
       {5,
        {{"UCC_HOST_CPUS", "4"}},
        "linear@0",
        "linear@0,binomial@65536",
        "linear@0,ring@65536",
-       "linear@0,pairwise@65536",
+       "linear@0,pairwise@1048576",
        "linear@0,ring@65536"},
   };
   for (const Want& want : wants) {

@@ -47,10 +47,16 @@ struct EngineConfig {
   // its barrier is the flat tree, else dissemination (caps.h, When).
   uint32_t cpus = 1;
   uint64_t linear_max = 64 * 1024;
+  // Alltoall's own bound for the linear exchange on such teams: blocks
+  // below it go straight to every rank at once, from it on the pairwise
+  // exchange (the exchange keeps its lead over the pairwise one to larger
+  // blocks than the other linear algorithms do; docs/perf/small_teams.md).
+  uint64_t alltoall_linear_max = 1024 * 1024;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
-static_assert(sizeof(EngineConfig) == 72);
+static_assert(sizeof(EngineConfig) == 80);
 static_assert(offsetof(EngineConfig, linear_max) == 64);
+static_assert(offsetof(EngineConfig, alltoall_linear_max) == 72);
 // The largest UCC_LINEAR_RANKS (EngineCaps keeps it in a byte).
 inline constexpr uint32_t kMaxLinearRanks = 255;
 // The largest UCC_HOST_CPUS (EngineCaps keeps it in 16 bits).
