@@ -87,7 +87,8 @@ const Config kConfigs[] = {
      false,
      {"barrier", "bcast", "reduce"}},
     // The linear exchanges at every team size and block size (by default
-    // only one-host teams of 4 to 8 ranks below 64 KiB run them), and the
+    // only one-host teams of 4 to 8 ranks below 64 KiB run them; alltoall
+    // below 1 MiB), and the
     // rings and pairwise exchange where those are not the default any more.
     {"exchange",
      {{"UCC_ALLGATHER_ALG", "linear"},
