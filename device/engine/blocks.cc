@@ -176,7 +176,7 @@ bool arrays_same(const plat::MemAccess& mem, const off::CollTraits& t,
 
 Status fill_kept_blocks(const off::CollTraits& t, const off::CollDesc& d,
                         const off::Role& r, const uint64_t* kept,
-                        uint64_t* scratch, CollRun* run) {
+                        uint64_t* scratch, const CollRun& run) {
   // d with its arrays naming the copies (64-bit entries, engine memory);
   // an array read_arrays() did not copy reads as missing.
   off::CollDesc dk = d;
@@ -192,11 +192,9 @@ Status fill_kept_blocks(const off::CollTraits& t, const off::CollDesc& d,
     (src ? dk.src_displs : dk.dst_displs) = reinterpret_cast<uintptr_t>(kept);
     kept += r.n;
   }
-  CollRun direct = *run;
+  CollRun direct = run;
   direct.mem = &plat::kDirectAccess;
-  const Status st = fill_blocks(t, dk, r, scratch, &direct);
-  use_tables(scratch, r.n, run);
-  return st;
+  return fill_blocks(t, dk, r, scratch, &direct);
 }
 
 void use_tables(uint64_t* tables, uint32_t n, CollRun* run) {

@@ -50,11 +50,12 @@ void use_tables(uint64_t* tables, uint32_t n, CollRun* run);
 // be read.
 bool read_arrays(const plat::MemAccess& mem, const off::CollTraits& t,
                  const off::CollDesc& d, const off::Role& r, uint64_t* out);
-// fill_blocks from the arrays read_arrays() copied into `kept` rather
-// than from the user's, so that the tables say what the copies say.
+// fill_blocks into `scratch` from the arrays read_arrays() copied into
+// `kept` rather than from the user's, so that the tables say what the
+// copies say (run: prepared for d; left as it is).
 Status fill_kept_blocks(const off::CollTraits& t, const off::CollDesc& d,
                         const off::Role& r, const uint64_t* kept,
-                        uint64_t* scratch, CollRun* run);
+                        uint64_t* scratch, const CollRun& run);
 // Whether the arrays still hold what read_arrays() copied into `seen`
 // (false also when one cannot be read).
 bool arrays_same(const plat::MemAccess& mem, const off::CollTraits& t,

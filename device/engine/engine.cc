@@ -277,18 +277,19 @@ Engine::Known* Engine::known_at(uint32_t team, uint32_t slot) {
     t->known_epoch = epoch;
   }
   Known& k = t->known[slot & (Team::kKnown - 1)];
-  if (!k.used || k.d.comp_slot != slot) return nullptr;
-  // A v-collective is the one validated only while its arrays still hold
-  // what they held then.
-  if (k.arrays && !arrays_same(env_.mem, *off::coll_traits(k.d.coll), k.d,
-                               role_of(k.d, k.run), k.vec))
-    return nullptr;
-  return &k;
+  return k.used && k.d.comp_slot == slot ? &k : nullptr;
+}
+
+bool Engine::arrays_hold(const Known& k) const {
+  return !k.arrays || arrays_same(env_.mem, *off::coll_traits(k.d.coll), k.d,
+                                  role_of(k.d, k.run), k.vec);
 }
 
 const Engine::Known* Engine::recall(const CollDesc& d) {
+  // The descriptor first: the arrays are read only for the one it names.
   const Known* k = known_at(d.team, d.comp_slot);
-  return k != nullptr && same_but_gen(k->d, d) ? k : nullptr;
+  return k != nullptr && same_but_gen(k->d, d) && arrays_hold(*k) ? k
+                                                                  : nullptr;
 }
 
 const Engine::Known* Engine::remember(Team& t, const CollDesc& d,
@@ -308,10 +309,9 @@ bool Engine::keep_arrays(Known& k) const {
   if (k.vec == nullptr) return false;  // no room: validated every time
   const off::CollTraits& traits = *off::coll_traits(k.d.coll);
   const off::Role role = role_of(k.d, k.run);
-  CollRun tables = k.run;
   return read_arrays(env_.mem, traits, k.d, role, k.vec) &&
          ok(fill_kept_blocks(traits, k.d, role, k.vec,
-                             k.vec + 4 * size_t{role.n}, &tables));
+                             k.vec + 4 * size_t{role.n}, k.run));
 }
 
 void Engine::submit(const CollDesc& d) {
@@ -341,7 +341,7 @@ void Engine::take(const CollDesc& d) {
 bool Engine::submit_known(uint32_t team, uint32_t slot, uint32_t gen) {
   if (ch_->next() != nullptr) drain();
   const Known* k = known_at(team, slot);
-  if (k == nullptr) return false;
+  if (k == nullptr || !arrays_hold(*k)) return false;
   admit(*teams_[team], k->d, gen, k);
   ++taken_;
   return true;

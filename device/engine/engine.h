@@ -118,7 +118,11 @@ class Engine {
   // `slot` of a connected team (team.h, Known), else nullptr; forgets
   // every record of the team once a registration has gone.
   Known* known_at(uint32_t team, uint32_t slot);
-  // Its record when `d` is that descriptor but for the generation.
+  // Whether a record still stands for its descriptor: a v-collective's
+  // only while its arrays hold what they held at validation.
+  bool arrays_hold(const Known& k) const;
+  // Its record when `d` is that descriptor but for the generation (and
+  // it stands).
   const Known* recall(const off::CollDesc& d);
   // Records `d` (validated, its team connected; `largest` as validate()
   // gave it) with the algorithm chosen for it.

@@ -230,7 +230,7 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   if (ok(st)) st = shadow_dst(r, *in.alg, in.shadow);
   if (ok(st) && traits.uses_blocks() && in.alg->blocks) {
     if (k != nullptr && k->arrays) {
-      // The tables its arrays gave, which known_at() found unchanged.
+      // The tables its arrays gave, which arrays_hold() found unchanged.
       const size_t n = r.size;
       memcpy(in.blocks, k->vec + 4 * n, sizeof(uint64_t) * 4 * n);
       use_tables(in.blocks, r.size, &r);

@@ -44,7 +44,7 @@ struct Engine::Inst {
 // bytes but for its generation: take() then skips validation and
 // selection, and start() copies the run. A v-collective's validity also
 // depends on its user arrays: it is known only while they hold what they
-// held at validation (known_at() compares them), and start() copies the
+// held at validation (arrays_hold() compares them), and start() copies the
 // block tables they gave instead of reading them again.
 struct Engine::Known {
   off::CollDesc d{};  // as validated
