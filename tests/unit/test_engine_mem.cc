@@ -109,6 +109,9 @@ class EngineMem : public ::testing::TestWithParam<bool> {
 
   // Posts the descriptor `d[r]` rank r would post (`only` >= 0: rank
   // `only` alone) and progresses both engines until those complete.
+  // With `as_known`, each rank first offers it as a repost of the one its
+  // engine knows at the slot (Engine::submit_known, as an inline host
+  // reposts a persistent request), and submits it only where refused.
   void post(CollDesc* d, int only = -1) {
     for (uint32_t r = 0; r < kRanks; ++r) {
       if (only >= 0 && static_cast<uint32_t>(only) != r) continue;
@@ -117,6 +120,10 @@ class EngineMem : public ::testing::TestWithParam<bool> {
       d[r].comp_slot = 0;
       d[r].gen = ++k.gen;
       k.ch.arm(0, k.gen);
+      if (as_known && k.eng.submit_known(k.idx, 0, k.gen)) {
+        ++known_posts;
+        continue;
+      }
       ASSERT_TRUE(k.ch.submit(d[r]));
     }
   }
@@ -152,7 +159,13 @@ class EngineMem : public ::testing::TestWithParam<bool> {
     for (uint32_t r = 0; r < kRanks; ++r) ASSERT_EQ(st[r], Status::kOk) << r;
   }
 
+  // The v-collective reposts below (RepostedVectorCollective*).
+  void revalidates_its_arrays();
+  void follows_its_arrays();
+
   Rank rank[kRanks];
+  bool as_known = false;  // post(): offer reposts as known first
+  int known_posts = 0;    // posts the engines took as known
 };
 
 std::vector<int32_t> pattern(uint32_t r, size_t n) {
@@ -403,7 +416,7 @@ TEST_P(EngineMem, RepostedDescriptorsSeeNewDataAndChanges) {
 
 // The v-collectives validate their user arrays at every post, known or
 // not: counts that grew past the buffers are refused on a repost.
-TEST_P(EngineMem, RepostedVectorCollectiveRevalidatesItsArrays) {
+void EngineMem::revalidates_its_arrays() {
   std::vector<int32_t> src[kRanks], dst[kRanks];
   std::vector<uint32_t> cnt[kRanks], dsp[kRanks];
   CollDesc d[kRanks];
@@ -436,10 +449,22 @@ TEST_P(EngineMem, RepostedVectorCollectiveRevalidatesItsArrays) {
   }
 }
 
+TEST_P(EngineMem, RepostedVectorCollectiveRevalidatesItsArrays) {
+  revalidates_its_arrays();
+}
+
+// The same reposts offered as known (an inline host's persistent
+// request): the second post is taken so, the one with grown counts not.
+TEST_P(EngineMem, KnownRepostOfVectorCollectiveRevalidatesItsArrays) {
+  as_known = true;
+  revalidates_its_arrays();
+  EXPECT_EQ(known_posts, static_cast<int>(kRanks));
+}
+
 // A known v-collective keeps the block tables its arrays gave, and uses
 // them only while the arrays still say the same: blocks that moved
 // within the buffers are moved on the next post, then kept again.
-TEST_P(EngineMem, RepostedVectorCollectiveFollowsItsArrays) {
+void EngineMem::follows_its_arrays() {
   std::vector<int32_t> src[kRanks], dst[kRanks];
   std::vector<uint64_t> cnt[kRanks], sdsp[kRanks], rdsp[kRanks];
   CollDesc d[kRanks];
@@ -483,6 +508,18 @@ TEST_P(EngineMem, RepostedVectorCollectiveFollowsItsArrays) {
       ASSERT_EQ(dst[r], want) << "post " << post << " rank " << r;
     }
   }
+}
+
+TEST_P(EngineMem, RepostedVectorCollectiveFollowsItsArrays) {
+  follows_its_arrays();
+}
+
+// The same reposts offered as known: posts 1 and 3 (arrays as on the
+// post before) are taken so, 2 and 4 (arrays changed) are not.
+TEST_P(EngineMem, KnownRepostOfVectorCollectiveFollowsItsArrays) {
+  as_known = true;
+  follows_its_arrays();
+  EXPECT_EQ(known_posts, 2 * static_cast<int>(kRanks));
 }
 
 // A known descriptor whose registration the host has removed since is
