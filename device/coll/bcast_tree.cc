@@ -23,6 +23,16 @@ struct TreeBcast : TreeWalk {
     return progress(run);
   }
 
+  // The root of a vector that fits one message, with one child, sends it
+  // and is done (SendPlan).
+  bool plan_sends(const CollRun& run, SendPlan* p) {
+    place<Tree>(run);
+    if (!root || nseg != 1 || nchildren != 1) return false;
+    p->peer = run.team_rank(child_rank<Tree>(run, 0));
+    p->len = msg_len(bytes, run.slot, 0);
+    return true;
+  }
+
   Status progress(CollRun& run) {
     while (seg < nseg) {
       uint32_t len = msg_len(bytes, run.slot, seg);
@@ -56,8 +66,8 @@ struct TreeBcast : TreeWalk {
 
 }  // namespace
 
-const AlgInfo kBcastBinomial = make_alg<TreeBcast<pat::BinomialTree>>();
-const AlgInfo kBcastLinear = make_alg<TreeBcast<pat::FlatTree>>();
+const AlgInfo kBcastBinomial = make_alg_sends<TreeBcast<pat::BinomialTree>>();
+const AlgInfo kBcastLinear = make_alg_sends<TreeBcast<pat::FlatTree>>();
 // Fanout descriptors carry count 0: one empty message down each tree edge.
 const AlgInfo kFanoutBinomial = make_alg<TreeBcast<pat::BinomialTree>>();
 

@@ -25,6 +25,16 @@ struct TreeReduce : TreeWalk {
     return progress(run);
   }
 
+  // A leaf with a vector that fits one message sends its input to its
+  // parent and is done (SendPlan).
+  bool plan_sends(const CollRun& run, SendPlan* p) {
+    place<Tree>(run);
+    if (root || nchildren != 0 || nseg != 1) return false;
+    p->peer = run.team_rank(parent);
+    p->len = msg_len(bytes, run.slot, 0);
+    return true;
+  }
+
   Status progress(CollRun& run) {
     while (seg < nseg) {
       uint32_t len = msg_len(bytes, run.slot, seg);
@@ -90,8 +100,8 @@ struct TreeReduce : TreeWalk {
 
 }  // namespace
 
-const AlgInfo kReduceBinomial = make_alg<TreeReduce<pat::BinomialTree>>();
-const AlgInfo kReduceLinear = make_alg<TreeReduce<pat::FlatTree>>();
+const AlgInfo kReduceBinomial = make_alg_sends<TreeReduce<pat::BinomialTree>>();
+const AlgInfo kReduceLinear = make_alg_sends<TreeReduce<pat::FlatTree>>();
 // Fanin descriptors carry count 0: one empty message up each tree edge.
 const AlgInfo kFaninBinomial = make_alg<TreeReduce<pat::BinomialTree>>();
 

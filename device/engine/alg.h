@@ -21,6 +21,16 @@ namespace ucc::dev {
 inline constexpr size_t kFlatAlgState = 512;
 inline constexpr size_t kMaxAlgState = 1024;
 
+// A rank's whole part of a collective when it is one message of its src
+// to one peer and nothing more (the root of a small bcast over two
+// ranks, a leaf of a small reduce): the engine may send a known
+// descriptor's message at its post without an instance
+// (Engine::send_known).
+struct SendPlan {
+  uint32_t peer = 0;  // team rank
+  uint32_t len = 0;   // bytes [0, len) of src
+};
+
 // The implementation of one entry of a collective's algorithm catalogue
 // (off::CollTraits::algs: the id the descriptor's `alg` field names, and
 // the name and description UCC_<COLL>_ALG and the capability answers
@@ -38,6 +48,10 @@ struct AlgInfo {
   // Reads the block tables (CollRun::src_cnt...): the engine fills them
   // before start() for collectives whose traits lay out blocks.
   bool blocks = true;
+  // Where not null: whether `run` (prepared, its descriptor set) is, at
+  // this rank, nothing but the message *plan names, sent in start()
+  // before it ends; the algorithm's own reading of its shape.
+  bool (*sends)(const CollRun& run, SendPlan* plan) = nullptr;
 };
 
 // An entry whose algorithm never reads the block tables: they are not
@@ -61,9 +75,22 @@ Status alg_progress(void* state, CollRun& run) {
   return static_cast<T*>(state)->progress(run);
 }
 
+template <typename T>
+bool alg_sends(const CollRun& run, SendPlan* plan) {
+  return T().plan_sends(run, plan);
+}
+
 template <typename T, size_t Cap = kFlatAlgState>
 constexpr AlgInfo make_alg(bool single_copy = false) {
   return AlgInfo{&alg_start<T, Cap>, &alg_progress<T>, single_copy, false};
+}
+
+// An entry of an algorithm with T::plan_sends(const CollRun&, SendPlan*).
+template <typename T>
+constexpr AlgInfo make_alg_sends() {
+  AlgInfo a = make_alg<T>();
+  a.sends = &alg_sends<T>;
+  return a;
 }
 
 }  // namespace ucc::dev

@@ -302,6 +302,12 @@ const Engine::Known* Engine::remember(Team& t, const CollDesc& d,
   const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
   k.arrays = traits.vector() && keep_arrays(k);
   k.used = !traits.vector() || k.arrays;
+  k.direct = false;
+  if (k.alg != nullptr && k.alg->sends != nullptr) {
+    CollRun run = k.run;
+    run.d = &k.d;
+    k.direct = k.alg->sends(run, &k.sends) && direct_ok(t, k);
+  }
   return &k;
 }
 
@@ -312,6 +318,38 @@ bool Engine::keep_arrays(Known& k) const {
   return read_arrays(env_.mem, traits, k.d, role, k.vec) &&
          ok(fill_kept_blocks(traits, k.d, role, k.vec,
                              k.vec + 4 * size_t{role.n}, k.run));
+}
+
+bool Engine::direct_ok(const Team& t, const Known& k) const {
+  const CollDesc& d = k.d;
+  // What needs an instance: a node-aware algorithm's phases, a deadline,
+  // an active set (tagged), an agreement on the status (global errors).
+  if (k.alg->node_aware || d.timeout_ns != 0 || d.set_size != 0 ||
+      (d.flags & (off::kDescTagged | off::kDescErrGlobal)) != 0)
+    return false;
+  // A message into the peer's shared memory only: a network's would need
+  // the flush an instance waits for (Inst::Phase::kFlush).
+  return k.sends.peer < t.size && !t.port.links().remote(k.sends.peer);
+}
+
+bool Engine::send_known(Team& t, const Known& k, uint32_t gen) {
+  const SendPlan& p = k.sends;
+  void* out = t.port.reserve_free(p.peer);
+  if (out == nullptr) return false;
+  if (p.len != 0) {
+    const void* src = env_.mem.map(k.d.src, 0, p.len);
+    if (src != nullptr)
+      memcpy(out, src, p.len);
+    else if (!env_.mem.read(k.d.src, 0, out, p.len))
+      return false;  // the instance fails it as it should
+  }
+  // Its place in the sequence, as start() gives it.
+  t.port.set_started(++t.seq);
+  t.port.commit(p.peer, p.len, with_sig(key_ordered(t.seq, k.d.coll), k.sig),
+                MsgKind::kData);
+  ch_->complete(k.d.comp_slot, gen, Status::kOk);
+  ++sent_direct_;
+  return true;
 }
 
 void Engine::submit(const CollDesc& d) {
@@ -356,6 +394,11 @@ void Engine::admit(Team& t, const CollDesc& d, uint32_t gen, const Known* k) {
     ch_->complete(d.comp_slot, gen, Status::kNoResource);
     return;
   }
+  // A sender's whole part with nothing before it (not even aborts kept
+  // for it): its message goes now, without an instance.
+  if (k != nullptr && k->direct && t.nrun == 0 && t.qtail == t.qhead &&
+      t.future_aborts == 0 && send_known(t, *k, gen))
+    return;
   if (t.busy_at == UINT32_MAX) set_busy(t, d.team);  // not listed yet
   if (t.qtail == t.qhead && t.nrun < cfg_.inflight && d.timeout_ns == 0 &&
       (d.flags & off::kDescTagged) == 0) {

@@ -96,6 +96,8 @@ class Engine {
   uint32_t team_size(uint32_t idx) const;
   // Descriptors taken from the channel so far.
   uint64_t taken() const { return taken_; }
+  // Of those, the ones sent at once without an instance (send_known).
+  uint64_t sent_direct() const { return sent_direct_; }
 
   // Validation of one descriptor against the engine's state (validate.cc).
   // *largest, where not null: for the collectives with alike counts
@@ -131,8 +133,17 @@ class Engine {
   // give into k.vec. false where there is no room or one cannot be read.
   bool keep_arrays(Known& k) const;
   // A validated descriptor (`k`: its record, if any) as generation `gen`:
-  // started now when nothing waits before it, else queued.
+  // sent at once when its record says that is all it is, else started now
+  // when nothing waits before it, else queued.
   void admit(Team& t, const off::CollDesc& d, uint32_t gen, const Known* k);
+  // Whether a record whose algorithm planned its message (Known::sends)
+  // may be sent without an instance on team t.
+  bool direct_ok(const Team& t, const Known& k) const;
+  // Sends a direct record's message as generation `gen` and completes it:
+  // the collective in its place of the team's sequence, as start() would
+  // run it. false, with nothing sent, when the peer's inbox has no room
+  // or the buffer cannot be read: it then runs as any other.
+  bool send_known(Team& t, const Known& k, uint32_t gen);
   uint64_t advance(Team& t);
   void set_busy(Team& t, uint32_t idx);  // onto the busy list
   void set_idle(Team& t);                // off it
@@ -180,6 +191,7 @@ class Engine {
   uint32_t* busy_ = nullptr;
   uint32_t nbusy_ = 0;
   uint64_t taken_ = 0;
+  uint64_t sent_direct_ = 0;
 };
 
 }  // namespace ucc::dev

@@ -171,6 +171,11 @@ class Port {
     }
     return p;
   }
+  // A reservation outside any instance (Engine::send_known, while none
+  // runs): nullptr when the peer's inbox has no free slot.
+  void* reserve_free(uint32_t peer) {
+    return owner_[peer] == 0 ? links_.tx_reserve(peer) : nullptr;
+  }
   void commit(uint32_t peer, uint32_t len, const MsgKey& k, MsgKind kind) {
     const uint8_t held = owner_[peer];
     if (held != 0) {

@@ -54,6 +54,11 @@ struct Engine::Known {
   bool arrays = false;  // a v-collective: `vec` holds its arrays and tables
   uint16_t sig = 0;     // its signature (inst.cc, sig_of)
   CollRun run{};        // what prepare() fills
+  // Its message where the algorithm's whole part at this rank is to send
+  // it (AlgInfo::sends) and nothing in the descriptor asks for an
+  // instance: admit() then sends it itself (Engine::send_known).
+  bool direct = false;
+  SendPlan sends{};
   // 8 * team size entries where the team has at most Team::kArrayRanks
   // members (else nullptr: its v-collectives are validated every time):
   // the arrays as read_arrays() copied them (4 * run.size at most), from
