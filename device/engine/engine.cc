@@ -299,15 +299,12 @@ const Engine::Known* Engine::remember(Team& t, const CollDesc& d,
   k.d = d;
   k.run = CollRun{};
   k.sig = prepare(t, d, &k.run);
+  k.run.d = &k.d;  // (an instance's copy points at its own)
   const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
   k.arrays = traits.vector() && keep_arrays(k);
   k.used = !traits.vector() || k.arrays;
-  k.direct = false;
-  if (k.alg != nullptr && k.alg->sends != nullptr) {
-    CollRun run = k.run;
-    run.d = &k.d;
-    k.direct = k.alg->sends(run, &k.sends) && direct_ok(t, k);
-  }
+  k.direct = k.alg != nullptr && k.alg->sends != nullptr &&
+             k.alg->sends(k.run, &k.sends) && direct_ok(t, k);
   return &k;
 }
 
@@ -336,16 +333,10 @@ bool Engine::send_known(Team& t, const Known& k, uint32_t gen) {
   const SendPlan& p = k.sends;
   void* out = t.port.reserve_free(p.peer);
   if (out == nullptr) return false;
-  if (p.len != 0) {
-    const void* src = env_.mem.map(k.d.src, 0, p.len);
-    if (src != nullptr)
-      memcpy(out, src, p.len);
-    else if (!env_.mem.read(k.d.src, 0, out, p.len))
-      return false;  // the instance fails it as it should
-  }
-  // Its place in the sequence, as start() gives it.
-  t.port.set_started(++t.seq);
-  t.port.commit(p.peer, p.len, with_sig(key_ordered(t.seq, k.d.coll), k.sig),
+  // An unreadable buffer: the instance fails it as it should.
+  if (failed(k.run.copy_in(out, Buf::kSrc, 0, p.len))) return false;
+  t.port.commit(p.peer, p.len,
+                with_sig(key_ordered(t.next_seq(), k.d.coll), k.sig),
                 MsgKind::kData);
   ch_->complete(k.d.comp_slot, gen, Status::kOk);
   ++sent_direct_;

@@ -120,7 +120,7 @@ uint64_t Engine::start_queued(Team& t, uint64_t now) {
     if (deadline != 0 && now >= deadline) {
       // Never started here. An ordered one still takes its place in the
       // sequence, so its peers' messages are recognised as stale.
-      if (!tagged(d)) t.port.set_started(++t.seq);
+      if (!tagged(d)) t.next_seq();
       ch_->complete(d.comp_slot, d.gen, Status::kTimedOut);
       --t.ntimed;
       ++t.qhead;
@@ -204,13 +204,8 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   r.id = id;
   r.bounce = in.bounce;
   r.drop_shadow();
-  if (tagged(d)) {
-    r.key = tagged_key(d);
-  } else {
-    r.key = key_ordered(++t.seq, d.coll);
-    t.port.set_started(t.seq);
-  }
-  r.key = with_sig(r.key, sig);
+  r.key = with_sig(
+      tagged(d) ? tagged_key(d) : key_ordered(t.next_seq(), d.coll), sig);
   t.port.set_live(id, r.key);
   const off::CollTraits& traits = *off::coll_traits(d.coll);  // validated
 

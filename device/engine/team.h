@@ -99,6 +99,13 @@ struct Engine::Team {
   uint64_t last_check = 0;        // ns: the last look for lost members
   uint32_t busy_at = UINT32_MAX;  // place on the engine's busy list
   bool busy() const { return nrun != 0 || qtail != qhead; }
+  // The next ordered collective's place in the sequence (started, ended
+  // at once, or timed out before it started); the port then takes peers'
+  // messages up to it as current.
+  uint64_t next_seq() {
+    port.set_started(++seq);
+    return seq;
+  }
 };
 
 }  // namespace ucc::dev
