@@ -23,8 +23,8 @@
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
 #include "platform/os/proc_id.h"
+#include "platform/os/segment.h"
 #include "platform/os/sock.h"
-#include "platform/shm/segment.h"
 #include "platform/wire/wire.h"
 
 namespace ucc::fw {
@@ -270,7 +270,7 @@ bool Server::on_hello(Client& c, Msg& m) {
     // map (segment.h).
     void* p = nullptr;
     if (hello_ok(hello) &&
-        ok(plat::shm::seg_map_fd(m.fd, hello.channel_bytes, c.uid, &p))) {
+        ok(plat::seg_map_fd(m.fd, hello.channel_bytes, c.uid, &p))) {
       {
         c.chmem = p;
         c.chbytes = hello.channel_bytes;

@@ -5,53 +5,29 @@
 #include <cstring>
 #include <new>
 
-#include "platform/os/log.h"
-#include "platform/tcp/tcp_net.h"
-#if UCC_HAVE_VERBS
-#include "platform/verbs/verbs_channel.h"
-#include "platform/verbs/verbs_net.h"
-#endif
+#include "platform/net/net.h"
 
 namespace ucc::fw {
 
-#if UCC_HAVE_VERBS
+// The node's verbs net (opened through platform/net), and its engines'
+// way to their hosts' memory over it.
 class VerbsNode final : public HostMemPort {
  public:
-  plat::tcp::TcpNet tcp;  // connection setup only: never waits on sockets
-  plat::verbs::VerbsNet verbs;
+  ~VerbsNode() override { delete net; }
 
-  // A channel per client that asks (its memory by RDMA): engine side, with
-  // a staging buffer for the transfers.
   plat::RemoteMem* open(const off::proto::RdmaAddr& host,
                         off::proto::RdmaAddr* mine) override {
-    auto* ch = new (std::nothrow) plat::verbs::VerbsChannel;
-    if (ch == nullptr) return nullptr;
-    plat::verbs::QpAddr a{}, h;
-    static_assert(sizeof(h) == sizeof(host));
+    plat::RemoteMemAddr h, m{};
+    static_assert(sizeof(h) == sizeof(host) && sizeof(m) == sizeof(*mine));
     memcpy(&h, &host, sizeof(h));
-    if (off::failed(ch->open(&verbs, kStaging, timeout_ms, &a)) ||
-        off::failed(ch->connect(h))) {
-      delete ch;
-      return nullptr;
-    }
-    memcpy(mine, &a, sizeof(a));
-    return ch;
+    plat::RemoteMem* r = net->open_remote_mem(h, &m);
+    if (r != nullptr) memcpy(mine, &m, sizeof(m));
+    return r;
   }
   void close(plat::RemoteMem* m) override { delete m; }
 
-  static constexpr size_t kStaging = 1 << 20;
-  uint32_t timeout_ms = 10000;
+  plat::Net* net = nullptr;
 };
-#else
-class VerbsNode final : public HostMemPort {
- public:
-  plat::RemoteMem* open(const off::proto::RdmaAddr&,
-                        off::proto::RdmaAddr*) override {
-    return nullptr;
-  }
-  void close(plat::RemoteMem*) override {}
-};
-#endif
 
 int verbs_option(const char* a, const char* v, VerbsOptions* o) {
   const char** str = strcmp(a, "--verbs") == 0       ? &o->device
@@ -84,53 +60,39 @@ const char* verbs_usage() {
          "  --has-verbs          exit 0 when built with verbs, else 1\n";
 }
 
-bool verbs_built() { return UCC_HAVE_VERBS != 0; }
+bool verbs_built() { return plat::verbs_built(); }
 
 off::Status verbs_start(const VerbsOptions& o, VerbsNode** node,
                         plat::Net** out) {
   *node = nullptr;
   *out = nullptr;
   if (o.device == nullptr) return off::Status::kOk;
-#if UCC_HAVE_VERBS
+  plat::NetConfig nc;
+  nc.kind = plat::NetKind::kVerbs;
+  nc.tcp.iface = o.iface;
+  nc.tcp.peer_timeout_ms = o.peer_timeout_ms;
+  nc.tcp.keepalive_ms = o.peer_timeout_ms / 4 + 1;
+  nc.verbs.device = strcmp(o.device, "auto") == 0 ? nullptr : o.device;
+  nc.verbs.lib = o.lib;
+  nc.verbs.peer_timeout_ms = o.peer_timeout_ms;
   auto* n = new (std::nothrow) VerbsNode;
   if (n == nullptr) return off::Status::kNoMemory;
-  plat::tcp::TcpConfig tc;
-  tc.iface = o.iface;
-  tc.peer_timeout_ms = o.peer_timeout_ms;
-  tc.keepalive_ms = o.peer_timeout_ms / 4 + 1;
-  tc.spin = UINT32_MAX;
-  tc.wait_us = 0;
-  plat::verbs::VerbsConfig vc;
-  vc.device = strcmp(o.device, "auto") == 0 ? nullptr : o.device;
-  vc.lib = o.lib;
-  vc.peer_timeout_ms = o.peer_timeout_ms;
-  off::Status st = n->tcp.init(tc);
-  if (off::ok(st)) st = n->verbs.init(vc, &n->tcp);
+  const off::Status st = plat::open_net(nc, &n->net);
   if (off::failed(st)) {
     fprintf(stderr, "firmware_sim: no verbs network (device %s, lib %s)\n",
             o.device, o.lib != nullptr ? o.lib : "libibverbs.so.1");
     delete n;
     return st;
   }
-  n->timeout_ms = o.peer_timeout_ms;
   *node = n;
-  *out = &n->verbs;
+  *out = n->net;
   return off::Status::kOk;
-#else
-  fprintf(stderr, "firmware_sim: built without verbs (rdma-core's headers)\n");
-  return off::Status::kNotSupported;
-#endif
 }
 
 HostMemPort* verbs_host_mem(VerbsNode* node) { return node; }
 
-void verbs_stop(VerbsNode* node) {
-#if UCC_HAVE_VERBS
-  if (node == nullptr) return;
-  node->verbs.fini();
-  node->tcp.fini();
-#endif
-  delete node;
-}
+// The net closes its members (delivering what they owe), its device, then
+// its connection manager.
+void verbs_stop(VerbsNode* node) { delete node; }
 
 }  // namespace ucc::fw

@@ -4,7 +4,7 @@
 // for the signal of rank - 2^k. After the last round every rank has heard,
 // directly or through others, from every rank. Signals are empty messages.
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 namespace {

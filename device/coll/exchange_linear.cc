@@ -26,9 +26,9 @@
 #include <algorithm>
 
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
 #include "device/coll/round_sends.h"
 #include "device/coll/streams.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 namespace {

@@ -1,5 +1,5 @@
 // Node-aware algorithms: the flat ones, run in phases over groups of the
-// team drawn from its node map (device/engine/links.h), so that messages
+// team drawn from its node map (device/run/links.h), so that messages
 // between hosts go between one rank per host, and the rest stay in
 // shared memory.
 //
@@ -19,7 +19,7 @@
 // Scaling for AVG happens once, on each rank's own result, at the end:
 // phases combine as sum.
 #include "device/coll/algorithms.h"
-#include "device/engine/links.h"
+#include "device/run/links.h"
 
 namespace ucc::dev {
 namespace {

@@ -10,8 +10,8 @@
 // step whose partner is ourselves is the local copy. Every pair meets in
 // the same step on both sides, so bounded inboxes cannot deadlock.
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
 #include "device/coll/streams.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 namespace {

@@ -11,8 +11,8 @@
 // into `dst` only after our own copy of those bytes has left, so the
 // exchange works in place.
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
 #include "device/coll/streams.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 namespace {

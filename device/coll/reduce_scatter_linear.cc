@@ -20,9 +20,9 @@
 // In place, the input is dst's whole vector and the result goes to this
 // rank's block of it: the bytes that only this rank's folds read.
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
 #include "device/coll/round_sends.h"
 #include "device/coll/streams.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 namespace {

@@ -23,8 +23,8 @@
 // (sizes differ by at most one element, so any count works, including
 // counts smaller than n), the user's counts for reduce_scatterv.
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
 #include "device/coll/streams.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 namespace {

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "device/coll/patterns.h"
 #include "device/coll/streams.h"
-#include "device/engine/coll_run.h"
+#include "device/run/coll_run.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 

@@ -27,7 +27,7 @@
 #include <cstring>
 
 #include "device/coll/algorithms.h"
-#include "device/coll/patterns.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 namespace {

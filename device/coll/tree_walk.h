@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "device/coll/patterns.h"
-#include "device/engine/coll_run.h"
+#include "device/run/coll_run.h"
+#include "device/run/patterns.h"
 
 namespace ucc::dev {
 

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "device/coll/patterns.h"
+#include "device/run/patterns.h"
 #include "offload/vectors.h"
 
 namespace ucc::dev {

@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "device/engine/coll_run.h"
+#include "device/run/coll_run.h"
 #include "offload/coll_traits.h"
 #include "platform/mem/mem_access.h"
 

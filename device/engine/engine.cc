@@ -32,14 +32,14 @@ Status Engine::init(const off::EngineConfig& cfg, const EngineEnv& env,
   // A slot's Team is made when a team first opens in it (team_open) and
   // kept for the next team there: contexts may allow many teams
   // (UCC_MAX_TEAMS) and pay only for those they open.
-  teams_ = static_cast<Team**>(calloc(cfg.max_teams, sizeof(Team*)));
-  if (teams_ == nullptr) return Status::kNoMemory;
-  busy_ = static_cast<uint32_t*>(calloc(cfg.max_teams, sizeof(uint32_t)));
-  nbusy_ = 0;
-  if (busy_ == nullptr) {
-    fini();
-    return Status::kNoMemory;
+  for (int pass = 0; pass < 2; ++pass) {
+    teams_ = tables_.take<Team*>(cfg.max_teams);
+    homes_ = tables_.take<base::Arena>(cfg.max_teams);
+    busy_ = tables_.take<uint32_t>(cfg.max_teams);
+    if (pass == 0 && !tables_.commit()) return Status::kNoMemory;
   }
+  for (uint32_t i = 0; i < cfg.max_teams; ++i) new (&homes_[i]) base::Arena;
+  nbusy_ = 0;
   Status st = store_.init(cfg.unexpected, cfg.slot_size);
   if (failed(st)) fini();
   return st;
@@ -71,33 +71,15 @@ void Engine::fini(bool lost) {
     if (t == nullptr) continue;
     if (t->state != Team::State::kFree) team_close(i, lost);
     t->~Team();
-    free(t);
   }
-  free(teams_);
+  for (uint32_t i = 0; i < cfg_.max_teams; ++i) homes_[i].~Arena();
+  tables_.release();
   teams_ = nullptr;
-  free(busy_);
+  homes_ = nullptr;
   busy_ = nullptr;
   nbusy_ = 0;
   store_.fini();
 }
-
-namespace {
-
-void free_team_memory(off::CollDesc*& q, uint64_t*& qd, void*& inst,
-                      uint64_t*& blocks, void*& bounce) {
-  free(q);
-  free(qd);
-  free(inst);
-  free(blocks);
-  free(bounce);
-  q = nullptr;
-  qd = nullptr;
-  inst = nullptr;
-  blocks = nullptr;
-  bounce = nullptr;
-}
-
-}  // namespace
 
 Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
                          off::TeamAddr* addr) {
@@ -111,56 +93,49 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
     return Status::kNoResource;
   }
   if (teams_[i] == nullptr) {
-    void* tm = nullptr;
-    if (posix_memalign(&tm, 64, sizeof(Team)) != 0) return Status::kNoMemory;
-    teams_[i] = new (tm) Team;
+    base::Arena& home = homes_[i];
+    home.take<Team>(1, 64);
+    if (!home.commit()) return Status::kNoMemory;
+    teams_[i] = new (home.take<Team>(1, 64)) Team;
   }
   Team& t = *teams_[i];
   const uint32_t k = cfg_.inflight;
-  off::CollDesc* q = nullptr;
-  uint64_t* qd = nullptr;
-  void* inst = nullptr;
-  uint64_t* blocks = nullptr;
-  // Where map() cannot: slot_size bytes of bounce and kShadowBytes of
-  // shadow per instance (coll_run.h).
-  void* bounce = nullptr;
-  const size_t per_inst = size_t{cfg_.slot_size} + kShadowBytes;
-  void* qmem = nullptr;
-  if (posix_memalign(&qmem, 64, sizeof(CollDesc) * cfg_.team_queue) == 0)
-    q = static_cast<off::CollDesc*>(qmem);
-  qd = static_cast<uint64_t*>(calloc(cfg_.team_queue, 8));
-  if (posix_memalign(&inst, 64, sizeof(Inst) * k) != 0) inst = nullptr;
-  // The instances' block tables, then the known records' arrays.
+  // The team's memory in one block: the queue, the instances, their block
+  // tables and the known records' arrays, where map() cannot the
+  // instances' bounce and cache buffers (coll_run.h), and the port's
+  // tables. A daemon serves several hosts: the block comes zeroed, so
+  // none finds another's bytes in it.
   const size_t nvec = size <= Team::kArrayRanks ? 8 * size_t{size} : 0;
-  blocks = static_cast<uint64_t*>(
-      calloc(4 * size_t{size} * k + Team::kKnown * nvec, 8));
+  const size_t per_inst = size_t{cfg_.slot_size} + kCacheBytes;
   const bool need_bounce = env_.mem.needs_bounce();
-  if (need_bounce && posix_memalign(&bounce, 64, per_inst * k) != 0)
-    bounce = nullptr;
-  // A daemon serves several hosts: none may find another's bytes here.
-  if (bounce != nullptr) memset(bounce, 0, per_inst * k);
-  if (q == nullptr || qd == nullptr || inst == nullptr || blocks == nullptr ||
-      (need_bounce && bounce == nullptr)) {
-    free_team_memory(q, qd, inst, blocks, bounce);
-    return Status::kNoMemory;
+  uint64_t* blocks = nullptr;
+  char* bounce = nullptr;
+  Port::Tables port_mem;
+  for (int pass = 0; pass < 2; ++pass) {
+    t.queue = t.mem.take<CollDesc>(cfg_.team_queue, 64);
+    t.qdeadline = t.mem.take<uint64_t>(cfg_.team_queue, 64);
+    t.inst = t.mem.take<Inst>(k, 64);
+    blocks =
+        t.mem.take<uint64_t>(4 * size_t{size} * k + Team::kKnown * nvec, 64);
+    bounce = t.mem.take<char>(need_bounce ? per_inst * k : 0, 64);
+    port_mem = Port::take(t.mem, size);
+    if (pass == 0 && !t.mem.commit()) return Status::kNoMemory;
   }
-  Status st = t.port.init(i, size, k, &store_);
+  Status st = t.port.init(i, size, k, &store_, port_mem);
   plat::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots};
-  if (ok(st)) st = t.port.links().open(fc, env_.net, env_.where, addr);
+  if (ok(st))
+    st = t.port.links().open(fc, env_.net, env_.where, port_mem.links, addr);
   if (failed(st)) {
     t.port.fini();
-    free_team_memory(q, qd, inst, blocks, bounce);
+    t.mem.release();
     return st;
   }
-  t.queue = q;
-  t.qdeadline = qd;
-  t.inst = static_cast<Inst*>(inst);
   for (uint32_t j = 0; j < k; ++j) {
     new (&t.inst[j]) Inst;
     t.inst[j].blocks = blocks + 4 * size_t{size} * j;
-    if (bounce != nullptr) {
-      t.inst[j].bounce = static_cast<char*>(bounce) + per_inst * j;
-      t.inst[j].shadow = static_cast<char*>(t.inst[j].bounce) + cfg_.slot_size;
+    if (need_bounce) {
+      t.inst[j].bounce = bounce + per_inst * j;
+      t.inst[j].cache = bounce + per_inst * j + cfg_.slot_size;
     }
   }
   for (uint32_t j = 0; j < Team::kKnown; ++j) {
@@ -222,15 +197,14 @@ void Engine::team_close(uint32_t idx, bool lost) {
     ch_->complete(d.comp_slot, d.gen, Status::kError);
   }
   t.port.fini(lost);
-  void* inst = t.inst;
-  uint64_t* blocks = t.inst[0].blocks;
-  void* bounce = t.inst[0].bounce;
   for (uint32_t j = 0; j < cfg_.inflight; ++j) t.inst[j].~Inst();
-  free_team_memory(t.queue, t.qdeadline, inst, blocks, bounce);
   for (Known& kn : t.known) {
     kn.used = false;
-    kn.vec = nullptr;  // it was in `blocks`
+    kn.vec = nullptr;  // it was in the team's memory
   }
+  t.mem.release();
+  t.queue = nullptr;
+  t.qdeadline = nullptr;
   t.inst = nullptr;
   t.state = Team::State::kFree;
 }

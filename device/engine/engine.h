@@ -15,8 +15,8 @@
 
 #include <cstdint>
 
-#include "device/engine/alg.h"
-#include "device/engine/links.h"
+#include "device/run/alg.h"
+#include "device/run/links.h"
 #include "offload/caps.h"
 #include "offload/channel.h"
 #include "offload/coll_traits.h"
@@ -184,7 +184,13 @@ class Engine {
     return teams_ != nullptr && idx < cfg_.max_teams ? teams_[idx] : nullptr;
   }
 
+  // The engine's tables (teams_, homes_, busy_), taken at init.
+  base::Arena tables_;
   Team** teams_ = nullptr;  // max_teams slots, each made on first use
+  // Per slot: the memory of its Team object, taken when a team first
+  // opens in it and kept for the next (the team's own memory is its
+  // arena, Team::mem, released when it closes).
+  base::Arena* homes_ = nullptr;
   Store store_;
   // The teams with queued or running collectives (indices), in no
   // particular order; Team::busy_at is each one's place here.

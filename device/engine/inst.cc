@@ -51,21 +51,21 @@ uint16_t sig_of(const CollDesc& d, const off::CollTraits& t) {
 }
 
 // Moves a small allreduce's vector (the first count * esize bytes of dst)
-// into the shadow `mem` (coll_run.h) where the engine reaches user memory
+// into the cache `mem` (coll_run.h) where the engine reaches user memory
 // by system calls: reads it in where it holds the input (src names the
 // same bytes); else only checks that the engine may write it, since
 // allreduce writes every byte of its vector. A src that overlaps dst
 // otherwise keeps the run on user memory, and so do the node-aware
 // algorithms, whose phases name buffers of their own (hier.cc): the
-// shadow stands for the descriptor's dst, reached through it alone.
-Status shadow_dst(CollRun& r, const AlgInfo& alg, void* mem) {
+// cache stands for the descriptor's dst, reached through it alone.
+Status cache_dst(CollRun& r, const AlgInfo& alg, void* mem) {
   const off::BufRef& dr = r.d->dst;
   const off::BufRef& sr = r.d->src;
   uint64_t n = 0;
   if (mem == nullptr || r.d->coll != off::CollType::kAllreduce ||
       alg.node_aware ||
       __builtin_mul_overflow(r.d->count, uint64_t{r.esize}, &n) || n == 0 ||
-      n > kShadowBytes || n > dr.bytes)
+      n > kCacheBytes || n > dr.bytes)
     return Status::kOk;
   const bool same = sr.addr == dr.addr && sr.bytes == dr.bytes;
   if (!same && sr.bytes != 0 && sr.addr < dr.addr + dr.bytes &&
@@ -73,9 +73,9 @@ Status shadow_dst(CollRun& r, const AlgInfo& alg, void* mem) {
     return Status::kOk;
   if (same ? !r.mem->read(dr, 0, mem, n) : !r.mem->check(dr, 0, n))
     return Status::kInvalidParam;
-  r.shadow = mem;
-  r.shadow_bytes = static_cast<uint32_t>(n);
-  r.shadow_src = same;
+  r.cache = mem;
+  r.cache_bytes = static_cast<uint32_t>(n);
+  r.cache_src = same;
   return Status::kOk;
 }
 
@@ -203,7 +203,7 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   r.port = &t.port;
   r.id = id;
   r.bounce = in.bounce;
-  r.drop_shadow();
+  r.drop_cache();
   r.key = with_sig(
       tagged(d) ? tagged_key(d) : key_ordered(t.next_seq(), d.coll), sig);
   t.port.set_live(id, r.key);
@@ -222,7 +222,7 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
     in.alg = choose(t, in.d, 0, &in.alg_id);
   }
   Status st = in.alg == nullptr ? Status::kNotSupported : Status::kOk;
-  if (ok(st)) st = shadow_dst(r, *in.alg, in.shadow);
+  if (ok(st)) st = cache_dst(r, *in.alg, in.cache);
   if (ok(st) && traits.uses_blocks() && in.alg->blocks) {
     if (k != nullptr && k->arrays) {
       // The tables its arrays gave, which arrays_hold() found unchanged.
@@ -275,13 +275,12 @@ uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
 
 void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
   CollRun& r = in.run;
-  if (r.shadow != nullptr) {
-    // The result leaves the shadow in one write; a run that fails before
+  if (r.cache != nullptr) {
+    // The result leaves the cache in one write; a run that fails before
     // its algorithm ends leaves the user's dst as it was.
-    if (st == Status::kOk &&
-        !r.mem->write(in.d.dst, 0, r.shadow, r.shadow_bytes))
+    if (st == Status::kOk && !r.mem->write(in.d.dst, 0, r.cache, r.cache_bytes))
       st = Status::kInvalidParam;
-    r.drop_shadow();
+    r.drop_cache();
   }
   if (st == Status::kOk && in.phase == Inst::Phase::kRun &&
       !t.port.links().tx_flushed()) {

@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "device/engine/alg.h"
 #include "device/engine/engine.h"
-#include "device/engine/port.h"
+#include "device/run/alg.h"
+#include "device/run/port.h"
 
 namespace ucc::dev {
 
@@ -33,7 +33,7 @@ struct Engine::Inst {
   uint8_t alg_id = 0;          // its catalogue id
   uint64_t* blocks = nullptr;  // 4 * team size: block tables (blocks.h)
   void* bounce = nullptr;      // slot_size bytes, or none (CollRun::bounce)
-  void* shadow = nullptr;      // kShadowBytes, with bounce (CollRun::shadow)
+  void* cache = nullptr;       // kCacheBytes, with bounce (CollRun::cache)
   off::CollDesc d{};
   CollRun run{};
   alignas(64) unsigned char alg_state[kMaxAlgState];
@@ -86,6 +86,9 @@ struct Engine::Team {
   uint32_t rank = 0;
   uint64_t seq = 0;  // ordered collectives started so far
   Port port;
+  // Everything below that is sized by the team and the configuration, in
+  // one block from team_open to team_close.
+  base::Arena mem;
   off::CollDesc* queue = nullptr;  // team_queue entries
   uint64_t* qdeadline = nullptr;   // per queue entry: 0, or the deadline
   uint32_t qhead = 0, qtail = 0;   // free-running; qtail - qhead queued

@@ -8,43 +8,11 @@ namespace {
 
 using off::CollType;
 
-// --- what this engine implements, per collective, by catalogue id ---------
+// --- the rows
+// ------------------------------------------------------------------
+// offload/algorithms.def, read for the implementation and the rule.
 
-constexpr uint8_t kIds = 8;  // ids 1..kIds
-using ById = const AlgInfo* const[kIds + 1];
-
-// Indexed by CollType, then by id (entry 0 unused).
-constexpr ById kById[] = {
-    {nullptr, &kBarrierDissemination, &kBarrierRecursiveDoubling,
-     &kBarrierHier, &kBarrierLinear},
-    {nullptr, &kBcastBinomial, &kBcastSingleCopy, &kBcastHier, &kBcastLinear},
-    {nullptr, &kReduceBinomial, &kReduceHier, &kReduceLinear},
-    {nullptr, &kAllreduceRecursiveDoubling, &kAllreduceRing, &kAllreduceHier,
-     &kAllreduceHierRing},
-    {nullptr, &kAllgatherRing, &kAllgatherSingleCopy, &kAllgatherHier,
-     &kAllgatherLinear},
-    {nullptr, &kAlltoallPairwise, &kAlltoallSingleCopy, &kAlltoallLinear},
-    {nullptr, &kReduceScatterRing, &kReduceScatterHier,
-     &kReduceScatterLinear},
-    {nullptr, &kGatherLinear},
-    {nullptr, &kGathervLinear},
-    {nullptr, &kScatterLinear},
-    {nullptr, &kScattervLinear},
-    {nullptr, &kAllgathervPairwise, &kAllgathervHier, &kAllgathervLinear},
-    {nullptr, &kAlltoallvPairwise, &kAlltoallvLinear},
-    {nullptr, &kReduceScattervRing, &kReduceScattervHier,
-     &kReduceScattervLinear},
-    {nullptr, &kFaninBinomial},
-    {nullptr, &kFanoutBinomial},
-};
-static_assert(sizeof(kById) / sizeof(kById[0]) ==
-              static_cast<size_t>(CollType::kCount));
-
-// --- the rules ---------------------------------------------------------------
-// Per collective, in order (first match wins); a collective without a
-// matching rule runs its first implementation (id 1). A rule starts at a
-// size the configuration gives.
-
+// A rule starts at a size the configuration gives.
 enum class From : uint8_t {
   kZero,
   kAllreduceRingMin,
@@ -53,13 +21,27 @@ enum class From : uint8_t {
   kAlltoallLinearMax
 };
 
-struct Rule {
-  CollType coll;
-  From from;
-  off::When when;
-  uint8_t alg;
+// off::When, or no rule at all.
+enum class Cond : uint8_t {
+  kNever,
+  kAlways,
+  kSingleCopy,
+  kNodeAware,
+  kLinear,
+  kCrowded
 };
 
+struct Row {
+  CollType coll;
+  uint8_t id;
+  const AlgInfo* impl;
+  From from;
+  Cond cond;
+};
+
+// Per collective, in the order its rules are tried (first match wins); a
+// collective without a matching rule runs its first implementation (id 1).
+//
 // Node-aware algorithms where the team's shape calls for them (several
 // hosts, some with several ranks): at every size for the trees and the
 // rings; for allreduce the leaders' algorithm below the ring's threshold
@@ -91,37 +73,57 @@ struct Rule {
 // pairwise one up to 32 KiB blocks and about as fast above (at 8 ranks on
 // 2 cores, from 4 MiB blocks, 0.92-1.15x its time by spell;
 // docs/perf/small_teams.md).
-constexpr Rule kRules[] = {
-    {CollType::kBarrier, From::kZero, off::When::kNodeAware, 3},
-    {CollType::kBarrier, From::kZero, off::When::kCrowded, 4},
-    {CollType::kBcast, From::kCmaMin, off::When::kSingleCopy, 2},
-    {CollType::kBcast, From::kZero, off::When::kNodeAware, 3},
-    {CollType::kBcast, From::kLinearMax, off::When::kAlways, 1},
-    {CollType::kBcast, From::kZero, off::When::kLinear, 4},
-    {CollType::kReduce, From::kZero, off::When::kNodeAware, 2},
-    {CollType::kReduce, From::kLinearMax, off::When::kAlways, 1},
-    {CollType::kReduce, From::kZero, off::When::kLinear, 3},
-    {CollType::kAllgather, From::kCmaMin, off::When::kSingleCopy, 2},
-    {CollType::kAllgather, From::kZero, off::When::kNodeAware, 3},
-    {CollType::kAllgather, From::kLinearMax, off::When::kAlways, 1},
-    {CollType::kAllgather, From::kZero, off::When::kLinear, 4},
-    {CollType::kAlltoall, From::kCmaMin, off::When::kSingleCopy, 2},
-    {CollType::kAlltoall, From::kAlltoallLinearMax, off::When::kAlways, 1},
-    {CollType::kAlltoall, From::kZero, off::When::kLinear, 3},
-    {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kNodeAware, 4},
-    {CollType::kAllreduce, From::kAllreduceRingMin, off::When::kAlways, 2},
-    {CollType::kAllreduce, From::kZero, off::When::kNodeAware, 3},
-    {CollType::kReduceScatter, From::kZero, off::When::kNodeAware, 2},
-    {CollType::kReduceScatter, From::kLinearMax, off::When::kAlways, 1},
-    {CollType::kReduceScatter, From::kZero, off::When::kLinear, 3},
-    {CollType::kAllgatherv, From::kZero, off::When::kNodeAware, 2},
-    {CollType::kAllgatherv, From::kLinearMax, off::When::kAlways, 1},
-    {CollType::kAllgatherv, From::kZero, off::When::kLinear, 3},
-    {CollType::kAlltoallv, From::kZero, off::When::kLinear, 2},
-    {CollType::kReduceScatterv, From::kZero, off::When::kNodeAware, 2},
-    {CollType::kReduceScatterv, From::kLinearMax, off::When::kAlways, 1},
-    {CollType::kReduceScatterv, From::kZero, off::When::kLinear, 3},
+constexpr Row kRows[] = {
+#define UCC_ALG(coll, id, name, desc, impl, from, when) \
+  {CollType::k##coll, id, &impl, From::k##from, Cond::k##when},
+#include "offload/algorithms.def"
 };
+
+// Ids run 1..kIds per collective (offload's catalogue checks that they
+// are dense).
+constexpr uint8_t kIds = off::kMaxAlgs;
+using ById = const AlgInfo * [kIds + 1];
+
+// The implementations by collective and id (entry 0 unused).
+struct ByCollId {
+  ById by[static_cast<size_t>(CollType::kCount)];
+};
+
+constexpr ByCollId make_by_id() {
+  ByCollId t{};
+  for (const Row& r : kRows) t.by[static_cast<size_t>(r.coll)][r.id] = r.impl;
+  return t;
+}
+constexpr ByCollId kById = make_by_id();
+
+// Every rule of a collective fits its capability record.
+constexpr bool rules_fit() {
+  for (size_t c = 0; c < static_cast<size_t>(CollType::kCount); ++c) {
+    uint32_t n = 0;
+    for (const Row& r : kRows)
+      n += static_cast<size_t>(r.coll) == c && r.cond != Cond::kNever;
+    if (n > off::kMaxRules) return false;
+  }
+  return true;
+}
+static_assert(rules_fit(), "algorithms.def: more rules than off::kMaxRules");
+
+constexpr off::When when_of(Cond c) {
+  switch (c) {
+    case Cond::kSingleCopy:
+      return off::When::kSingleCopy;
+    case Cond::kNodeAware:
+      return off::When::kNodeAware;
+    case Cond::kLinear:
+      return off::When::kLinear;
+    case Cond::kCrowded:
+      return off::When::kCrowded;
+    case Cond::kNever:
+    case Cond::kAlways:
+      break;
+  }
+  return off::When::kAlways;
+}
 
 uint64_t threshold(const off::EngineConfig& cfg, From f) {
   switch (f) {
@@ -154,8 +156,9 @@ bool single_copy_ok(const off::EngineCaps& caps, const off::CollDesc& d,
 
 const AlgInfo* find_impl(CollType coll, uint8_t id) {
   const auto c = static_cast<size_t>(coll);
-  return c < static_cast<size_t>(CollType::kCount) && id <= kIds ? kById[c][id]
-                                                                 : nullptr;
+  return c < static_cast<size_t>(CollType::kCount) && id <= kIds
+             ? kById.by[c][id]
+             : nullptr;
 }
 
 void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
@@ -169,7 +172,7 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
     off::CollCaps& cc = caps->coll[c];
     cc = off::CollCaps{};
     for (uint8_t id = 1; id <= kIds; ++id) {
-      const AlgInfo* a = kById[c][id];
+      const AlgInfo* a = kById.by[c][id];
       if (a == nullptr) continue;
       cc.algs |= static_cast<uint8_t>(1u << (id - 1));
       if (a->single_copy)
@@ -179,13 +182,14 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
       if (cc.def_alg == 0) cc.def_alg = id;
     }
     cc.forced = cfg.forced[c];
-    for (const Rule& r : kRules) {
-      if (static_cast<size_t>(r.coll) != c || cc.nrules == off::kMaxRules)
+    for (const Row& r : kRows) {
+      if (static_cast<size_t>(r.coll) != c || r.cond == Cond::kNever ||
+          cc.nrules == off::kMaxRules)
         continue;
       // A single-copy rule where single copy never runs is left out.
-      if (r.when == off::When::kSingleCopy && caps->single_copy == 0) continue;
+      if (r.cond == Cond::kSingleCopy && caps->single_copy == 0) continue;
       cc.rules[cc.nrules++] =
-          off::SelectRule{threshold(cfg, r.from), r.alg, r.when, {}};
+          off::SelectRule{threshold(cfg, r.from), r.id, when_of(r.cond), {}};
     }
   }
 }

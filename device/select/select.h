@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "device/engine/alg.h"
+#include "device/run/alg.h"
 #include "offload/caps.h"
 #include "offload/descriptor.h"
 #include "offload/engine_config.h"

@@ -1,6 +1,7 @@
-// The collectives, one row each (coll_traits.h has the words). Adding a
-// collective: a CollType value (types.h), its row here, its algorithms
-// in device/coll and their table in device/select.
+// The collectives, one row each (coll_traits.h has the words), and the
+// algorithm catalogue (offload/algorithms.def). Adding a collective: a
+// CollType value (types.h), its row here, its algorithms in device/coll
+// with their rows in algorithms.def.
 #include "offload/coll_traits.h"
 
 #include <strings.h>
@@ -26,128 +27,64 @@ constexpr InPlace kOther = InPlace::kOther;
 // clang-format off
 constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
   {CollType::kBarrier, "barrier", false, false, InPlaceRule::kIgnored,
-   Side::kDst, CountFrom::kNone, {kNoSide, kNoSide},
-   4, {{1, "dissemination", "log2(n) rounds of empty messages to rank + 2^k"},
-       {2, "rd", "recursive doubling of empty messages, fold for "
-                 "non-powers of two"},
-       {3, "hier", "node-aware: fan-in to each host's first rank, "
-                   "dissemination among them, fan-out"},
-       {4, "linear", "flat tree: fan-in to rank 0, fan-out from it"}}},
+   Side::kDst, CountFrom::kNone, {kNoSide, kNoSide}},
   {CollType::kBcast, "bcast", true, false, InPlaceRule::kIgnored,
    Side::kSrc, CountFrom::kBuffer,
-   {side(E, Extent::kCount, kSame, Layout::kNone), kNoSide},
-   4, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
-       {2, "cma", "every rank reads the root's vector (cross-memory "
-                  "attach)"},
-       {3, "hier", "node-aware: binomial trees within the root's host, "
-                   "among the hosts' first ranks, within each host"},
-       {4, "linear", "flat tree: the root sends to every rank, pipelined "
-                     "in slot-sized segments"}}},
+   {side(E, Extent::kCount, kSame, Layout::kNone), kNoSide}},
   {CollType::kReduce, "reduce", true, true, InPlaceRule::kRoot,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kNone),
-    side(R, Extent::kCount, kSame, Layout::kNone)},
-   3, {{1, "binomial", "binomial tree, pipelined in slot-sized segments"},
-       {2, "hier", "node-aware: the binomial tree over the ranks host by "
-                   "host, so that whole subtrees sit on one host"},
-       {3, "linear", "flat tree: every rank sends to the root, which "
-                     "combines, pipelined in slot-sized segments"}}},
+    side(R, Extent::kCount, kSame, Layout::kNone)}},
   {CollType::kAllreduce, "allreduce", false, true, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kSame, Layout::kSplit),
-    side(E, Extent::kCount, kSame, Layout::kSplit)},
-   4, {{1, "rd", "recursive doubling with a fold for non-powers of two"},
-       {2, "ring", "pipelined ring: reduce-scatter then allgather"},
-       {3, "hier", "node-aware: reduce to each host's first rank, "
-                   "recursive doubling among them, bcast within hosts"},
-       {4, "hier_ring", "node-aware: the pipelined ring over the ranks "
-                        "host by host"}}},
+    side(E, Extent::kCount, kSame, Layout::kSplit)}},
   {CollType::kAllgather, "allgather", false, false, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
-    side(E, Extent::kTeam, kSame, Layout::kTeam)},
-   4, {{1, "ring", "pipelined ring"},
-       {2, "cma", "every rank reads every other rank's block (cross-memory "
-                  "attach)"},
-       {3, "hier", "node-aware: the pipelined ring over the ranks host by "
-                   "host"},
-       {4, "linear", "every rank sends its block to every other rank at "
-                     "once, in slot-sized rounds"}}},
+    side(E, Extent::kTeam, kSame, Layout::kTeam)}},
   {CollType::kAlltoall, "alltoall", false, false, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kTeam, kSame, Layout::kTeam),
-    side(E, Extent::kTeam, kSame, Layout::kTeam)},
-   3, {{1, "pairwise", "n steps of symmetric pairwise exchange"},
-       {2, "cma", "every rank reads its block of every other rank's src "
-                  "(cross-memory attach)"},
-       {3, "linear", "every rank sends each block to its rank at once, in "
-                     "slot-sized rounds"}}},
+    side(E, Extent::kTeam, kSame, Layout::kTeam)}},
   {CollType::kReduceScatter, "reduce_scatter", false, true,
    InPlaceRule::kEveryone, Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kTeam, kSame, Layout::kTeam),
-    side(E, Extent::kCount, kOther, Layout::kOwn)},
-   3, {{1, "ring", "pipelined ring"},
-       {2, "hier", "node-aware: the pipelined ring over the ranks host by "
-                   "host"},
-       {3, "linear", "every rank sends each block to its rank at once, "
-                     "which combines them in rank order, in slot-sized "
-                     "rounds"}}},
+    side(E, Extent::kCount, kOther, Layout::kOwn)}},
   {CollType::kGather, "gather", true, false, InPlaceRule::kRoot,
    Side::kDst, CountFrom::kBuffer,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
-    side(R, Extent::kTeam, kSame, Layout::kTeam)},
-   1, {{1, "linear", "every rank streams to the root"}}},
+    side(R, Extent::kTeam, kSame, Layout::kTeam)}},
   {CollType::kGatherv, "gatherv", true, false, InPlaceRule::kRoot,
    Side::kDst, CountFrom::kMine,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
-    side(R, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)},
-   1, {{1, "linear", "every rank streams to the root"}}},
+    side(R, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)}},
   {CollType::kScatter, "scatter", true, false, InPlaceRule::kRoot,
    Side::kSrc, CountFrom::kBuffer,
    {side(R, Extent::kTeam, kSame, Layout::kTeam),
-    side(E, Extent::kCount, kUnused, Layout::kOwn)},
-   1, {{1, "linear", "the root streams to every rank"}}},
+    side(E, Extent::kCount, kUnused, Layout::kOwn)}},
   {CollType::kScatterv, "scatterv", true, false, InPlaceRule::kRoot,
    Side::kSrc, CountFrom::kMine,
    {side(R, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls),
-    side(E, Extent::kCount, kUnused, Layout::kOwn)},
-   1, {{1, "linear", "the root streams to every rank"}}},
+    side(E, Extent::kCount, kUnused, Layout::kOwn)}},
   {CollType::kAllgatherv, "allgatherv", false, false, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kMine,
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
     side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)},
-   3, {{1, "pairwise", "n steps of symmetric pairwise exchange of our "
-                       "block"},
-       {2, "hier", "node-aware: the pipelined ring over the ranks host by "
-                   "host"},
-       {3, "linear", "every rank sends its block to every other rank at "
-                     "once, in slot-sized rounds"}},
    true},
   {CollType::kAlltoallv, "alltoallv", false, false, InPlaceRule::kRefused,
    Side::kDst, CountFrom::kNone,
    {side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls),
-    side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)},
-   2, {{1, "pairwise", "n steps of symmetric pairwise exchange"},
-       {2, "linear", "every rank sends each block to its rank at once, in "
-                     "slot-sized rounds"}}},
+    side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)}},
   {CollType::kReduceScatterv, "reduce_scatterv", false, true,
    InPlaceRule::kEveryone, Side::kDst, CountFrom::kTotal,
    {side(E, Extent::kCount, kSame, Layout::kDstVecPacked),
     side(E, Extent::kVecMine, kOther, Layout::kOwn, Arrays::kCounts)},
-   3, {{1, "ring", "pipelined ring over blocks of any size"},
-       {2, "hier", "node-aware: the pipelined ring over the ranks host by "
-                   "host"},
-       {3, "linear", "every rank sends each block to its rank at once, "
-                     "which combines them in rank order, in slot-sized "
-                     "rounds"}},
    true},
   {CollType::kFanin, "fanin", true, false, InPlaceRule::kIgnored,
-   Side::kDst, CountFrom::kNone, {kNoSide, kNoSide},
-   1, {{1, "binomial", "empty messages up a binomial tree to the root"}}},
+   Side::kDst, CountFrom::kNone, {kNoSide, kNoSide}},
   {CollType::kFanout, "fanout", true, false, InPlaceRule::kIgnored,
-   Side::kDst, CountFrom::kNone, {kNoSide, kNoSide},
-   1, {{1, "binomial", "empty messages down a binomial tree from the "
-                       "root"}}},
+   Side::kDst, CountFrom::kNone, {kNoSide, kNoSide}},
 };
 // clang-format on
 static_assert(sizeof(kCollTraits) / sizeof(kCollTraits[0]) ==
@@ -156,14 +93,45 @@ static_assert(sizeof(kCollTraits) / sizeof(kCollTraits[0]) ==
 namespace {
 
 constexpr bool rows_in_order() {
-  for (size_t i = 0; i < sizeof(kCollTraits) / sizeof(kCollTraits[0]); ++i) {
+  for (size_t i = 0; i < sizeof(kCollTraits) / sizeof(kCollTraits[0]); ++i)
     if (static_cast<size_t>(kCollTraits[i].type) != i) return false;
-    for (uint8_t a = 0; a < kCollTraits[i].nalgs; ++a)
-      if (kCollTraits[i].algs[a].id != a + 1) return false;
+  return true;
+}
+static_assert(rows_in_order(), "rows by CollType");
+
+// clang-format off
+constexpr AlgName kCatalogue[] = {
+#define UCC_ALG(coll, id, name, desc, impl, from, when) \
+  {CollType::k##coll, id, #name, desc},
+#include "offload/algorithms.def"
+};
+// clang-format on
+
+constexpr size_t kCatalogueSize = sizeof(kCatalogue) / sizeof(kCatalogue[0]);
+
+// How many entries `c` has, and whether their ids are 1..that, each once.
+constexpr uint8_t count_of(CollType c) {
+  uint8_t n = 0;
+  for (size_t i = 0; i < kCatalogueSize; ++i) n += kCatalogue[i].coll == c;
+  return n;
+}
+constexpr bool ids_dense() {
+  for (size_t c = 0; c < static_cast<size_t>(CollType::kCount); ++c) {
+    const auto ct = static_cast<CollType>(c);
+    const uint8_t n = count_of(ct);
+    if (n == 0 || n > kMaxAlgs) return false;
+    for (uint8_t id = 1; id <= n; ++id) {
+      int seen = 0;
+      for (size_t i = 0; i < kCatalogueSize; ++i)
+        seen += kCatalogue[i].coll == ct && kCatalogue[i].id == id;
+      if (seen != 1) return false;
+    }
   }
   return true;
 }
-static_assert(rows_in_order(), "rows by CollType, algorithm ids 1..nalgs");
+static_assert(ids_dense(),
+              "algorithms.def: every collective has ids 1..n, each once, "
+              "n <= kMaxAlgs");
 
 constexpr Holds holds_of(Extent e) {
   switch (e) {
@@ -213,18 +181,19 @@ const char* coll_type_name(CollType t) {
 }
 
 const AlgName* find_alg_name(CollType c, const char* name) {
-  const CollTraits* t = coll_traits(c);
-  if (t == nullptr || name == nullptr) return nullptr;
-  for (uint8_t i = 0; i < t->nalgs; ++i)
-    if (strcasecmp(t->algs[i].name, name) == 0) return &t->algs[i];
+  if (name == nullptr) return nullptr;
+  for (const AlgName& a : kCatalogue)
+    if (a.coll == c && strcasecmp(a.name, name) == 0) return &a;
   return nullptr;
 }
 
 const AlgName* find_alg_id(CollType c, uint8_t id) {
-  const CollTraits* t = coll_traits(c);
-  if (t == nullptr || id == 0 || id > t->nalgs) return nullptr;
-  return &t->algs[id - 1];
+  for (const AlgName& a : kCatalogue)
+    if (a.coll == c && a.id == id) return &a;
+  return nullptr;
 }
+
+uint8_t alg_count(CollType c) { return count_of(c); }
 
 bool side_arrays(const CollTraits& t, Side s, const CollDesc& d, bool root,
                  uint64_t* counts, uint64_t* displs) {

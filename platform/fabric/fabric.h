@@ -31,11 +31,16 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "offload/types.h"
+#include "platform/base/status.h"
 
 namespace ucc::plat {
 
-using off::Status;
+using base::Status;
+
+// A channel to a host's exported memory, and its ends' addresses
+// (platform/mem/remote_mem.h), which a net may open.
+class RemoteMem;
+struct RemoteMemAddr;
 
 inline constexpr uint32_t kMaxSlots = 64;
 
@@ -152,6 +157,30 @@ class Net {
   // Moves what is due (receives, sends, acknowledgements, timeouts).
   // Returns how much happened (0: idle pass).
   virtual uint64_t progress() = 0;
+
+  // For the net's owner, which drives it beside the engine:
+  // Whether anything uses the net now; false lets an idle owner skip
+  // progress() and its system call (TCP: no endpoint, no connection).
+  virtual bool in_use() const { return true; }
+  // progress() when everything else the owner drives (the engine, shared
+  // memory, which nothing here wakes) has been quiet for `quiet` passes
+  // in a row: the net may then wait a little for data (TCP: after its
+  // spin count, up to its wait).
+  virtual uint64_t progress_quiet(uint32_t quiet) {
+    (void)quiet;
+    return progress();
+  }
+  // A channel to memory a host process exported to this node's engines
+  // (platform/mem/remote_mem.h: the engine's end; *mine is what the
+  // host's end needs), for a net that reaches host memory itself (verbs
+  // RDMA). nullptr where it cannot (logged); delete it when done, before
+  // the net.
+  virtual RemoteMem* open_remote_mem(const RemoteMemAddr& host,
+                                     RemoteMemAddr* mine) {
+    (void)host;
+    (void)mine;
+    return nullptr;
+  }
 };
 
 }  // namespace ucc::plat

@@ -4,10 +4,13 @@
 // wire, verbs). A transport derives from it, owns `peers_` (one pair per
 // team rank, bound to its memory) and sets `cfg_`; it implements
 // committing, releasing and everything about its peers' state itself.
+// What it sizes by the team (peers_, inboxes, per-peer state) it takes
+// from `mem_`, in one block, released with the fabric.
 // Where the derived class is final (ShmFabric), calls through it are not
 // virtual.
 #pragma once
 
+#include "platform/base/arena.h"
 #include "platform/fabric/inbox.h"
 
 namespace ucc::plat {
@@ -39,6 +42,7 @@ class InboxFabric : public Fabric {
   explicit InboxFabric(const FabricConfig& cfg) : cfg_(cfg) {}
 
   FabricConfig cfg_{};
+  base::Arena mem_;
   InboxPair* peers_ = nullptr;  // one per team rank
 };
 

@@ -7,7 +7,7 @@
 
 namespace ucc::plat {
 
-bool MemAccess::check(const off::BufRef& ref, uint64_t off,
+bool MemAccess::check(const base::BufRef& ref, uint64_t off,
                       uint64_t len) const {
   if (!in_ref(ref, off, len)) return false;
   if (mode_ == Mode::kDirect) return true;
@@ -18,7 +18,7 @@ bool MemAccess::check(const off::BufRef& ref, uint64_t off,
   return regs_->contains(ref.key, addr, len);
 }
 
-bool MemAccess::transfer(bool to_host, const off::BufRef& ref, uint64_t addr,
+bool MemAccess::transfer(bool to_host, const base::BufRef& ref, uint64_t addr,
                          void* local, uint64_t len) const {
   RemoteMem* rm = remote_ != nullptr ? remote_->mem : nullptr;
   if (rm == nullptr) return cma_transfer(pid_, to_host, addr, local, len);
@@ -31,7 +31,7 @@ bool MemAccess::transfer(bool to_host, const off::BufRef& ref, uint64_t addr,
                  : rm->read(addr, rkey, local, len);
 }
 
-bool MemAccess::read(const off::BufRef& ref, uint64_t off, void* dst,
+bool MemAccess::read(const base::BufRef& ref, uint64_t off, void* dst,
                      uint64_t len) const {
   if (len == 0) return true;
   if (!check(ref, off, len)) {
@@ -45,7 +45,7 @@ bool MemAccess::read(const off::BufRef& ref, uint64_t off, void* dst,
   return transfer(false, ref, ref.addr + off, dst, len);
 }
 
-bool MemAccess::write(const off::BufRef& ref, uint64_t off, const void* src,
+bool MemAccess::write(const base::BufRef& ref, uint64_t off, const void* src,
                       uint64_t len) const {
   if (len == 0) return true;
   if (!check(ref, off, len)) {

@@ -42,7 +42,7 @@
 
 #include <cstdint>
 
-#include "offload/descriptor.h"
+#include "platform/base/buf_ref.h"
 #include "platform/mem/reg_table.h"
 #include "platform/mem/remote_mem.h"
 
@@ -80,7 +80,7 @@ class MemAccess {
   // Whether bytes [off, off + len) of `ref` may be accessed: inside the
   // reference and, cross-process, host memory (mem_type 0) inside the
   // registrations. Touches nothing.
-  bool check(const off::BufRef& ref, uint64_t off, uint64_t len) const;
+  bool check(const base::BufRef& ref, uint64_t off, uint64_t len) const;
   // Changes whenever a range check() accepted may stop being accepted
   // (the host removed a registration); constant in direct mode.
   uint64_t check_epoch() const {
@@ -90,7 +90,7 @@ class MemAccess {
   // Address of bytes [off, off + len) of `ref` in this process, or nullptr
   // when the range is not inside the reference (or wraps) or the mode
   // cannot map (cross-process: use read/write).
-  void* map(const off::BufRef& ref, uint64_t off, uint64_t len) const {
+  void* map(const base::BufRef& ref, uint64_t off, uint64_t len) const {
     if (mode_ != Mode::kDirect || !in_ref(ref, off, len)) return nullptr;
     return reinterpret_cast<void*>(static_cast<uintptr_t>(ref.addr + off));
   }
@@ -99,18 +99,18 @@ class MemAccess {
   // or from engine memory `src` into them (write). true on success; a zero
   // length succeeds without checking or touching anything. On failure
   // errno says why (see above).
-  bool read(const off::BufRef& ref, uint64_t off, void* dst,
+  bool read(const base::BufRef& ref, uint64_t off, void* dst,
             uint64_t len) const;
-  bool write(const off::BufRef& ref, uint64_t off, const void* src,
+  bool write(const base::BufRef& ref, uint64_t off, const void* src,
              uint64_t len) const;
 
  private:
-  static bool in_ref(const off::BufRef& ref, uint64_t off, uint64_t len) {
+  static bool in_ref(const base::BufRef& ref, uint64_t off, uint64_t len) {
     return off <= ref.bytes && len <= ref.bytes - off;
   }
   // process_vm_{readv,writev} until all `len` bytes have moved, or the
   // remote-memory transport with the registration's key.
-  bool transfer(bool to_host, const off::BufRef& ref, uint64_t addr,
+  bool transfer(bool to_host, const base::BufRef& ref, uint64_t addr,
                 void* local, uint64_t len) const;
 
   Mode mode_ = Mode::kDirect;

@@ -1,23 +1,20 @@
 #include "platform/mem/reg_table.h"
 
-#include <cstdlib>
 #include <cstring>
 
 namespace ucc::plat {
 
-using off::Status;
+using base::Status;
 
 Status RegTable::init(uint32_t capacity) {
   if (capacity == 0 || capacity > kMaxCapacity || entries_ != nullptr)
     return Status::kInvalidParam;
-  entries_ = static_cast<Entry*>(calloc(capacity, sizeof(Entry)));
-  free_ = static_cast<uint32_t*>(calloc(capacity, sizeof(uint32_t)));
-  order_ = static_cast<uint32_t*>(calloc(capacity, sizeof(uint32_t)));
-  maxend_ = static_cast<uint64_t*>(calloc(capacity, sizeof(uint64_t)));
-  if (entries_ == nullptr || free_ == nullptr || order_ == nullptr ||
-      maxend_ == nullptr) {
-    fini();
-    return Status::kNoMemory;
+  for (int pass = 0; pass < 2; ++pass) {
+    entries_ = mem_.take<Entry>(capacity);
+    free_ = mem_.take<uint32_t>(capacity);
+    order_ = mem_.take<uint32_t>(capacity);
+    maxend_ = mem_.take<uint64_t>(capacity);
+    if (pass == 0 && !mem_.commit()) return Status::kNoMemory;
   }
   cap_ = capacity;
   slot_bits_ = 0;
@@ -33,10 +30,7 @@ Status RegTable::init(uint32_t capacity) {
 }
 
 void RegTable::fini() {
-  free(entries_);
-  free(free_);
-  free(order_);
-  free(maxend_);
+  mem_.release();
   entries_ = nullptr;
   free_ = nullptr;
   order_ = nullptr;

@@ -40,9 +40,12 @@
 
 #include <cstdint>
 
-#include "offload/types.h"
+#include "platform/base/arena.h"
+#include "platform/base/status.h"
 
 namespace ucc::plat {
+
+using base::Status;
 
 class RegTable {
  public:
@@ -56,7 +59,7 @@ class RegTable {
 
   // Takes memory for `capacity` entries (1..kMaxCapacity). kInvalidParam
   // for a capacity out of range or a second init, kNoMemory.
-  off::Status init(uint32_t capacity = kDefaultCapacity);
+  Status init(uint32_t capacity = kDefaultCapacity);
   // Frees everything; the table is empty and uninitialised again.
   void fini();
 
@@ -100,6 +103,7 @@ class RegTable {
   // Recomputes maxend_ from position `from` on.
   void rescan(uint32_t from);
 
+  base::Arena mem_;             // the four tables below
   Entry* entries_ = nullptr;    // by slot
   uint64_t removals_ = 0;
   uint32_t* free_ = nullptr;    // stack of free slots

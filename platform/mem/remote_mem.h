@@ -1,5 +1,6 @@
 // Host memory an engine reaches through a remote-memory transport (verbs
-// RDMA to the host's registered memory: platform/verbs/verbs_channel.h),
+// RDMA to the host's registered memory: platform/verbs/verbs_channel.h,
+// opened through platform/net/net.h),
 // by address and the remote key of its registration, instead of
 // cross-memory attach. MemAccess (mem_access.h) checks every access
 // against the registrations first, and takes the key from there.
@@ -7,8 +8,21 @@
 
 #include <cstdint>
 
+#include "platform/base/status.h"
+
 namespace ucc::plat {
 
+using base::Status;
+
+// What one end of a memory channel tells the other (verbs: a queue
+// pair's address), opaque outside its transport, which checks a peer's
+// before use. The control protocol carries it as it is
+// (offload/proto.h's RdmaAddr, of the same size).
+struct RemoteMemAddr {
+  uint8_t bytes[28];
+};
+
+// The engine's end of a memory channel.
 class RemoteMem {
  public:
   virtual ~RemoteMem() = default;
@@ -19,6 +33,27 @@ class RemoteMem {
                     uint64_t len) = 0;
   virtual bool write(uint64_t addr, uint32_t rkey, const void* src,
                      uint64_t len) = 0;
+};
+
+// The host process's end of a memory channel: memory it registers with
+// its port so that its engine may read and write it (UCC_OFFLOAD_MEM=
+// verbs), in `nregs` slots at once (platform/net/net.h opens one).
+class MemExport {
+ public:
+  virtual ~MemExport() = default;
+  // Connects to the engine's end. kInvalidParam for an address that
+  // cannot be one, kError.
+  virtual Status connect(const RemoteMemAddr& engine) = 0;
+  // Registers [addr, addr + len): *rkey for the engine, *slot to name
+  // it. kNoResource when every slot is taken, kInvalidParam when the
+  // device refuses the range (logged).
+  virtual Status reg(uint64_t addr, uint64_t len, uint32_t* rkey,
+                     uint32_t* slot) = 0;
+  // Binds a slot to the daemon's registration key; drops a slot; drops
+  // the slot bound to `key` (none: nothing).
+  virtual void bind(uint32_t slot, uint32_t key) = 0;
+  virtual void drop(uint32_t slot) = 0;
+  virtual void release(uint32_t key) = 0;
 };
 
 // Where a client's RemoteMem will be once it has connected (the engine's

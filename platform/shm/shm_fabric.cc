@@ -11,9 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "platform/os/log.h"
-#include "platform/shm/segment.h"
+#include "platform/os/segment.h"
 
 namespace ucc::plat::shm {
 namespace {
@@ -47,11 +48,13 @@ Status ShmFabric::open(const FabricConfig& cfg, FabricAddr* out) {
     close();
     return Status::kError;
   }
-  peers_ = static_cast<InboxPair*>(calloc(cfg.nranks, sizeof(InboxPair)));
-  maps_ = static_cast<Map*>(calloc(cfg.nranks, sizeof(Map)));
-  if (peers_ == nullptr || maps_ == nullptr) {
-    close();
-    return Status::kNoMemory;
+  for (int pass = 0; pass < 2; ++pass) {
+    peers_ = mem_.take<InboxPair>(cfg.nranks);
+    maps_ = mem_.take<Map>(cfg.nranks);
+    if (pass == 0 && !mem_.commit()) {
+      close();
+      return Status::kNoMemory;
+    }
   }
   for (uint32_t i = 0; i < cfg.nranks; ++i) {
     new (&peers_[i]) InboxPair;
@@ -128,8 +131,9 @@ void ShmFabric::close(bool lost) {
       if (maps_[i].bytes != 0) munmap(maps_[i].base, maps_[i].bytes);
     }
   }
-  free(maps_);
-  free(peers_);
+  static_assert(std::is_trivially_destructible_v<InboxPair> &&
+                std::is_trivially_destructible_v<Map>);
+  mem_.release();
   maps_ = nullptr;
   peers_ = nullptr;
   if (seg_ != nullptr) {

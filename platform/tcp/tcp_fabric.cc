@@ -2,9 +2,9 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "platform/os/log.h"
 #include "platform/tcp/tcp_conn.h"
@@ -15,16 +15,13 @@ namespace ucc::plat::tcp {
 TcpFabric::TcpFabric(TcpNet* net, uint32_t id, const FabricConfig& cfg)
     : InboxFabric(cfg), net_(net), id_(id) {
   // Pages of inboxes and shadows of ranks not reached over TCP are never
-  // touched (large callocs are fresh mappings).
-  seg_ = static_cast<char*>(calloc(1, segment_bytes(cfg)));
-  shadows_ = static_cast<char*>(calloc(cfg.nranks, shadow_bytes(cfg)));
-  peers_ = static_cast<InboxPair*>(calloc(cfg.nranks, sizeof(InboxPair)));
-  links_ = static_cast<Link*>(calloc(cfg.nranks, sizeof(Link)));
-  if (seg_ == nullptr || shadows_ == nullptr || peers_ == nullptr ||
-      links_ == nullptr) {
-    free(seg_);
-    seg_ = nullptr;
-    return;
+  // touched (a large arena is fresh mappings).
+  for (int pass = 0; pass < 2; ++pass) {
+    seg_ = mem_.take<char>(segment_bytes(cfg), 64);
+    shadows_ = mem_.take<char>(size_t{cfg.nranks} * shadow_bytes(cfg), 64);
+    peers_ = mem_.take<InboxPair>(cfg.nranks);
+    links_ = mem_.take<Link>(cfg.nranks);
+    if (pass == 0 && !mem_.commit()) return;  // seg_ stays nullptr
   }
   seg_init(seg_, cfg, getpid());
   for (uint32_t i = 0; i < cfg.nranks; ++i) {
@@ -39,10 +36,9 @@ TcpFabric::~TcpFabric() {
     for (uint32_t i = 0; i < cfg_.nranks; ++i)
       if (links_[i].conn != nullptr) net_->detach(&links_[i]);
   }
-  free(seg_);
-  free(shadows_);
-  free(peers_);
-  free(links_);
+  // The pairs and links need no destructor; the block goes with mem_.
+  static_assert(std::is_trivially_destructible_v<InboxPair> &&
+                std::is_trivially_destructible_v<Link>);
 }
 
 Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {

@@ -89,8 +89,11 @@ Status TcpNet::init(const TcpConfig& cfg) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.ptr = nullptr;  // the listening socket
-  eps_ = static_cast<TcpFabric**>(calloc(cfg.max_endpoints, sizeof(void*)));
-  gen_ = static_cast<uint16_t*>(calloc(cfg.max_endpoints, sizeof(uint16_t)));
+  for (int pass = 0; pass < 2; ++pass) {
+    eps_ = tables_.take<TcpFabric*>(cfg.max_endpoints);
+    gen_ = tables_.take<uint16_t>(cfg.max_endpoints);
+    if (pass == 0 && !tables_.commit()) break;
+  }
   if (ep_ < 0 || epoll_ctl(ep_, EPOLL_CTL_ADD, lfd_, &ev) != 0 ||
       eps_ == nullptr || gen_ == nullptr) {
     fini();
@@ -149,8 +152,7 @@ void TcpNet::fini() {
   }
   close_gracefully(limit);
   while (conns_ != nullptr) free_conn(conns_);
-  free(eps_);
-  free(gen_);
+  tables_.release();
   eps_ = nullptr;
   gen_ = nullptr;
   nopen_ = 0;

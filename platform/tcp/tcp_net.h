@@ -34,29 +34,12 @@
 
 #include <cstdint>
 
+#include "platform/base/arena.h"
 #include "platform/fabric/fabric.h"
+#include "platform/fabric/net_config.h"
 #include "platform/tcp/tcp_proto.h"
 
 namespace ucc::plat::tcp {
-
-struct TcpConfig {
-  // Interface to listen on and advertise: a name (eth0) or an IPv4
-  // address; empty: the first interface that is up and not loopback,
-  // else loopback.
-  const char* iface = nullptr;
-  uint32_t peer_timeout_ms = 30000;  // UCC_NET_PEER_TIMEOUT
-  uint32_t keepalive_ms = 1000;      // ping a silent peer we wait on
-  uint32_t max_endpoints = 4096;     // team members at once
-  uint32_t spin = 256;               // idle progress calls before waiting
-  uint32_t wait_us = 20;             // longest wait for data when idle
-  // Fault injection (tests): write at most 1..split bytes per call;
-  // hold every frame delay_us before writing it; break the connection
-  // after a data frame with probability drop.
-  uint32_t fault_split = 0;
-  uint32_t fault_delay_us = 0;
-  double fault_drop = 0;
-  uint64_t fault_seed = 1;
-};
 
 struct TcpStats {
   uint64_t tx_frames, rx_frames;
@@ -94,6 +77,10 @@ class TcpNet final : public Net {
   // where may_wait: the caller knows whether other transports (shared
   // memory, which no descriptor here wakes) are quiet too.
   uint64_t poll(bool may_wait);
+  bool in_use() const override { return active(); }
+  uint64_t progress_quiet(uint32_t quiet) override {
+    return poll(quiet >= cfg_.spin);
+  }
 
   const TcpConfig& config() const { return cfg_; }
   const TcpStats& stats() const { return stats_; }
@@ -163,6 +150,7 @@ class TcpNet final : public Net {
   TcpStats stats_{};
 
   Conn* conns_ = nullptr;  // every connection, by list
+  base::Arena tables_;     // eps_ and gen_
   TcpFabric** eps_ = nullptr;  // max_endpoints slots, nullptr when free
   uint16_t* gen_ = nullptr;    // per slot: bumped at each open
   uint32_t nopen_ = 0;         // open or lingering

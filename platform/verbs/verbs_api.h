@@ -9,11 +9,11 @@
 
 #include <infiniband/verbs.h>
 
-#include "offload/types.h"
+#include "platform/base/status.h"
 
 namespace ucc::plat::verbs {
 
-using off::Status;
+using base::Status;
 
 struct Api {
   ibv_device** (*get_device_list)(int* n);

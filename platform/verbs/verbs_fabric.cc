@@ -4,9 +4,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
@@ -42,18 +42,21 @@ VerbsFabric::~VerbsFabric() {
   if (shadow_mr_ != nullptr) api.dereg_mr(shadow_mr_);
   if (seg_ != nullptr) munmap(seg_, seg_bytes_);
   if (shadows_ != nullptr) munmap(shadows_, shadows_bytes_);
-  free(peers_);
-  free(links_);
-  free(heads_);
-  free(owe_);
+  static_assert(std::is_trivially_destructible_v<InboxPair> &&
+                std::is_trivially_destructible_v<VLink>);
 }
 
 bool VerbsFabric::setup() {
   const uint32_t n = cfg_.nranks;
-  peers_ = static_cast<InboxPair*>(calloc(n, sizeof(InboxPair)));
-  links_ = static_cast<VLink*>(calloc(n, sizeof(VLink)));
-  heads_ = static_cast<uint32_t*>(calloc(n, sizeof(uint32_t)));
-  owe_ = static_cast<uint32_t*>(calloc(n, sizeof(uint32_t)));
+  // Per-peer state in the fabric's arena; the inboxes and shadows in
+  // mappings of their own, each registered with the device.
+  for (int pass = 0; pass < 2; ++pass) {
+    peers_ = mem_.take<InboxPair>(n);
+    links_ = mem_.take<VLink>(n);
+    heads_ = mem_.take<uint32_t>(n);
+    owe_ = mem_.take<uint32_t>(n);
+    if (pass == 0 && !mem_.commit()) return false;
+  }
   seg_bytes_ = segment_bytes(cfg_);
   shadows_bytes_ = shadow_bytes(cfg_) * n;
   seg_ = static_cast<char*>(map_zeroed(seg_bytes_));

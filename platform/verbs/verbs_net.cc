@@ -11,6 +11,7 @@
 
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
+#include "platform/verbs/verbs_channel.h"
 #include "platform/verbs/verbs_fabric.h"
 
 namespace ucc::plat::verbs {
@@ -212,8 +213,7 @@ Status VerbsNet::init(const VerbsConfig& cfg, Net* cm) {
   Status st = init_device(cfg);
   if (failed(st)) return st;
   cm_ = cm;
-  eps_ = static_cast<VerbsFabric**>(
-      calloc(cfg_.max_endpoints, sizeof(VerbsFabric*)));
+  eps_ = eps_mem_.init(cfg_.max_endpoints) ? eps_mem_.data() : nullptr;
   if (eps_ == nullptr) {
     fini();
     return Status::kNoResource;
@@ -346,7 +346,7 @@ void VerbsNet::fini() {
     }
     now_ = now_ns();
     reap(true);
-    free(eps_);
+    eps_mem_.release();
     eps_ = nullptr;
   }
   if (ctx_ != nullptr)
@@ -364,6 +364,25 @@ void VerbsNet::fini() {
   srq_ = nullptr;
   pd_ = nullptr;
   ctx_ = nullptr;
+  if (own_cm_) delete cm_;  // its own fini: goodbyes, then the sockets
+  own_cm_ = false;
+  cm_ = nullptr;
+}
+
+RemoteMem* VerbsNet::open_remote_mem(const RemoteMemAddr& host,
+                                     RemoteMemAddr* mine) {
+  auto* ch = new (std::nothrow) VerbsChannel;
+  if (ch == nullptr) return nullptr;
+  QpAddr a{}, h;
+  static_assert(sizeof(h) == sizeof(host) && sizeof(a) == sizeof(*mine));
+  memcpy(&h, &host, sizeof(h));
+  if (failed(ch->open(this, kChannelStaging, cfg_.peer_timeout_ms, &a)) ||
+      failed(ch->connect(h))) {
+    delete ch;
+    return nullptr;
+  }
+  memcpy(mine, &a, sizeof(a));
+  return ch;
 }
 
 }  // namespace ucc::plat::verbs

@@ -36,12 +36,12 @@
 
 #include <cstdint>
 
+#include "platform/base/arena.h"
 #include "platform/fabric/fabric.h"
+#include "platform/fabric/net_config.h"
 #include "platform/verbs/verbs_api.h"
-#include "platform/verbs/verbs_config.h"
 
 namespace ucc::plat::verbs {
-
 
 struct VerbsStats {
   uint64_t tx_msgs, rx_msgs, credits;
@@ -84,6 +84,9 @@ class VerbsNet final : public Net {
   // library or no active port (the reason logged), kInvalidParam for a
   // device that does not exist, kError.
   Status init(const VerbsConfig& cfg, Net* cm);
+  // From now on the net owns its connection manager: fini() closes it
+  // after the device (platform/net opens both as one).
+  void adopt_cm() { own_cm_ = true; }
   // The device, port and protection domain alone, for a verbs channel
   // (verbs_channel.h) and no team: no connection manager, no SRQ.
   Status init_device(const VerbsConfig& cfg);
@@ -94,6 +97,12 @@ class VerbsNet final : public Net {
   Fabric* open(const FabricConfig& cfg, FabricAddr* addr) override;
   void close(Fabric* f, bool lost) override;
   uint64_t progress() override;
+  // A verbs channel (verbs_channel.h) to a host's exported memory, with a
+  // staging buffer of kChannelStaging bytes; transfers give up after the
+  // peer timeout.
+  RemoteMem* open_remote_mem(const RemoteMemAddr& host,
+                             RemoteMemAddr* mine) override;
+  static constexpr size_t kChannelStaging = 1 << 20;
 
   const VerbsConfig& config() const { return cfg_; }
   bool active() const { return nopen_ != 0; }
@@ -132,6 +141,7 @@ class VerbsNet final : public Net {
   VerbsConfig cfg_{};
   const Api* api_ = nullptr;
   Net* cm_ = nullptr;
+  bool own_cm_ = false;
   ibv_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;
   ibv_srq* srq_ = nullptr;
@@ -147,6 +157,7 @@ class VerbsNet final : public Net {
   uint64_t rng_ = 0;
   uint32_t passes_ = 0;
   VerbsStats stats_{};
+  base::Array<VerbsFabric*> eps_mem_;  // eps_'s
   VerbsFabric** eps_ = nullptr;  // open or closing members, compact
   uint32_t nopen_ = 0;
 };

@@ -97,7 +97,7 @@ DpdkPort::~DpdkPort() {
     rte_pktmbuf_free(static_cast<rte_mbuf*>(txq_[i]));
   if (started_) rte_eth_dev_stop(port_);
   if (configured_) rte_eth_dev_close(port_);
-  free(lin_);
+  lin_mem_.release();
 }
 
 Status DpdkPort::open(const char* vdev, uint32_t max_frame) {
@@ -111,8 +111,8 @@ Status DpdkPort::open(const char* vdev, uint32_t max_frame) {
     return Status::kError;
   }
   max_frame_ = max_frame;
-  lin_ = static_cast<uint8_t*>(malloc(max_frame));
-  if (lin_ == nullptr) return Status::kNoMemory;
+  if (!lin_mem_.init(max_frame, 64)) return Status::kNoMemory;
+  lin_ = lin_mem_.data();
   rte_eth_conf conf;
   memset(&conf, 0, sizeof(conf));
   int r = rte_eth_dev_configure(port_, 1, 1, &conf);

@@ -14,14 +14,15 @@
 
 #include <cstdint>
 
-#include "offload/types.h"
+#include "platform/base/arena.h"
+#include "platform/base/status.h"
 #include "platform/wire/port.h"
 
 struct rte_mempool;
 
 namespace ucc::plat::wire {
 
-using off::Status;
+using base::Status;
 
 // Starts the EAL with these vdevs and one mbuf pool for frames of up to
 // max_frame bytes. mem_mb: the EAL's memory (-m). kError when the EAL
@@ -62,7 +63,8 @@ class DpdkPort final : public FramePort {
   uint32_t max_frame_ = 0;
   void* txq_[kBurst] = {};
   uint32_t ntx_ = 0;
-  uint8_t* lin_ = nullptr;  // a chained frame made contiguous
+  base::Array<uint8_t> lin_mem_;
+  uint8_t* lin_ = nullptr;  // a chained frame made contiguous (lin_mem_)
   uint64_t down_since_ = 0;
   char name_[64] = {};
 };

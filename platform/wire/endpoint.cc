@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "platform/os/log.h"
 #include "platform/wire/wire.h"
@@ -17,24 +18,14 @@ Status Endpoint::init(Wire* w, uint32_t id, const FabricConfig& cfg) {
   id_ = id;
   cfg_ = cfg;
   seg_bytes_ = segment_bytes(cfg);
-  void* seg = nullptr;
-  if (posix_memalign(&seg, 4096, seg_bytes_) != 0) return Status::kNoMemory;
-  seg_ = static_cast<char*>(seg);
-  memset(seg_, 0, seg_bytes_);
-  seg_init(seg_, cfg, getpid());
   const size_t sb = shadow_bytes(cfg);
-  void* sh = nullptr;
-  if (posix_memalign(&sh, 64, sb * cfg.nranks) != 0) {
-    release();
-    return Status::kNoMemory;
+  for (int pass = 0; pass < 2; ++pass) {
+    seg_ = mem_.take<char>(seg_bytes_, 4096);
+    shadows_ = mem_.take<char>(sb * cfg.nranks, 64);
+    links_ = mem_.take<Link>(cfg.nranks);
+    if (pass == 0 && !mem_.commit()) return Status::kNoMemory;
   }
-  shadows_ = static_cast<char*>(sh);
-  memset(shadows_, 0, sb * cfg.nranks);
-  links_ = static_cast<Link*>(calloc(cfg.nranks, sizeof(Link)));
-  if (links_ == nullptr) {
-    release();
-    return Status::kNoMemory;
-  }
+  seg_init(seg_, cfg, getpid());
   for (uint32_t i = 0; i < cfg.nranks; ++i) {
     Link* l = new (&links_[i]) Link;
     char* base = shadows_ + sb * i;
@@ -46,9 +37,8 @@ Status Endpoint::init(Wire* w, uint32_t id, const FabricConfig& cfg) {
 }
 
 void Endpoint::release() {
-  free(seg_);
-  free(shadows_);
-  free(links_);
+  static_assert(std::is_trivially_destructible_v<Link>);
+  mem_.release();
   seg_ = nullptr;
   shadows_ = nullptr;
   links_ = nullptr;

@@ -31,12 +31,13 @@
 
 #include <cstdint>
 
+#include "platform/base/arena.h"
 #include "platform/fabric/inbox.h"
 #include "platform/wire/frame.h"
 
 namespace ucc::plat::wire {
 
-using off::Status;
+using base::Status;
 class Wire;
 
 class Endpoint {
@@ -116,6 +117,7 @@ class Endpoint {
   uint32_t id_ = 0;
   State state_ = State::kFree;
   FabricConfig cfg_{};
+  base::Arena mem_;  // the segment, the shadows and the links
   char* seg_ = nullptr;
   size_t seg_bytes_ = 0;
   char* shadows_ = nullptr;

@@ -1,7 +1,7 @@
 #include "platform/wire/mem_port.h"
 
-#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 namespace ucc::plat::wire {
 
@@ -14,11 +14,7 @@ struct MemPort::Ring {
 };
 
 MemPort::~MemPort() {
-  if (in_ != nullptr) {
-    free(in_->len);
-    free(in_->data);
-    free(in_);
-  }
+  static_assert(std::is_trivially_destructible_v<Ring>);
   if (peer_ != nullptr) peer_->peer_ = nullptr;
 }
 
@@ -26,13 +22,20 @@ bool MemPort::join(MemPort* a, MemPort* b, const Mac& mac_a, const Mac& mac_b,
                    uint32_t max_frame, uint32_t depth) {
   MemPort* both[2] = {a, b};
   for (MemPort* p : both) {
-    auto* r = static_cast<Ring*>(calloc(1, sizeof(Ring)));
-    if (r == nullptr) return false;
+    // The ring, its lengths and its frames: one block, the port's.
+    Ring* r = nullptr;
+    uint32_t* len = nullptr;
+    uint8_t* data = nullptr;
+    for (int pass = 0; pass < 2; ++pass) {
+      r = p->mem_.take<Ring>(1);
+      len = p->mem_.take<uint32_t>(depth);
+      data = p->mem_.take<uint8_t>(size_t{depth} * max_frame, 64);
+      if (pass == 0 && !p->mem_.commit()) return false;
+    }
     r->depth = depth;
-    r->len = static_cast<uint32_t*>(calloc(depth, sizeof(uint32_t)));
-    r->data = static_cast<uint8_t*>(malloc(size_t{depth} * max_frame));
+    r->len = len;
+    r->data = data;
     p->in_ = r;
-    if (r->len == nullptr || r->data == nullptr) return false;
     p->max_frame_ = max_frame;
   }
   a->mac_ = mac_a;

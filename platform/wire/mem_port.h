@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "platform/base/arena.h"
 #include "platform/wire/port.h"
 
 namespace ucc::plat::wire {
@@ -29,6 +30,7 @@ class MemPort final : public FramePort {
 
  private:
   struct Ring;
+  base::Arena mem_;     // in_ and its buffers
   Ring* in_ = nullptr;  // ours to read, the peer's to write
   MemPort* peer_ = nullptr;
   Mac mac_{};

@@ -39,11 +39,14 @@ Status Wire::init(const WireConfig& cfg, FramePort* const* ports,
   if (max_frame_ < kFrameOverhead + 64) return Status::kInvalidParam;
   max_payload_ = (max_frame_ - kFrameOverhead) & ~63u;
   rng_ = cfg.faults.seed * 0x9E3779B97F4A7C15ull + 1;
-  eps_ = static_cast<Endpoint**>(calloc(cfg.max_endpoints, sizeof(void*)));
-  gen_ = static_cast<uint16_t*>(calloc(cfg.max_endpoints, sizeof(uint16_t)));
-  stage_ = static_cast<uint8_t*>(malloc(max_frame_));
-  held_ = static_cast<uint8_t*>(malloc(max_frame_));
-  loop_ = static_cast<uint8_t*>(malloc(size_t{kLoop} * max_frame_));
+  for (int pass = 0; pass < 2; ++pass) {
+    eps_ = tables_.take<Endpoint*>(cfg.max_endpoints);
+    gen_ = tables_.take<uint16_t>(cfg.max_endpoints);
+    stage_ = tables_.take<uint8_t>(max_frame_, 64);
+    held_ = tables_.take<uint8_t>(max_frame_, 64);
+    loop_ = tables_.take<uint8_t>(size_t{kLoop} * max_frame_, 64);
+    if (pass == 0 && !tables_.commit()) break;
+  }
   if (eps_ == nullptr || gen_ == nullptr || stage_ == nullptr ||
       held_ == nullptr || loop_ == nullptr) {
     fini();
@@ -61,11 +64,7 @@ void Wire::fini() {
       delete eps_[i];
     }
   }
-  free(eps_);
-  free(gen_);
-  free(stage_);
-  free(held_);
-  free(loop_);
+  tables_.release();
   eps_ = nullptr;
   gen_ = nullptr;
   stage_ = held_ = loop_ = nullptr;

@@ -20,14 +20,15 @@
 
 #include <cstdint>
 
-#include "offload/types.h"
+#include "platform/base/arena.h"
+#include "platform/base/status.h"
 #include "platform/fabric/fabric.h"
 #include "platform/wire/frame.h"
 #include "platform/wire/port.h"
 
 namespace ucc::plat::wire {
 
-using off::Status;
+using base::Status;
 class Endpoint;
 
 struct WireFaults {
@@ -130,6 +131,7 @@ class Wire final : public Net {
   uint64_t rng_ = 0;
   WireStats stats_{};
 
+  base::Arena tables_;        // eps_, gen_ and the frame buffers
   Endpoint** eps_ = nullptr;  // max_endpoints slots, nullptr when free
   uint16_t* gen_ = nullptr;   // per slot: bumped at each open
   uint32_t nopen_ = 0;

@@ -1,15 +1,17 @@
 #include "platform/wire/wire_fabric.h"
 
-#include <cstdlib>
 #include <new>
+#include <type_traits>
 
 #include "platform/wire/endpoint.h"
 
 namespace ucc::plat::wire {
 
 WireFabric::WireFabric(Endpoint* ep) : InboxFabric(ep->config()), ep_(ep) {
-  peers_ = static_cast<InboxPair*>(calloc(cfg_.nranks, sizeof(InboxPair)));
-  if (peers_ == nullptr) return;  // connect() reports it
+  for (int pass = 0; pass < 2; ++pass) {
+    peers_ = mem_.take<InboxPair>(cfg_.nranks);
+    if (pass == 0 && !mem_.commit()) return;  // connect() reports it
+  }
   char* seg = ep->segment();
   for (uint32_t i = 0; i < cfg_.nranks; ++i) {
     new (&peers_[i]) InboxPair;
@@ -17,7 +19,9 @@ WireFabric::WireFabric(Endpoint* ep) : InboxFabric(ep->config()), ep_(ep) {
   }
 }
 
-WireFabric::~WireFabric() { free(peers_); }
+WireFabric::~WireFabric() {
+  static_assert(std::is_trivially_destructible_v<InboxPair>);
+}
 
 Status WireFabric::connect(const FabricAddr* addrs, const bool* mine) {
   if (peers_ == nullptr) return Status::kNoMemory;

@@ -18,7 +18,7 @@
 #include <exception>
 #include <string>
 
-#include "host/oob_star.h"
+#include "host/boot/oob_star.h"
 
 namespace ucct {
 namespace {
@@ -122,7 +122,7 @@ void place(int r, int n) {
   }
   int rc = 0;
   {
-    // The library's own star allgather (host/oob_star.h), over the
+    // The library's own star allgather (host/boot/oob_star.h), over the
     // socketpairs made before fork.
     ucc::host::OobStar* star = ucc::host::OobStar::create(
         static_cast<uint32_t>(r), static_cast<uint32_t>(n), mine.data());

@@ -1,6 +1,6 @@
 // A test provider of the CUDA driver API: a libcuda.so.1 that the tests
 // put first on LD_LIBRARY_PATH where there is no GPU, so that the
-// library's GPU paths (host/gpu_stage.h, platform/cuda) run for real on
+// library's GPU paths (host/exec/gpu_stage.h, platform/cuda) run for real on
 // any machine. It implements the entry points the library and the tests
 // use, with the driver's names and ABI:
 //   - "device memory" is host memory the process cannot touch: each

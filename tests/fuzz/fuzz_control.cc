@@ -39,7 +39,7 @@
 #include "offload/descriptor.h"
 #include "offload/proto.h"
 #include "platform/os/log.h"
-#include "platform/shm/segment.h"
+#include "platform/os/segment.h"
 
 namespace ucc::fuzz {
 namespace {
@@ -315,7 +315,7 @@ int make_fd(Client& c, uint8_t kind, size_t bytes) {
     case 0: {  // a sealed memfd of our own: the channel (one per client)
       if (c.chan == nullptr) {
         void* m = nullptr;
-        if (failed(plat::shm::seg_create("fuzz-chan", bytes, &fd, &m)))
+        if (failed(plat::seg_create("fuzz-chan", bytes, &fd, &m)))
           violated("seg_create");
         c.chan = m;
         c.chan_bytes = bytes;
@@ -330,7 +330,7 @@ int make_fd(Client& c, uint8_t kind, size_t bytes) {
       return fd;
     case 2: {  // sealed, but of another size
       void* m = nullptr;
-      if (failed(plat::shm::seg_create("fuzz-small", 4096, &fd, &m)))
+      if (failed(plat::seg_create("fuzz-small", 4096, &fd, &m)))
         violated("seg_create");
       munmap(m, 4096);
       return fd;

@@ -35,8 +35,8 @@
 
 #include "offload/channel.h"
 #include "offload/proto.h"
+#include "platform/os/segment.h"
 #include "platform/os/sock.h"
-#include "platform/shm/segment.h"
 #include "tests/common/harness.h"
 #include "tests/mp/emu_daemon.h"
 
@@ -125,7 +125,7 @@ proto::Hello hello_for(uint32_t sq, uint32_t ncomp) {
 // and its fd. false when the daemon refused.
 bool good_hello(Raw& r, off::Channel* ch, void** mem, int* fd) {
   const proto::Hello h = hello_for(16, 64);
-  if (failed(ucc::plat::shm::seg_create("attacker", h.channel_bytes, fd, mem)))
+  if (failed(ucc::plat::seg_create("attacker", h.channel_bytes, fd, mem)))
     return false;
   ch->init(*mem, 16, 64);
   proto::HelloReply hr{};

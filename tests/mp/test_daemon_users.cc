@@ -19,8 +19,8 @@
 
 #include "offload/channel.h"
 #include "offload/proto.h"
+#include "platform/os/segment.h"
 #include "platform/os/sock.h"
-#include "platform/shm/segment.h"
 #include "tests/common/harness.h"
 #include "tests/mp/emu_daemon.h"
 

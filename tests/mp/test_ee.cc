@@ -1,5 +1,5 @@
 // Execution engines (UCC_EE_CPU_THREAD) and triggered collectives
-// (host/ee.cc): the POST event right after ucc_collective_triggered_post
+// (host/exec/ee.cc): the POST event right after ucc_collective_triggered_post
 // (what PyTorch checks), stream order, completion events, results
 // against serial references, the event pools and their overflow, user
 // events, and every misuse.

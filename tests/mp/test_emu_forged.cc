@@ -44,7 +44,7 @@
 #include <memory>
 #include <vector>
 
-#include "host/link.h"
+#include "host/link/link.h"
 #include "offload/channel.h"
 #include "offload/descriptor.h"
 #include "tests/common/harness.h"

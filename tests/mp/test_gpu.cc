@@ -1,5 +1,5 @@
-// GPU memory and CUDA stream execution engines (host/gpu_stage.h,
-// host/ee_cuda.h). Where there is no CUDA GPU the GPU cases skip with the
+// GPU memory and CUDA stream execution engines (host/exec/gpu_stage.h,
+// host/exec/ee_cuda.h). Where there is no CUDA GPU the GPU cases skip with the
 // reason, and the refusal cases run instead; the collectives suites run on
 // GPU buffers with UCCT_MEM=cuda (ctest gpu_*).
 #include <gtest/gtest.h>

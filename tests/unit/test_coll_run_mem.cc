@@ -1,4 +1,4 @@
-// CollRun's data operations (device/engine/coll_run.h) through both memory
+// CollRun's data operations (device/run/coll_run.h) through both memory
 // adapters: the cross-process one (aimed at this process, so the staged
 // read/write paths run through process_vm_readv/writev) must leave user
 // memory and engine memory exactly as the direct one does, with a slot
@@ -12,17 +12,17 @@
 #include <random>
 #include <vector>
 
-#include "device/engine/coll_run.h"
+#include "device/run/coll_run.h"
 
 namespace {
 
+using ucc::base::Status;
 using ucc::dev::Buf;
 using ucc::dev::CollRun;
 using ucc::off::BufRef;
 using ucc::off::CollDesc;
 using ucc::off::DType;
 using ucc::off::ROp;
-using ucc::off::Status;
 using ucc::plat::MemAccess;
 using ucc::plat::RegTable;
 

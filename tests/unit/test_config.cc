@@ -7,14 +7,14 @@
 #include <cstdlib>
 #include <string>
 
-#include "host/config.h"
+#include "host/config/config.h"
 
 namespace {
 
+using ucc::base::Status;
 using ucc::host::ConfigValues;
 using ucc::host::Knob;
 using ucc::host::Scope;
-using ucc::off::Status;
 
 std::string value(const ConfigValues& c, Knob k) {
   return c.value[static_cast<int>(k)];
@@ -97,15 +97,15 @@ TEST(Config, VerbsKnobsReachTheLink) {
             Status::kOk);
   ucc::host::ContextSettings st;
   ASSERT_EQ(ucc::host::context_settings(c, &st), Status::kOk);
-  EXPECT_EQ(st.link.net, ucc::host::LinkConfig::NetMode::kVerbs);
-  EXPECT_STREQ(st.link.verbs.device, "mlx5_1:2");
-  EXPECT_EQ(st.link.verbs.gid_index, 3);
-  EXPECT_EQ(st.link.verbs.peer_timeout_ms, 2000u);
+  EXPECT_EQ(st.link.net.kind, ucc::plat::NetKind::kVerbs);
+  EXPECT_STREQ(st.link.net.verbs.device, "mlx5_1:2");
+  EXPECT_EQ(st.link.net.verbs.gid_index, 3);
+  EXPECT_EQ(st.link.net.verbs.peer_timeout_ms, 2000u);
   setenv("UCC_NET_GID_INDEX", "auto", 1);
   ASSERT_EQ(ucc::host::config_read(&c, Scope::kContext, nullptr, nullptr),
             Status::kOk);
   ASSERT_EQ(ucc::host::context_settings(c, &st), Status::kOk);
-  EXPECT_EQ(st.link.verbs.gid_index, -1);
+  EXPECT_EQ(st.link.net.verbs.gid_index, -1);
   for (const char* k : {"UCC_NET", "UCC_NET_DEVICES", "UCC_NET_GID_INDEX",
                         "UCC_NET_PEER_TIMEOUT"})
     unsetenv(k);

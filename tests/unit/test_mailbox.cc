@@ -7,17 +7,17 @@
 
 #include <cstring>
 
-#include "platform/shm/mailbox.h"
+#include "host/boot/mailbox.h"
 
 namespace {
 
-using ucc::off::Status;
-using ucc::plat::shm::kMboxCells;
-using ucc::plat::shm::kMboxPayload;
-using ucc::plat::shm::kMboxRequests;
-using ucc::plat::shm::Mailbox;
-using ucc::plat::shm::MailboxAddr;
-using ucc::plat::shm::MboxKey;
+using ucc::base::Status;
+using ucc::host::kMboxCells;
+using ucc::host::kMboxPayload;
+using ucc::host::kMboxRequests;
+using ucc::host::Mailbox;
+using ucc::host::MailboxAddr;
+using ucc::host::MboxKey;
 
 constexpr uint32_t kEps = 3;
 

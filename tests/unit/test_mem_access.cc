@@ -25,8 +25,8 @@
 
 namespace {
 
-using ucc::off::BufRef;
-using ucc::off::Status;
+using ucc::base::BufRef;
+using ucc::base::Status;
 using ucc::plat::MemAccess;
 using ucc::plat::RegTable;
 

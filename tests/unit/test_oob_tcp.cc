@@ -1,5 +1,5 @@
-// The TCP rendezvous of ucc_ext.h (host/oob_tcp.cc) and the star
-// allgather behind it (host/oob_star.cc), eps as threads of one process
+// The TCP rendezvous of ucc_ext.h (host/boot/oob_tcp.cc) and the star
+// allgather behind it (host/boot/oob_star.cc), eps as threads of one process
 // on loopback: results byte by byte over many rounds, several
 // allgathers outstanding, zero-length ones; strangers, a wrong key and a
 // taken ep refused without harm to the job; a missing ep times out;

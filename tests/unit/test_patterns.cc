@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "device/coll/patterns.h"
+#include "device/run/patterns.h"
 
 namespace pat = ucc::dev::pat;
 

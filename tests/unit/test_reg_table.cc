@@ -11,7 +11,7 @@
 
 namespace {
 
-using ucc::off::Status;
+using ucc::base::Status;
 using ucc::plat::RegTable;
 
 TEST(RegTable, InitRejectsBadCapacities) {

@@ -23,12 +23,12 @@
 
 namespace {
 
-using ucc::off::Status;
+using ucc::base::Status;
 namespace plat = ucc::plat;
 namespace tcp = ucc::plat::tcp;
 
-tcp::TcpConfig quick() {
-  tcp::TcpConfig c;
+plat::TcpConfig quick() {
+  plat::TcpConfig c;
   c.iface = "127.0.0.1";
   c.peer_timeout_ms = 2000;
   c.keepalive_ms = 100;
@@ -38,10 +38,10 @@ tcp::TcpConfig quick() {
 
 struct Engines {
   std::vector<std::unique_ptr<tcp::TcpNet>> nets;
-  Engines(uint32_t n, const tcp::TcpConfig& cfg) {
+  Engines(uint32_t n, const plat::TcpConfig& cfg) {
     for (uint32_t i = 0; i < n; ++i) {
       nets.push_back(std::make_unique<tcp::TcpNet>());
-      tcp::TcpConfig c = cfg;
+      plat::TcpConfig c = cfg;
       c.fault_seed = cfg.fault_seed + i;
       EXPECT_EQ(nets[i]->init(c), Status::kOk);
     }
@@ -127,7 +127,7 @@ class TcpFaultsTest : public ::testing::TestWithParam<Faults> {};
 
 TEST_P(TcpFaultsTest, EveryMessageArrivesWholeAndInOrder) {
   const Faults f = GetParam();
-  tcp::TcpConfig cfg = quick();
+  plat::TcpConfig cfg = quick();
   cfg.fault_split = f.split;
   cfg.fault_delay_us = f.delay_us;
   cfg.fault_drop = f.drop;
@@ -200,7 +200,7 @@ TEST(Tcp, LeftPeerIsNotLostClosedEngineIs) {
 }
 
 TEST(Tcp, SilentPeerIsLost) {
-  tcp::TcpConfig cfg = quick();
+  plat::TcpConfig cfg = quick();
   cfg.peer_timeout_ms = 500;
   Engines e(2, cfg);
   Team t;

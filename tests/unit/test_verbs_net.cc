@@ -23,7 +23,7 @@
 
 namespace {
 
-using ucc::off::Status;
+using ucc::base::Status;
 namespace plat = ucc::plat;
 namespace tcp = ucc::plat::tcp;
 namespace verbs = ucc::plat::verbs;
@@ -37,7 +37,7 @@ struct Engines {
     fabric = "/tmp/ucct-verbs-unit-" + std::to_string(getpid()) + ".fabric";
     setenv("VERBS_LOOP_FABRIC", fabric.c_str(), 1);
     for (uint32_t i = 0; i < n; ++i) {
-      tcp::TcpConfig c;
+      plat::TcpConfig c;
       c.iface = "127.0.0.1";
       c.peer_timeout_ms = 2000;
       c.keepalive_ms = 100;
@@ -45,7 +45,7 @@ struct Engines {
       c.wait_us = 0;
       cms.push_back(std::make_unique<tcp::TcpNet>());
       EXPECT_EQ(cms[i]->init(c), Status::kOk);
-      verbs::VerbsConfig v;
+      plat::VerbsConfig v;
       v.lib = UCCT_VERBS_LOOP_LIB;
       v.peer_timeout_ms = 2000;
       v.linger_ms = 20;

@@ -18,7 +18,7 @@
 
 namespace {
 
-using ucc::off::Status;
+using ucc::base::Status;
 namespace plat = ucc::plat;
 namespace wire = ucc::plat::wire;
 

@@ -1,6 +1,6 @@
 // What each collective is, reads and writes: one table (coll_traits.cc),
 // plain data plus pure functions over it. The host lowers ucc.h's
-// arguments with it (host/coll_args.cc), the engine validates descriptors
+// arguments with it (host/coll/coll_args.cc), the engine validates descriptors
 // and lays out its block tables with it, selection and the capability
 // answers read it, and the fuzz target checks what an accepted
 // descriptor may touch against it. No other file spells out which
@@ -113,8 +113,9 @@ enum class InPlaceRule : uint8_t {
 
 // One entry of a collective's algorithm catalogue: what the descriptor's
 // `alg` field (1-based id) and UCC_<COLL>_ALG name. Engines implement a
-// subset (EngineCaps says which).
+// subset (EngineCaps says which). The rows: offload/algorithms.def.
 struct AlgName {
+  CollType coll;
   uint8_t id;
   const char* name;
   const char* desc;
@@ -131,8 +132,6 @@ struct CollTraits {
   Side keeps;  // in place: the side whose buffer the user gives
   CountFrom count;
   SideTraits side[2];  // indexed by Side
-  uint8_t nalgs;
-  AlgName algs[kMaxAlgs];
   // Every member passes the same dst count array (allgatherv,
   // reduce_scatterv): selection goes by its largest block, which every
   // member sees alike (select_bytes).
@@ -167,9 +166,10 @@ inline const CollTraits* coll_traits(CollType c) {
 }
 
 // The catalogue entry of `c` called `name` (case-insensitive), or
-// nullptr; by id likewise.
+// nullptr; by id likewise. Ids of a collective run 1..alg_count(c).
 const AlgName* find_alg_name(CollType c, const char* name);
 const AlgName* find_alg_id(CollType c, uint8_t id);
+uint8_t alg_count(CollType c);
 
 // --- one rank's view of one collective --------------------------------------
 

@@ -10,23 +10,16 @@
 #include <type_traits>
 
 #include "offload/types.h"
+#include "platform/base/buf_ref.h"
 
 namespace ucc::off {
 
 inline constexpr uint16_t kDescVersion = 2;
 inline constexpr uint32_t kDescMagic = 0x55434344u;  // "UCCD"
 
-// A reference to a user buffer: [addr, addr + bytes) in the posting
-// process's address space, inside the registration named by `key`
-// (0 = the implicit whole-process registration of inline mode).
-struct BufRef {
-  uint64_t addr;
-  uint64_t bytes;
-  uint32_t key;
-  uint8_t mem_type;  // 0 = host memory; others are rejected for now
-  uint8_t pad0[3];
-};
-static_assert(sizeof(BufRef) == 24);
+// A reference to a user buffer (platform/base/buf_ref.h): address,
+// length, registration key, memory type.
+using base::BufRef;
 
 // Descriptor flags.
 enum DescFlags : uint16_t {

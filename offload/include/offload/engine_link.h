@@ -1,10 +1,11 @@
 // The host's end of its engine: how a context reaches the engine that runs
 // its collectives. Two implementations, both in host/:
 //   inline  the engine in this process, progressed by progress()
-//           (host/link_inline.cc: the one host file that includes device/);
+//           (host/link/link_inline.cc: the one host file that includes
+//           device/);
 //   daemon  the engine in this node's firmware_sim, the emulated DPU, over
 //           a unix socket and the control protocol of proto.h
-//           (host/link_daemon.cc).
+//           (host/link/link_daemon.cc).
 // The link owns the channel's memory (channel.h): completion words either
 // way, and the ring that carries descriptors to a remote engine (an
 // inline one takes them straight from submit()). The link answers the

@@ -9,24 +9,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "platform/base/status.h"
+
 namespace ucc::off {
 
-// Outcome of every internal call; maps 1:1 onto ucc_status_t in host/.
-enum class Status : int8_t {
-  kOk = 0,
-  kInProgress = 1,
-  kNoResource = -2,  // a pool or ring is full; retry later
-  kNoMessage = -6,   // peer protocol desync (wrong tag / sequence)
-  kInvalidParam = -5,
-  kNotSupported = -8,
-  kNoMemory = -4,
-  kTimedOut = -17,
-  kMessageTruncated = -10,
-  kError = -1,
-};
-
-inline bool ok(Status s) { return s == Status::kOk; }
-inline bool failed(Status s) { return static_cast<int>(s) < 0; }
+// Outcome of every internal call (platform/base/status.h, below every
+// layer), named here too so that the contract's users write off::Status.
+using base::failed;
+using base::ok;
+using base::Status;
 
 // Data types the engine knows how to move and reduce. New types are
 // appended after kFloat64 so that the values above never change.

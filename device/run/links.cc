@@ -1,0 +1,152 @@
+#include "device/run/links.h"
+
+#include <cstring>
+
+#include "platform/os/log.h"
+
+namespace ucc::dev {
+namespace {
+
+using off::same_host;
+
+plat::FabricAddr fabric_addr(const uint8_t (&bytes)[off::kTransportAddrBytes]) {
+  static_assert(sizeof(plat::FabricAddr) == off::kTransportAddrBytes);
+  plat::FabricAddr a;
+  memcpy(&a, bytes, sizeof(a));
+  return a;
+}
+
+}  // namespace
+
+Links::Tables Links::take(base::Arena& a, uint32_t nranks) {
+  Tables t;
+  t.remote = a.take<bool>(nranks);
+  t.nodes = a.take<uint32_t>(6 * size_t{nranks});
+  t.addrs = a.take<plat::FabricAddr>(nranks);
+  t.pick = a.take<bool>(nranks);
+  return t;
+}
+
+Status Links::open(const plat::FabricConfig& cfg, plat::Net* net,
+                   const Where& me, const Tables& mem, off::TeamAddr* out) {
+  cfg_ = cfg;
+  mem_ = mem;
+  remote_ = mem.remote;
+  if (remote_ == nullptr) return Status::kNoMemory;
+  memset(remote_, 0, cfg.nranks * sizeof(bool));
+  plat::FabricAddr local{}, remote{};
+  Status st = shm_.open(cfg, &local);
+  if (failed(st)) return st;
+  if (net != nullptr) {
+    net_ = net->open(cfg, &remote);
+    if (net_ == nullptr) {
+      UCC_ERROR("the network has no endpoint left for a new team");
+      return Status::kNoResource;
+    }
+    netp_ = net;
+  }
+  memset(out, 0, sizeof(*out));
+  out->magic = off::kTeamAddrMagic;
+  out->owner_pid = me.owner_pid;
+  out->host[0] = me.host[0];
+  out->host[1] = me.host[1];
+  memcpy(out->local, &local, sizeof(local));
+  memcpy(out->net, &remote, sizeof(remote));
+  return Status::kOk;
+}
+
+Status Links::connect(const off::TeamAddr* addrs) {
+  const uint32_t n = cfg_.nranks;
+  const off::TeamAddr& mine = addrs[cfg_.rank];
+  bool any_remote = false;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (addrs[r].magic != off::kTeamAddrMagic) {
+      UCC_ERROR("rank %u: the address of team rank %u is not one", cfg_.rank,
+                r);
+      return Status::kError;
+    }
+    remote_[r] = !same_host(addrs[r], mine);
+    any_remote |= remote_[r];
+  }
+  Status st = build_nodes(addrs);
+  if (failed(st)) return st;
+  plat::FabricAddr* fa = mem_.addrs;
+  bool* pick = mem_.pick;
+  for (uint32_t r = 0; r < n; ++r) {
+    fa[r] = fabric_addr(addrs[r].local);
+    pick[r] = !remote_[r] && r != cfg_.rank;
+  }
+  st = shm_.connect(fa, pick);
+  if (ok(st) && any_remote) {
+    for (uint32_t r = 0; r < n && ok(st); ++r) {
+      fa[r] = fabric_addr(addrs[r].net);
+      pick[r] = remote_[r];
+      if (remote_[r] && (net_ == nullptr || fa[r].kind == 0)) {
+        UCC_ERROR(
+            "rank %u: team rank %u is on another host, and %s has no "
+            "network to reach it (UCC_NET)",
+            cfg_.rank, r, net_ == nullptr ? "this engine" : "that rank");
+        st = Status::kNotSupported;
+      }
+    }
+    if (ok(st)) st = net_->connect(fa, pick);
+  }
+  if (ok(st) && !any_remote && net_ != nullptr) {
+    // Everyone is here: the network endpoint is not needed.
+    netp_->close(net_, false);
+    net_ = nullptr;
+  }
+  return st;
+}
+
+Status Links::build_nodes(const off::TeamAddr* addrs) {
+  const uint32_t n = cfg_.nranks;
+  // node, local_rank, order: n each; node_size, node_first, leaders: n at
+  // most.
+  uint32_t* mem = mem_.nodes;
+  memset(mem, 0, 6 * size_t{n} * sizeof(uint32_t));
+  NodeMap& m = nodes_;
+  m.node = mem;
+  m.local_rank = mem + n;
+  m.order = mem + 2 * size_t{n};
+  m.node_size = mem + 3 * size_t{n};
+  m.node_first = mem + 4 * size_t{n};
+  m.leaders = mem + 5 * size_t{n};
+  m.nnodes = 0;
+  // First appearance numbers the nodes (quadratic in the nodes, once).
+  for (uint32_t r = 0; r < n; ++r) {
+    uint32_t k = 0;
+    while (k < m.nnodes && !same_host(addrs[m.node_first[k]], addrs[r])) ++k;
+    if (k == m.nnodes) m.node_first[m.nnodes++] = r;  // for now: its first rank
+    m.node[r] = k;
+    m.local_rank[r] = m.node_size[k]++;
+  }
+  // node_first as offsets into order, then order by node.
+  uint32_t at = 0;
+  for (uint32_t k = 0; k < m.nnodes; ++k) {
+    m.node_first[k] = at;
+    at += m.node_size[k];
+  }
+  for (uint32_t r = 0; r < n; ++r)
+    m.order[m.node_first[m.node[r]] + m.local_rank[r]] = r;
+  for (uint32_t k = 0; k < m.nnodes; ++k)
+    m.leaders[k] = m.order[m.node_first[k]];
+  return Status::kOk;
+}
+
+void Links::seal() {
+  shm_.seal();
+  if (net_ != nullptr) net_->seal();
+}
+
+void Links::close(bool lost) {
+  if (net_ != nullptr) netp_->close(net_, lost);
+  net_ = nullptr;
+  netp_ = nullptr;
+  shm_.close(lost);
+  remote_ = nullptr;  // the team's arena goes after us
+  mem_ = Tables{};
+  nodes_ = NodeMap{};
+}
+
+}  // namespace ucc::dev

@@ -1,0 +1,133 @@
+// Configuration knobs: one table (config.cc) gives every knob's name,
+// default, kind and documentation line. Values come from, lowest to
+// highest precedence: the default, a config file, UCC_<NAME> and
+// <PREFIX>_UCC_<NAME> in the environment, and ucc_*_config_modify().
+// A bad value is an error where it is read or modified, never later.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+
+#include "host/link/link.h"
+#include "offload/engine_config.h"
+#include "offload/types.h"
+#include "platform/os/log.h"
+
+namespace ucc::host {
+
+using off::Status;
+
+enum class Scope : uint8_t { kLib, kContext };
+
+enum class Knob : uint8_t {
+  kLogLevel,
+  kOffload,
+  kOffloadMem,
+  kFirmwareSocket,
+  kFirmwareSim,
+  kFirmwareTimeout,
+  kMaxTeams,
+  kTeamMaxColls,
+  kTeamCreateTimeout,
+  kShmSegSize,
+  kShmNsegs,
+  kTeamInflight,
+  kUnexpectedSlots,
+  kMemMapHandles,
+  kPollSpin,
+  kHostCpus,
+  kHostId,
+  kNet,
+  kNetIf,
+  kNetPeerTimeout,
+  kNetFaults,
+  kNetDevices,
+  kNetGidIndex,
+  kVerbsLib,
+  kAllreduceRingMin,
+  kCma,
+  kCmaMin,
+  kLinearRanks,
+  kLinearMax,
+  kAlltoallLinearMax,
+  kBarrierAlg,
+  kBcastAlg,
+  kReduceAlg,
+  kAllreduceAlg,
+  kAllgatherAlg,
+  kAlltoallAlg,
+  kReduceScatterAlg,
+  kGatherAlg,
+  kGathervAlg,
+  kScatterAlg,
+  kScattervAlg,
+  kAllgathervAlg,
+  kAlltoallvAlg,
+  kReduceScattervAlg,
+  kFaninAlg,
+  kFanoutAlg,
+  kCls,
+  kEstimatedNumEps,
+  kEstimatedNumPpn,
+  kNodeLocalId,
+  kLockFreeProgressQ,
+  kTeamIdsPoolSize,
+  kInternalOob,
+  kThrottleProgress,
+  kCollTimeout,
+  kCount
+};
+
+inline constexpr int kNumKnobs = static_cast<int>(Knob::kCount);
+inline constexpr int kValueLen = 256;
+
+struct KnobInfo {
+  const char* name;  // without the UCC_ prefix
+  const char* def;
+  Scope scope;
+  const char* doc;
+};
+const KnobInfo& knob_info(Knob k);
+// The table itself (config_knobs.cc), indexed by Knob.
+extern const KnobInfo kKnobTable[kNumKnobs];
+
+// A set of knob values (as text, already validated).
+struct ConfigValues {
+  Scope scope;
+  char value[kNumKnobs][kValueLen];
+};
+
+// Fills `c` with defaults, then `filename` (may be null), then the
+// environment. kInvalidParam (with a log line naming the knob) on a bad
+// value or an unreadable file.
+Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
+                   const char* filename);
+// Warns once per UCC_<NAME> (or <PREFIX>_UCC_<NAME>) variable in the
+// environment that names no knob; returns how many there were. Reading a
+// library configuration calls it.
+int config_unknown_env(const char* env_prefix);
+// Sets one knob by name (with or without the UCC_ prefix).
+Status config_modify(ConfigValues* c, const char* name, const char* value);
+void config_print(const ConfigValues& c, FILE* stream, const char* title,
+                  bool header, bool doc);
+
+inline constexpr uint32_t kPollSpinAuto = UINT32_MAX;
+
+// What a context runs with, parsed from its values.
+struct ContextSettings {
+  LinkConfig link;        // what the engine runs with, and where it runs
+  char host_id[256];      // UCC_HOST_ID: empty, or this host's name for teams
+  char net_if[256];       // UCC_NET_IF (link.net.tcp.iface points here)
+  char net_devices[256];  // UCC_NET_DEVICES (link.net.verbs.device)
+  char verbs_lib[256];    // UCC_VERBS_LIB (link.net.verbs.lib)
+  char socket_path[256];
+  char daemon_path[256];
+  uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)
+  uint64_t team_timeout_ns;  // mailbox team creation gives up after this
+  uint32_t mem_map_handles;  // ucc_mem_map handles per context (mem_map.h)
+  uint64_t coll_timeout_ns;  // UCC_COLL_TIMEOUT: 0, or every collective's
+};
+Status context_settings(const ConfigValues& c, ContextSettings* out);
+Status lib_log_level(const ConfigValues& c, plat::LogLevel* out);
+
+}  // namespace ucc::host

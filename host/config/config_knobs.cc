@@ -1,0 +1,211 @@
+// The table of every configuration knob: name, default, scope and the
+// documentation line ucc_*_config_print and docs/configuration.md show.
+// Its order is the order of the Knob enum (config.h).
+#include "host/config/config.h"
+
+namespace ucc::host {
+
+const KnobInfo kKnobTable[kNumKnobs] = {
+    {"LOG_LEVEL", "warn", Scope::kLib,
+     "Log level: error, warn, info, debug, trace"},
+    {"OFFLOAD", "inline", Scope::kContext,
+     "Where the collective engine runs: inline (in this process, "
+     "progressed by ucc_context_progress) or emu (in this node's "
+     "firmware_sim daemon, the emulated DPU; started if none runs)"},
+    {"OFFLOAD_MEM", "cma", Scope::kContext,
+     "emu: how the engine reaches this process's buffers: cma (cross-memory "
+     "attach) or verbs (RDMA with the keys of this process's registrations; "
+     "needs an RDMA port here and a firmware_sim started with --verbs)"},
+    {"FIRMWARE_SOCKET", "", Scope::kContext,
+     "emu: the daemon's unix socket; empty: firmware-sim.sock in "
+     "$XDG_RUNTIME_DIR, else in /tmp/ucc-<uid> (either must be this "
+     "user's alone, mode 0700). A comma-separated list spreads contexts "
+     "over several daemons (emulated nodes): OOB rank r takes entry r mod "
+     "n. The daemon there must run as this user or root"},
+    {"FIRMWARE_SIM", "auto", Scope::kContext,
+     "emu: the firmware_sim binary to start when no daemon listens; auto: "
+     "the build tree's or the installed one; none: never start one"},
+    {"FIRMWARE_TIMEOUT", "10s", Scope::kContext,
+     "emu: how long to wait for the daemon to start and for each of its "
+     "answers (a number with ms or s; s if none)"},
+    {"MAX_TEAMS", "auto", Scope::kContext,
+     "Teams a context can hold at once (1..65536); auto: 16384, fewer when "
+     "UCC_TEAM_MAX_COLLS is above 1024 (at most 16 Mi completion words per "
+     "context). Memory is taken per team as teams are created"},
+    {"TEAM_MAX_COLLS", "128", Scope::kContext,
+     "Collective requests preallocated per team (rounded up to a power "
+     "of two); bounds outstanding collectives"},
+    {"TEAM_CREATE_TIMEOUT", "60s", Scope::kContext,
+     "How long creating a team over an ep_map waits for all members before "
+     "it fails with UCC_ERR_TIMED_OUT (a number with ms or s; s if none)"},
+    {"SHM_SEG_SIZE", "64K", Scope::kContext,
+     "Bytes per shared-memory message slot (multiple of 64)"},
+    {"SHM_NSEGS", "8", Scope::kContext,
+     "Message slots per peer inbox (power of two, 2..64)"},
+    {"TEAM_INFLIGHT", "8", Scope::kContext,
+     "Collectives of one team the engine runs at once (1..64); later ones "
+     "wait, in posting order"},
+    {"UNEXPECTED_SLOTS", "16", Scope::kContext,
+     "Messages (of UCC_SHM_SEG_SIZE bytes each) the engine can set aside "
+     "when inboxes are full of messages it cannot consume yet (0..4096)"},
+    {"MEM_MAP_HANDLES", "64", Scope::kContext,
+     "Handles ucc_mem_map can hand out per context at once (0..4096), each "
+     "of up to 16 segments; taken at context creation. emu: every segment "
+     "is a registration the daemon holds until ucc_mem_unmap"},
+    {"POLL_SPIN", "auto", Scope::kContext,
+     "Idle ucc_context_progress calls before each further idle call "
+     "yields the CPU; auto: 2 when a team has more ranks on this host than "
+     "the host has CPUs (UCC_HOST_CPUS), or with UCC_OFFLOAD=emu; 128 "
+     "otherwise"},
+    {"HOST_CPUS", "auto", Scope::kContext,
+     "The CPUs this host's ranks run on (1..65535); auto: the CPUs online. "
+     "A team with more ranks on this host than this is crowded: "
+     "UCC_POLL_SPIN=auto yields sooner, and a linear team (UCC_LINEAR_RANKS) "
+     "runs the linear barrier instead of dissemination; so every rank of "
+     "a team must see the same value (in emu too: the daemon takes the "
+     "host's)"},
+    {"HOST_ID", "", Scope::kContext,
+     "The host this process counts as on: ranks with the same host share "
+     "memory, the others use the network. Empty: the kernel's boot id and "
+     "the hostname (so network namespaces with their own hostnames are "
+     "hosts of their own)"},
+    {"NET", "auto", Scope::kContext,
+     "How ranks reach ranks on other hosts: tcp (context creation fails "
+     "without it), verbs (RDMA over InfiniBand or RoCE, connections set up "
+     "over TCP; context creation fails without an active port), none "
+     "(teams must then sit on one host), auto (tcp where a socket can "
+     "listen, else none with a warning)"},
+    {"NET_IF", "", Scope::kContext,
+     "The interface (name, or its IPv4 address) TCP listens on and "
+     "advertises; empty: the first one up that is not loopback, else "
+     "loopback"},
+    {"NET_PEER_TIMEOUT", "30s", Scope::kContext,
+     "A rank on another host that closes, dies or stays silent this long "
+     "while a collective waits for it fails that collective, and every "
+     "later one on the team (a number with ms or s; s if none). Peers that "
+     "do not call ucc_context_progress for longer look silent"},
+    {"NET_FAULTS", "", Scope::kContext,
+     "Tests only: faults TCP injects, comma-separated: split=N (write at "
+     "most 1..N bytes per call), delay=US (hold every frame US "
+     "microseconds), drop=P (break the connection after a message with "
+     "probability P; it is made again), seed=S"},
+    {"NET_DEVICES", "", Scope::kContext,
+     "UCC_NET=verbs: the RDMA device and port, as mlx5_0:1 or mlx5_0 "
+     "(its first active port); empty: the first active port of any device"},
+    {"NET_GID_INDEX", "auto", Scope::kContext,
+     "UCC_NET=verbs: the GID table entry to route by (RoCE); auto: 0 on "
+     "InfiniBand; on RoCE a RoCE v2 GID over IPv4, else any RoCE v2, else "
+     "an IPv4-mapped one, else the first set"},
+    {"VERBS_LIB", "", Scope::kContext,
+     "UCC_NET=verbs: the libibverbs to load; empty: libibverbs.so.1. Tests "
+     "name tests/verbs_loop's provider here"},
+    {"ALLREDUCE_RING_MIN", "64K", Scope::kContext,
+     "Allreduce vectors of at least this many bytes use the ring "
+     "algorithm, smaller ones recursive doubling"},
+    {"CMA", "no", Scope::kContext,
+     "Single-copy transfers of large messages between ranks (inline "
+     "engine): a rank reads its peer's buffer with cross-memory attach "
+     "(process_vm_readv) instead of both copying through shared memory. "
+     "no (default: measured slower here, docs/performance.md); auto: where "
+     "the kernel allows it (Yama ptrace_scope 0 or 1; with 1 each process "
+     "lets processes of its user attach)"},
+    {"CMA_MIN", "64K", Scope::kContext,
+     "Blocks of at least this many bytes (the bcast vector, one rank's "
+     "allgather or alltoall block) move by single copy when UCC_CMA "
+     "allows it"},
+    {"LINEAR_RANKS", "8", Scope::kContext,
+     "Teams with all their ranks on one host, 4 to this many of them "
+     "(at most 255; 0: never), run bcast and reduce below UCC_LINEAR_MAX "
+     "bytes over flat trees, and allgather(v) and reduce_scatter(v) below "
+     "it, alltoall below UCC_ALLTOALL_LINEAR_MAX (alltoallv at every "
+     "size) by sending to every rank at once (the linear algorithms); "
+     "barrier too where the team is crowded (UCC_HOST_CPUS)"},
+    {"LINEAR_MAX", "64K", Scope::kContext,
+     "Bcast and reduce vectors, and allgather and reduce_scatter blocks "
+     "(allgatherv and reduce_scatterv: the largest block), of fewer bytes "
+     "use the linear algorithm where UCC_LINEAR_RANKS allows it; larger "
+     "ones the binomial tree, the ring or (allgatherv) the pairwise "
+     "exchange"},
+    {"ALLTOALL_LINEAR_MAX", "1M", Scope::kContext,
+     "Alltoall blocks of fewer bytes use the linear exchange where "
+     "UCC_LINEAR_RANKS allows it, larger ones the pairwise exchange (0: "
+     "never the linear one)"},
+    {"BARRIER_ALG", "auto", Scope::kContext,
+     "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
+     "node-aware, the default where a team spans hosts and some host has "
+     "several of its ranks; linear: fan-in to rank 0 and fan-out, see "
+     "UCC_LINEAR_RANKS and UCC_HOST_CPUS)"},
+    {"BCAST_ALG", "auto", Scope::kContext,
+     "Bcast algorithm: auto, binomial, cma, hier, linear (cma: single copy, "
+     "where UCC_CMA allows it; elsewhere the default; hier: node-aware; "
+     "linear: flat tree, see UCC_LINEAR_RANKS)"},
+    {"REDUCE_ALG", "auto", Scope::kContext,
+     "Reduce algorithm: auto, binomial, hier, linear (hier: node-aware; "
+     "linear: flat tree, see UCC_LINEAR_RANKS)"},
+    {"ALLREDUCE_ALG", "auto", Scope::kContext,
+     "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
+     "hier_ring (node-aware: leaders, or the ring host by host)"},
+    {"ALLGATHER_ALG", "auto", Scope::kContext,
+     "Allgather algorithm: auto, ring, cma, hier, linear (cma: single "
+     "copy, where UCC_CMA allows it; elsewhere the default; hier: "
+     "node-aware ring; linear: to every rank at once)"},
+    {"ALLTOALL_ALG", "auto", Scope::kContext,
+     "Alltoall algorithm: auto, pairwise, cma, linear (cma: single copy, "
+     "where UCC_CMA allows it; elsewhere the default; linear: every block "
+     "to its rank at once)"},
+    {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
+     "Reduce-scatter algorithm: auto, ring, hier (node-aware ring), "
+     "linear (every rank sends each block to its rank at once)"},
+    {"GATHER_ALG", "auto", Scope::kContext, "Gather algorithm: auto, linear"},
+    {"GATHERV_ALG", "auto", Scope::kContext, "Gatherv algorithm: auto, linear"},
+    {"SCATTER_ALG", "auto", Scope::kContext, "Scatter algorithm: auto, linear"},
+    {"SCATTERV_ALG", "auto", Scope::kContext,
+     "Scatterv algorithm: auto, linear"},
+    {"ALLGATHERV_ALG", "auto", Scope::kContext,
+     "Allgatherv algorithm: auto, pairwise, hier (node-aware ring), linear "
+     "(to every rank at once)"},
+    {"ALLTOALLV_ALG", "auto", Scope::kContext,
+     "Alltoallv algorithm: auto, pairwise, linear (every block to its rank "
+     "at once; auto: at every size where UCC_LINEAR_RANKS allows it, as "
+     "each rank's counts are its own)"},
+    {"REDUCE_SCATTERV_ALG", "auto", Scope::kContext,
+     "Reduce-scatterv algorithm: auto, ring, hier (node-aware ring), "
+     "linear (every rank sends each block to its rank at once)"},
+    {"FANIN_ALG", "auto", Scope::kContext, "Fanin algorithm: auto, binomial"},
+    {"FANOUT_ALG", "auto", Scope::kContext, "Fanout algorithm: auto, binomial"},
+    // The standard names of UCC 1.x's library and context configuration
+    // that runtimes set (Open MPI's coll/ucc, MPICH, PyTorch, UCC's own
+    // perftest). Accepted, checked as UCC checks them, and documented in
+    // docs/configuration.md: what each does here, or that it is ignored.
+    {"CLS", "basic", Scope::kLib,
+     "UCC's list of collective layers (basic, hier, all, ...): accepted and "
+     "ignored; this library has one implementation of every collective"},
+    {"ESTIMATED_NUM_EPS", "0", Scope::kContext,
+     "UCC's hint of the job's size in eps: accepted and ignored (teams size "
+     "their resources when they are created)"},
+    {"ESTIMATED_NUM_PPN", "0", Scope::kContext,
+     "UCC's hint of the eps per node: accepted and ignored (UCC_POLL_SPIN=auto "
+     "counts each team's ranks on this host itself)"},
+    {"NODE_LOCAL_ID", "0", Scope::kContext,
+     "UCC's node-local rank hint: accepted and ignored (the host is told by "
+     "UCC_HOST_ID or the kernel's boot id and hostname)"},
+    {"LOCK_FREE_PROGRESS_Q", "0", Scope::kContext,
+     "UCC's progress-queue option (0 or 1): accepted and ignored"},
+    {"TEAM_IDS_POOL_SIZE", "32", Scope::kContext,
+     "UCC's pool of internal team ids: accepted and ignored (teams need no "
+     "id here)"},
+    {"INTERNAL_OOB", "1", Scope::kContext,
+     "UCC's internal OOB for team creation (0, 1 or 2): accepted and "
+     "ignored; teams over an ep_map always use the context's mailbox"},
+    {"THROTTLE_PROGRESS", "1000", Scope::kContext,
+     "UCC's progress throttling: accepted and ignored (idle progress backs "
+     "off by UCC_POLL_SPIN)"},
+    {"COLL_TIMEOUT", "0", Scope::kContext,
+     "A timeout for every collective that sets none itself "
+     "(UCC_COLL_ARGS_FLAG_TIMEOUT): after it the collective ends with "
+     "UCC_ERR_TIMED_OUT on this rank, so a peer that stopped (SIGSTOP, a "
+     "debugger) or never posts cannot hold it forever (a number with ms or "
+     "s; s if none); 0: none, as in UCC"},
+};
+
+}  // namespace ucc::host

@@ -1,0 +1,95 @@
+// GPU buffers (UCC_MEMORY_TYPE_CUDA, CUDA_MANAGED, and UNKNOWN that the
+// driver says is GPU memory), by staging through pinned host memory: the
+// engine, inline or in the daemon, only ever sees host memory.
+//
+//   init      each side of the descriptor (src, dst) whose memory is the
+//             GPU's becomes a range of the request's staging buffer;
+//             overlapping sides (in place) share one range. The descriptor
+//             then names the staging buffer.
+//   post      every staged range is copied in (device to host) on the
+//             context's copy stream, before the descriptor is submitted.
+//   complete  ranges the collective writes (dst; src for bcast) are
+//             copied out (host to device) before the status says UCC_OK;
+//             for a collective triggered on a CUDA stream engine the copy
+//             is queued on that stream instead (ee_cuda.cc).
+//
+// The staging buffer belongs to the request slot: allocated (mmap +
+// cuMemHostRegister) the first time a GPU collective of that size uses
+// the slot, and reused after; so after warm-up no GPU collective
+// allocates. UNKNOWN memory costs no driver call in a process that never
+// loaded the driver (cuda_driver.h: driver_in_process).
+#pragma once
+
+#include <ucc/api/ucc.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "offload/descriptor.h"
+#include "platform/cuda/cuda_driver.h"
+
+struct ucc_context;
+
+namespace ucc::host {
+
+struct Request;
+
+// One staged range: `bytes` of device memory at `dev`, at `off` in the
+// request's staging buffer; `out` when the collective may write it.
+struct GpuRange {
+  uint64_t dev;
+  uint64_t bytes;
+  uint64_t off;
+  bool out;
+};
+
+// A request slot's staging state.
+struct GpuStage {
+  uint8_t n;                // ranges staged by the current collective (0..2)
+  bool on_stream;           // copied out by a CUDA stream engine (ee_cuda.cc)
+  bool out_pending;         // such a copy may still be reading `host`
+  ucc_status_t stream_err;  // queueing that copy failed
+  GpuRange r[2];
+  plat::cuda::CuCtx cuctx;  // the buffers' CUDA context
+  uint8_t* host;            // pinned staging, kept across collectives
+  size_t cap;
+  plat::cuda::CuEvent out_ev;  // recorded after a stream copy-out
+};
+
+// The context's GPU state: the CUDA context its GPU buffers belong to and
+// the non-blocking stream its copies run on (made with the first GPU
+// collective).
+struct GpuContext {
+  plat::cuda::CuCtx cuctx;
+  plat::cuda::CuStream copy;
+};
+
+// Memory-type values the host keeps in a BufRef's mem_type between
+// lowering and staging (the engine only ever sees kMemHost).
+inline constexpr uint8_t kMemHost = 0;
+inline constexpr uint8_t kMemGpu = 1;      // CUDA or CUDA_MANAGED declared
+inline constexpr uint8_t kMemUnknown = 2;  // UCC_MEMORY_TYPE_UNKNOWN
+
+// After lowering (and ucc_mem_map handle checks), before the engine
+// registers anything: stages d's GPU sides into r's staging buffer and
+// points d at it. UCC_ERR_NOT_SUPPORTED (one line) without a usable
+// driver, or with buffers of two CUDA contexts; UCC_ERR_NO_MEMORY when
+// the staging buffer cannot grow.
+ucc_status_t gpu_stage(ucc_context* ctx, Request* r, off::CollDesc* d);
+// At post: copies the staged ranges in. UCC_ERR_NO_MESSAGE on a CUDA error
+// (logged).
+ucc_status_t gpu_copy_in(ucc_context* ctx, Request* r);
+// At completion (before the status is published): copies written ranges
+// out, unless a stream engine does it. A CUDA error turns UCC_OK into
+// UCC_ERR_NO_MESSAGE.
+ucc_status_t gpu_copy_out(ucc_context* ctx, Request* r, ucc_status_t st);
+// Queues the copy-out of r's written ranges on `stream` (a stream engine,
+// after its wait for the collective) and records r's out event there. A
+// CUDA error is logged and becomes the collective's status at completion.
+void gpu_copy_out_on(Request* r, plat::cuda::CuStream stream);
+// Releases a request slot's staging buffer (team destruction).
+void gpu_stage_fini(Request* r);
+// Releases the context's copy stream (context destruction).
+void gpu_context_fini(GpuContext* g);
+
+}  // namespace ucc::host

@@ -1,0 +1,51 @@
+// Opening a context's engine link (offload/engine_link.h): the engine in
+// this process (inline, link_inline.cc) or in this node's firmware_sim
+// daemon (emu, link_daemon.cc).
+#pragma once
+
+#include <cstdint>
+
+#include "offload/channel.h"
+#include "offload/engine_config.h"
+#include "offload/engine_link.h"
+#include "platform/fabric/net_config.h"
+
+namespace ucc::host {
+
+using off::Status;
+
+struct LinkConfig {
+  off::EngineConfig engine;
+  // Inline: generic datatypes reduce through the host's callbacks.
+  off::UserReduce user_reduce;
+  // Inline: this process's host (platform/os/host_id.h), and how its
+  // engine reaches other hosts (UCC_NET, platform/net/net.h): over TCP,
+  // or over verbs with TCP for connection setup, each configured so.
+  // Emu with rdma_mem: the verbs port of the host's end (net.verbs).
+  uint64_t host[2] = {0, 0};
+  plat::NetConfig net;
+  bool emu = false;
+  // Emu: the engine reaches this process's memory by verbs RDMA
+  // (UCC_OFFLOAD_MEM=verbs, platform/net/net.h: open_mem_export) instead
+  // of cross-memory attach; room for this many ucc_mem_map pins besides
+  // the link's own cache.
+  bool rdma_mem = false;
+  uint32_t mem_map_handles = 0;
+  const char* socket_path = nullptr;  // emu; "" = the default path
+  const char* daemon_path = nullptr;  // emu autostart: binary, or "none"
+  uint32_t timeout_ms = 10000;        // daemon start and each request
+};
+
+// Lays out `ch` (sq_capacity descriptors, ncomp completion words) in
+// memory the link owns, and starts the engine or connects to (and if
+// needed starts) the daemon. *out is the open link, to delete when done.
+// kNoMemory, kNoResource (no daemon to reach), kInvalidParam (the engine
+// refused the configuration), kError.
+Status open_inline_link(const LinkConfig& cfg, uint32_t sq_capacity,
+                        uint32_t ncomp, off::Channel* ch,
+                        off::EngineLink** out);
+Status open_daemon_link(const LinkConfig& cfg, uint32_t sq_capacity,
+                        uint32_t ncomp, off::Channel* ch,
+                        off::EngineLink** out);
+
+}  // namespace ucc::host

@@ -1,0 +1,494 @@
+// The emu link: the context's engine runs in this node's firmware_sim
+// daemon (the emulated DPU). This process lays out the channel in a memfd
+// the daemon maps, posts descriptors and reads completion words; team
+// control, registrations and the capability record travel as requests
+// over the daemon's unix socket (offload/proto.h).
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "host/link/link.h"
+#include "offload/proto.h"
+#include "platform/base/arena.h"
+#include "platform/net/net.h"
+#include "platform/os/clock.h"
+#include "platform/os/log.h"
+#include "platform/os/segment.h"
+#include "platform/os/sock.h"
+
+#ifndef UCC_FIRMWARE_SIM_BUILD_PATH
+#define UCC_FIRMWARE_SIM_BUILD_PATH ""
+#endif
+#ifndef UCC_FIRMWARE_SIM_INSTALL_PATH
+#define UCC_FIRMWARE_SIM_INSTALL_PATH ""
+#endif
+
+namespace ucc::host {
+
+namespace proto = off::proto;
+
+namespace {
+// Starts a daemon detached from this process (double fork: it is nobody's
+// child here, so it outlives us and leaves no zombie). It exits by itself
+// some seconds after its last client.
+bool spawn_daemon(const char* bin, const char* sock) {
+  pid_t p = fork();
+  if (p < 0) return false;
+  if (p == 0) {
+    setsid();
+    if (fork() != 0) _exit(0);
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      dup2(devnull, 0);
+      dup2(devnull, 1);
+      // Its log comes to our stderr only where that is a terminal. A pipe
+      // (a test driver, $(...), a launcher collecting output) would stay
+      // open until the daemon exits, and its reader would wait for that.
+      if (isatty(2) == 0) dup2(devnull, 2);
+    }
+    execl(bin, bin, "--socket", sock, "--exit-idle", "5",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(p, &st, 0);
+  return true;
+}
+
+const char* pick_daemon(const char* configured) {
+  if (configured != nullptr && *configured != 0 &&
+      strcmp(configured, "auto") != 0)
+    return configured;
+  static const char* const kPlaces[] = {UCC_FIRMWARE_SIM_BUILD_PATH,
+                                        UCC_FIRMWARE_SIM_INSTALL_PATH};
+  for (const char* c : kPlaces) {
+    if (*c != 0 && access(c, X_OK) == 0) return c;
+  }
+  return nullptr;
+}
+
+class DaemonLink final : public off::EngineLink {
+ public:
+  ~DaemonLink() override;
+  Status open(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
+              off::Channel* ch);
+
+  bool remote() const override { return true; }
+  int owner_pid() const override { return daemon_pid_; }
+  uint64_t progress() override {
+    if ((++polls_ & 255) == 0) check_daemon();
+    return 0;
+  }
+  bool dead() const override { return dead_; }
+  bool submit(const off::CollDesc& d) override { return ch_->submit(d); }
+  void submitted() override;
+  Status cover(const off::CollDesc& d, uint32_t n) override;
+  Status pin(uint64_t addr, uint64_t len, uint32_t* key) override;
+  void unpin(uint32_t key) override;
+  Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
+                   off::TeamAddr* addr) override;
+  Status team_connect(uint32_t idx, uint32_t size,
+                      const off::TeamAddr* addrs) override;
+  void team_seal(uint32_t idx) override;
+  void team_close(uint32_t idx) override;
+
+ private:
+  Status connect_daemon(const LinkConfig& cfg);
+  Status hello(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
+               int memfd);
+  void check_daemon();
+  Status cover_range(uint64_t addr, uint64_t len, bool quiet = false);
+  Status cover_side(const off::BufRef& b, uint64_t counts, uint64_t displs,
+                    uint32_t n, uint32_t esize);
+  // One registration request to the daemon and its key (never 0), or the
+  // daemon's refusal; and its end.
+  Status register_range(uint64_t addr, uint64_t len, uint32_t* key);
+  void deregister(uint32_t key);
+  // One request and its reply (body copied into `out`, out_len bytes).
+  Status call(uint16_t type, const void* body, uint32_t len, void* out,
+              uint32_t out_len, int pass_fd = -1);
+
+  Status connect_rdma(const LinkConfig& cfg);
+
+  plat::MemExport* rdma_ = nullptr;  // UCC_OFFLOAD_MEM=verbs
+  off::Channel* ch_ = nullptr;
+  void* mem_ = nullptr;
+  size_t bytes_ = 0;
+  int sock_ = -1;
+  uint32_t seq_ = 0;
+  uint32_t timeout_ms_ = 10000;
+  uint32_t polls_ = 0;
+  int daemon_pid_ = -1;
+  bool dead_ = false;
+
+  // Registrations the daemon holds for us: a cache of page-rounded
+  // ranges; the least recently used goes when it is full.
+  struct Reg {
+    uint64_t base, end;
+    uint32_t key;
+    uint64_t used;  // tick of the last use
+  };
+  static constexpr uint32_t kRegs = 256;
+  Reg regs_[kRegs] = {};
+  uint32_t nregs_ = 0;
+  uint64_t tick_ = 0;
+};
+
+}  // namespace
+
+Status DaemonLink::connect_daemon(const LinkConfig& cfg) {
+  char path[256];
+  if (cfg.socket_path != nullptr && *cfg.socket_path != 0)
+    snprintf(path, sizeof(path), "%s", cfg.socket_path);
+  else if (plat::sock::private_socket_path(path, sizeof(path),
+                                           proto::kDefaultSocketName) != 0)
+    return Status::kNoResource;  // logged: no directory of ours to use
+  int s = plat::sock::connect_to(path);
+  if (s < 0) {
+    const char* bin = pick_daemon(cfg.daemon_path);
+    if (bin == nullptr || strcmp(bin, "none") == 0) {
+      UCC_ERROR(
+          "emu: no firmware_sim daemon on %s (%s) and none to start "
+          "(UCC_FIRMWARE_SIM)",
+          path, strerror(-s));
+      return Status::kNoResource;
+    }
+    UCC_INFO("emu: starting %s on %s", bin, path);
+    spawn_daemon(bin, path);
+    // Several processes may race to start one: all but one daemon exit,
+    // and everyone connects to the winner.
+    const uint64_t deadline = plat::now_ns() + cfg.timeout_ms * 1000000ull;
+    while ((s = plat::sock::connect_to(path)) < 0 && plat::now_ns() < deadline)
+      usleep(2000);
+    if (s < 0) {
+      UCC_ERROR("emu: the firmware_sim daemon did not come up on %s", path);
+      return Status::kNoResource;
+    }
+  }
+  // Whoever listens there must be this user's daemon (or root's): another
+  // user's would see our buffers' addresses and could answer every
+  // collective with success.
+  int dpid = -1;
+  int64_t duid = -1;
+  if (!plat::sock::peer_cred(s, &dpid, &duid) ||
+      (duid != static_cast<int64_t>(geteuid()) && duid != 0)) {
+    UCC_ERROR(
+        "emu: the daemon on %s runs as uid %lld, neither this user (%u) nor "
+        "root: refused",
+        path, static_cast<long long>(duid), static_cast<unsigned>(geteuid()));
+    close(s);
+    return Status::kNoResource;
+  }
+  sock_ = s;
+  return Status::kOk;
+}
+
+void DaemonLink::check_daemon() {
+  if (dead_) return;
+  pollfd pf{sock_, POLLIN, 0};
+  // Between requests the daemon never writes: anything readable, or a
+  // hang-up, means it has gone (or broken the protocol).
+  if (poll(&pf, 1, 0) > 0) {
+    dead_ = true;
+    UCC_ERROR(
+        "emu: the firmware_sim daemon has gone; collectives in flight "
+        "fail");
+  }
+}
+
+Status DaemonLink::call(uint16_t type, const void* body, uint32_t len,
+                        void* out, uint32_t out_len, int pass_fd) {
+  if (dead_) return Status::kError;
+  proto::MsgHeader h{proto::kMagic, proto::kVersion, type, len, ++seq_};
+  if (!plat::sock::send_all(sock_, &h, sizeof(h), body, len, pass_fd))
+    return Status::kError;
+  proto::MsgHeader rh{};
+  const int to = static_cast<int>(timeout_ms_);
+  if (plat::sock::recv_all(sock_, &rh, sizeof(rh), to) != 1 ||
+      rh.magic != proto::kMagic || rh.seq != h.seq ||
+      rh.type != (type | proto::kReply) || rh.len != out_len ||
+      plat::sock::recv_all(sock_, out, out_len, to) != 1) {
+    UCC_ERROR("emu: no valid answer from the firmware_sim daemon");
+    dead_ = true;  // the stream is out of step, if the daemon is there at all
+    return Status::kError;
+  }
+  return Status::kOk;
+}
+
+DaemonLink::~DaemonLink() {
+  if (sock_ >= 0) close(sock_);  // the daemon frees this context's engine
+  delete rdma_;                  // then our registrations can go
+  if (mem_ != nullptr) munmap(mem_, bytes_);
+}
+
+Status DaemonLink::open(const LinkConfig& cfg, uint32_t sq_capacity,
+                        uint32_t ncomp, off::Channel* ch) {
+  ch_ = ch;
+  bytes_ = off::Channel::bytes_needed(sq_capacity, ncomp);
+  timeout_ms_ = cfg.timeout_ms;
+  // The channel lives in a memfd the daemon maps too: sealed, so that
+  // neither side can make the other's mapping fault (segment.h).
+  int memfd = -1;
+  void* m = nullptr;
+  Status cs = plat::seg_create("ucc-channel", bytes_, &memfd, &m);
+  if (failed(cs)) return cs;
+  mem_ = m;
+  ch->init(mem_, sq_capacity, ncomp);
+  Status st = connect_daemon(cfg);
+  if (ok(st)) st = hello(cfg, sq_capacity, ncomp, memfd);
+  // The daemon has its own mapping now (or we failed): the fd can go.
+  close(memfd);
+  if (ok(st) && cfg.rdma_mem) st = connect_rdma(cfg);
+  return st;
+}
+
+Status DaemonLink::connect_rdma(const LinkConfig& cfg) {
+  plat::RemoteMemAddr ours{};
+  Status st = plat::open_mem_export(cfg.net.verbs, kRegs + cfg.mem_map_handles,
+                                    &ours, &rdma_);
+  if (failed(st)) {
+    UCC_ERROR(
+        "UCC_OFFLOAD_MEM=verbs: no RDMA port for the engine to reach "
+        "this process's memory (UCC_NET_DEVICES, UCC_VERBS_LIB)");
+    return st;
+  }
+  proto::RdmaAddr mine;
+  static_assert(sizeof(mine) == sizeof(ours));
+  memcpy(&mine, &ours, sizeof(mine));
+  proto::RdmaConnectReply r{};
+  st = call(proto::kRdmaConnect, &mine, sizeof(mine), &r, sizeof(r));
+  if (ok(st)) st = static_cast<Status>(r.status);
+  if (failed(st)) {
+    UCC_ERROR(
+        "UCC_OFFLOAD_MEM=verbs: the daemon cannot reach this "
+        "process's memory by RDMA (start it with --verbs)");
+    return st;
+  }
+  plat::RemoteMemAddr engine;
+  static_assert(sizeof(engine) == sizeof(r.addr));
+  memcpy(&engine, &r.addr, sizeof(engine));
+  return rdma_->connect(engine);
+}
+
+Status DaemonLink::hello(const LinkConfig& cfg, uint32_t sq_capacity,
+                         uint32_t ncomp, int memfd) {
+  proto::Hello h{};
+  h.desc_version = off::kDescVersion;
+  h.sq_capacity = sq_capacity;
+  h.ncomp = ncomp;
+  h.channel_bytes = bytes_;
+  h.engine = cfg.engine;
+  proto::HelloReply r{};
+  Status st = call(proto::kHello, &h, sizeof(h), &r, sizeof(r), memfd);
+  if (ok(st)) st = static_cast<Status>(r.status);
+  if (ok(st) && !off::caps_ok(r.caps)) {
+    UCC_ERROR(
+        "emu: the daemon's capability record is not one this library "
+        "reads (version %u)",
+        r.caps.version);
+    st = Status::kError;
+  }
+  if (failed(st)) {
+    UCC_ERROR("emu: the daemon refused this context");
+    return st;
+  }
+  daemon_pid_ = r.daemon_pid;
+  caps_ = r.caps;
+  return Status::kOk;
+}
+
+void DaemonLink::submitted() {
+  if (!ch_->take_doorbell()) return;
+  proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kDoorbell, 0,
+                     ++seq_};
+  plat::sock::send_all(sock_, &h, sizeof(h), nullptr, 0);
+}
+
+Status DaemonLink::cover_range(uint64_t addr, uint64_t len, bool quiet) {
+  if (len == 0) return Status::kOk;
+  uint64_t end;
+  if (__builtin_add_overflow(addr, len, &end)) return Status::kInvalidParam;
+  const uint64_t base = addr & ~uint64_t{4095};
+  end = (end + 4095) & ~uint64_t{4095};
+  ++tick_;
+  for (uint32_t i = 0; i < nregs_; ++i) {
+    if (regs_[i].base <= base && end <= regs_[i].end) {
+      regs_[i].used = tick_;
+      return Status::kOk;
+    }
+  }
+  if (nregs_ == kRegs) {  // evict the least recently used
+    uint32_t v = 0;
+    for (uint32_t i = 1; i < nregs_; ++i)
+      if (regs_[i].used < regs_[v].used) v = i;
+    deregister(regs_[v].key);
+    regs_[v] = regs_[--nregs_];
+  }
+  uint32_t key = 0;
+  Status st = register_range(base, end - base, &key);
+  if (failed(st)) {
+    if (!quiet)
+      UCC_ERROR("emu: the daemon refused to register [%#llx, %#llx)",
+                static_cast<unsigned long long>(base),
+                static_cast<unsigned long long>(end));
+    return st;
+  }
+  regs_[nregs_++] = Reg{base, end, key, tick_};
+  return Status::kOk;
+}
+
+// A side's buffer as a whole; where that is refused and the side's own
+// displacements place its blocks (they may be separate allocations
+// named from a NULL base: PyTorch's allgather over a list of tensors),
+// each non-empty block. The arrays are the request's 64-bit copies
+// (coll_lower.cc), in this process.
+Status DaemonLink::cover_side(const off::BufRef& b, uint64_t counts,
+                              uint64_t displs, uint32_t n, uint32_t esize) {
+  if (b.key != 0) return Status::kOk;  // inside a ucc_mem_map pin
+  const bool blocks = counts != 0 && displs != 0;
+  Status st = cover_range(b.addr, b.bytes, blocks);
+  if (st != Status::kInvalidParam || !blocks) return st;
+  const auto* cnt = reinterpret_cast<const uint64_t*>(counts);
+  const auto* dsp = reinterpret_cast<const uint64_t*>(displs);
+  uint32_t used = 0;
+  for (uint32_t i = 0; i < n; ++i) used += cnt[i] != 0 ? 1 : 0;
+  if (used > kRegs / 2) {
+    UCC_ERROR(
+        "emu: %u separate blocks are more than the registration cache "
+        "holds for one buffer (%u); map the memory with ucc_mem_map",
+        used, kRegs / 2);
+    return Status::kNoResource;
+  }
+  st = Status::kOk;
+  for (uint32_t i = 0; i < n && ok(st); ++i)
+    if (cnt[i] != 0) st = cover_range(b.addr + dsp[i] * esize, cnt[i] * esize);
+  return st;
+}
+
+Status DaemonLink::cover(const off::CollDesc& d, uint32_t n) {
+  const bool wide =
+      (d.flags & off::kDescCount64) && (d.flags & off::kDescDispl64);
+  const uint32_t es = off::elem_size(d);
+  Status st = Status::kOk;
+  if (d.flags & off::kDescInPlace) {
+    // One buffer under both names: cover it once, by the arrays that
+    // describe it.
+    const bool by_dst = d.dst_displs != 0;
+    st = cover_side(d.dst, wide ? (by_dst ? d.dst_counts : d.src_counts) : 0,
+                    by_dst ? d.dst_displs : d.src_displs, n, es);
+  } else {
+    st = cover_side(d.src, wide ? d.src_counts : 0, d.src_displs, n, es);
+    if (ok(st))
+      st = cover_side(d.dst, wide ? d.dst_counts : 0, d.dst_displs, n, es);
+  }
+  const uint64_t cw = (d.flags & off::kDescCount64) ? 8 : 4;
+  const uint64_t dw = (d.flags & off::kDescDispl64) ? 8 : 4;
+  if (ok(st) && d.src_counts != 0) st = cover_range(d.src_counts, cw * n);
+  if (ok(st) && d.dst_counts != 0) st = cover_range(d.dst_counts, cw * n);
+  if (ok(st) && d.src_displs != 0) st = cover_range(d.src_displs, dw * n);
+  if (ok(st) && d.dst_displs != 0) st = cover_range(d.dst_displs, dw * n);
+  return st;
+}
+
+Status DaemonLink::pin(uint64_t addr, uint64_t len, uint32_t* key) {
+  *key = 0;
+  uint64_t end;
+  if (len == 0 || __builtin_add_overflow(addr, len, &end))
+    return Status::kInvalidParam;
+  return register_range(addr, len, key);
+}
+
+void DaemonLink::unpin(uint32_t key) {
+  if (key == 0) return;
+  deregister(key);
+}
+
+Status DaemonLink::register_range(uint64_t addr, uint64_t len, uint32_t* key) {
+  proto::Register rq{addr, len, 0, 0};
+  uint32_t slot = 0;
+  if (rdma_ != nullptr) {  // the device's key first, for the engine
+    Status rs = rdma_->reg(addr, len, &rq.rkey, &slot);
+    if (failed(rs)) return rs;
+  }
+  proto::RegisterReply r{};
+  Status st = call(proto::kRegister, &rq, sizeof(rq), &r, sizeof(r));
+  if (ok(st)) st = static_cast<Status>(r.status);
+  if (ok(st) && r.key == 0) st = Status::kError;  // keys are never 0
+  if (ok(st)) *key = r.key;
+  if (rdma_ != nullptr) {
+    if (ok(st))
+      rdma_->bind(slot, r.key);
+    else
+      rdma_->drop(slot);
+  }
+  return st;
+}
+
+void DaemonLink::deregister(uint32_t key) {
+  proto::Deregister dr{key, 0};
+  proto::Reply r{};
+  call(proto::kDeregister, &dr, sizeof(dr), &r, sizeof(r));
+  if (rdma_ != nullptr) rdma_->release(key);  // the engine has let go
+}
+
+Status DaemonLink::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
+                             off::TeamAddr* addr) {
+  proto::TeamOpen b{size, rank};
+  proto::TeamOpenReply r{};
+  Status st = call(proto::kTeamOpen, &b, sizeof(b), &r, sizeof(r));
+  if (failed(st)) return st;
+  *idx = r.idx;
+  *addr = r.addr;
+  return static_cast<Status>(r.status);
+}
+
+Status DaemonLink::team_connect(uint32_t idx, uint32_t size,
+                                const off::TeamAddr* addrs) {
+  size_t len = sizeof(proto::TeamConnect) + size_t{size} * sizeof(*addrs);
+  if (len > proto::kMaxBody) return Status::kInvalidParam;
+  base::Array<unsigned char> msg;  // team creation, not the data path
+  if (!msg.init(len)) return Status::kNoMemory;
+  unsigned char* body = msg.data();
+  proto::TeamConnect tc{idx, size};
+  memcpy(body, &tc, sizeof(tc));
+  memcpy(body + sizeof(tc), addrs, size_t{size} * sizeof(*addrs));
+  proto::Reply r{};
+  Status st = call(proto::kTeamConnect, body, static_cast<uint32_t>(len), &r,
+                   sizeof(r));
+  return failed(st) ? st : static_cast<Status>(r.status);
+}
+
+void DaemonLink::team_seal(uint32_t idx) {
+  proto::TeamIdx b{idx, 0};
+  proto::Reply r{};
+  call(proto::kTeamSeal, &b, sizeof(b), &r, sizeof(r));
+}
+
+void DaemonLink::team_close(uint32_t idx) {
+  proto::TeamIdx b{idx, 0};
+  proto::Reply r{};
+  call(proto::kTeamClose, &b, sizeof(b), &r, sizeof(r));
+}
+
+Status open_daemon_link(const LinkConfig& cfg, uint32_t sq_capacity,
+                        uint32_t ncomp, off::Channel* ch,
+                        off::EngineLink** out) {
+  auto* l = new (std::nothrow) DaemonLink;
+  if (l == nullptr) return Status::kNoMemory;
+  Status st = l->open(cfg, sq_capacity, ncomp, ch);
+  if (failed(st)) {
+    delete l;
+    return st;
+  }
+  *out = l;
+  return Status::kOk;
+}
+
+}  // namespace ucc::host

@@ -1,0 +1,73 @@
+#include "platform/verbs/verbs_export.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "platform/os/log.h"
+
+namespace ucc::plat::verbs {
+
+Status VerbsExport::open(const VerbsConfig& cfg, uint32_t nregs,
+                         RemoteMemAddr* mine) {
+  if (!slots_mem_.init(nregs)) return Status::kNoMemory;
+  slots_ = slots_mem_.data();
+  nslots_ = nregs;
+  Status st = dev_.init_device(cfg);
+  QpAddr a{};
+  if (ok(st)) st = ch_.open(&dev_, 0, 10000, &a);
+  if (failed(st)) return st;
+  static_assert(sizeof(a) == sizeof(*mine));
+  memcpy(mine, &a, sizeof(a));
+  return Status::kOk;
+}
+
+VerbsExport::~VerbsExport() {
+  for (uint32_t i = 0; i < nslots_; ++i)
+    if (slots_[i].mr != nullptr) ch_.dereg(slots_[i].mr);
+  ch_.close();
+  dev_.fini();
+}
+
+Status VerbsExport::connect(const RemoteMemAddr& engine) {
+  QpAddr a;
+  static_assert(sizeof(a) == sizeof(engine));
+  memcpy(&a, &engine, sizeof(a));
+  return ch_.connect(a);
+}
+
+Status VerbsExport::reg(uint64_t addr, uint64_t len, uint32_t* rkey,
+                        uint32_t* slot) {
+  for (uint32_t i = 0; i < nslots_; ++i) {
+    Slot& s = slots_[i];
+    if (s.mr != nullptr) continue;
+    s.mr = ch_.reg(reinterpret_cast<void*>(addr), len);
+    if (s.mr == nullptr) {
+      UCC_ERROR("UCC_OFFLOAD_MEM=verbs: cannot register [%#llx, +%llu): %s",
+                static_cast<unsigned long long>(addr),
+                static_cast<unsigned long long>(len), strerror(errno));
+      return Status::kInvalidParam;
+    }
+    s.key = 0;
+    *rkey = s.mr->rkey;
+    *slot = i;
+    return Status::kOk;
+  }
+  return Status::kNoResource;
+}
+
+void VerbsExport::bind(uint32_t slot, uint32_t key) { slots_[slot].key = key; }
+
+void VerbsExport::drop(uint32_t slot) {
+  ch_.dereg(slots_[slot].mr);
+  slots_[slot] = Slot{};
+}
+
+void VerbsExport::release(uint32_t key) {
+  for (uint32_t i = 0; i < nslots_; ++i)
+    if (slots_[i].mr != nullptr && slots_[i].key == key) {
+      drop(i);
+      return;
+    }
+}
+
+}  // namespace ucc::plat::verbs

@@ -1,0 +1,53 @@
+// The host process's end of a verbs channel (verbs_channel.h) to its
+// firmware_sim engine (UCC_OFFLOAD_MEM=verbs): it opens its RDMA port,
+// connects one queue pair to the engine's, and registers with the device
+// every range it registers with the daemon (ucc_mem_map pins, and the
+// link's cache of collective buffers), passing the remote key along; the
+// engine then reads and writes those ranges by RDMA instead of
+// cross-memory attach, after the same registration checks. Opened
+// through platform/net/net.h (open_mem_export).
+//
+// Threads: the host's context. Memory: the slot table at open.
+#pragma once
+
+#include <cstdint>
+
+#include "platform/base/arena.h"
+#include "platform/mem/remote_mem.h"
+#include "platform/verbs/verbs_channel.h"
+
+namespace ucc::plat::verbs {
+
+class VerbsExport final : public MemExport {
+ public:
+  VerbsExport() = default;
+  VerbsExport(const VerbsExport&) = delete;
+  VerbsExport& operator=(const VerbsExport&) = delete;
+  ~VerbsExport() override;
+
+  // The port and a queue pair (*mine: for the engine); room for `nregs`
+  // registrations at once. kNoResource without a port (logged),
+  // kNoMemory.
+  Status open(const VerbsConfig& cfg, uint32_t nregs, RemoteMemAddr* mine);
+
+  // --- MemExport -----------------------------------------------------------
+  Status connect(const RemoteMemAddr& engine) override;
+  Status reg(uint64_t addr, uint64_t len, uint32_t* rkey,
+             uint32_t* slot) override;
+  void bind(uint32_t slot, uint32_t key) override;
+  void drop(uint32_t slot) override;
+  void release(uint32_t key) override;
+
+ private:
+  struct Slot {
+    ibv_mr* mr;
+    uint32_t key;  // the daemon's, once bound
+  };
+  VerbsNet dev_;
+  VerbsChannel ch_;
+  base::Array<Slot> slots_mem_;
+  Slot* slots_ = nullptr;  // slots_mem_'s
+  uint32_t nslots_ = 0;
+};
+
+}  // namespace ucc::plat::verbs

@@ -1,0 +1,109 @@
+// The algorithm rows (offload/algorithms.def) seen from both sides: every
+// id the selector can return, under any configuration and any team, has
+// an implementation in the engine (dev::find_impl), a catalogue entry and
+// a name (off::find_alg_id), and its name parses back to it.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "device/select/select.h"
+#include "offload/caps.h"
+#include "offload/coll_traits.h"
+
+namespace {
+
+namespace off = ucc::off;
+namespace dev = ucc::dev;
+using off::CollType;
+
+constexpr size_t kColls = static_cast<size_t>(CollType::kCount);
+
+// An id the selector returned for collective c: both sides know it.
+void expect_resolves(CollType c, uint8_t id, const char* how) {
+  SCOPED_TRACE(testing::Message() << off::coll_type_name(c) << " id " << int{id}
+                                  << " (" << how << ")");
+  ASSERT_GE(id, 1);
+  ASSERT_LE(id, off::alg_count(c));
+  EXPECT_NE(dev::find_impl(c, id), nullptr);
+  const off::AlgName* a = off::find_alg_id(c, id);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(a->name, nullptr);
+  EXPECT_GT(strlen(a->name), 0u);
+  EXPECT_EQ(a->coll, c);
+  EXPECT_EQ(a->id, id);
+}
+
+TEST(Select, EveryCatalogueEntryHasAnImplementationAndAName) {
+  for (size_t i = 0; i < kColls; ++i) {
+    const auto c = static_cast<CollType>(i);
+    const uint8_t n = off::alg_count(c);
+    ASSERT_GE(n, 1) << off::coll_type_name(c);
+    ASSERT_LE(n, off::kMaxAlgs);
+    for (uint8_t id = 1; id <= n; ++id) {
+      expect_resolves(c, id, "catalogue");
+      const off::AlgName* a = off::find_alg_id(c, id);
+      EXPECT_EQ(off::find_alg_name(c, a->name), a) << a->name;
+    }
+    EXPECT_EQ(off::find_alg_id(c, 0), nullptr);
+    EXPECT_EQ(off::find_alg_id(c, n + 1), nullptr);
+    EXPECT_EQ(dev::find_impl(c, n + 1), nullptr);
+  }
+}
+
+// Configurations that change the table: single copy on or off, the
+// thresholds at their extremes, a forced id per collective.
+off::EngineConfig config(int variant) {
+  off::EngineConfig cfg;
+  cfg.cma_min = variant & 1 ? 4096 : 0;
+  if (variant & 2) {
+    cfg.allreduce_ring_min = 0;
+    cfg.linear_max = 0;
+    cfg.alltoall_linear_max = 0;
+  }
+  if (variant & 4) {
+    cfg.allreduce_ring_min = UINT64_MAX;
+    cfg.linear_max = UINT64_MAX;
+    cfg.alltoall_linear_max = UINT64_MAX;
+  }
+  cfg.cpus = variant & 8 ? 2 : 64;
+  return cfg;
+}
+
+TEST(Select, EveryIdTheSelectorReturnsResolves) {
+  const uint64_t sizes[] = {0,         1,       4095,      4096, 64 * 1024 - 1,
+                            64 * 1024, 1 << 20, UINT64_MAX};
+  for (int v = 0; v < 16; ++v) {
+    const off::EngineConfig base = config(v);
+    for (size_t i = 0; i < kColls; ++i) {
+      const auto c = static_cast<CollType>(i);
+      // Forced by name (UCC_<COLL>_ALG): each id, and none.
+      for (uint8_t forced = 0; forced <= off::alg_count(c); ++forced) {
+        off::EngineConfig cfg = base;
+        cfg.forced[i] = forced;
+        off::EngineCaps caps{};
+        dev::fill_select_caps(cfg, &caps);
+        const off::CollCaps& cc = caps.coll[i];
+        expect_resolves(c, cc.def_alg, "default");
+        for (uint32_t r = 0; r < cc.nrules; ++r)
+          expect_resolves(c, cc.rules[r].alg, "rule");
+        for (uint8_t id = 1; id <= off::alg_count(c); ++id)
+          EXPECT_TRUE(off::caps_has_alg(cc, id)) << int{id};
+        for (uint64_t bytes : sizes)
+          for (int f = 0; f < 32; ++f) {
+            const bool whole = f & 2;
+            const bool linear = whole && (f & 8);
+            const off::SelectInput in{0,
+                                      bytes,
+                                      (f & 1) != 0,
+                                      whole,
+                                      whole && (f & 4),
+                                      linear,
+                                      linear && (f & 16)};
+            expect_resolves(c, off::select_alg_id(cc, in), "selected");
+          }
+      }
+    }
+  }
+}
+
+}  // namespace
