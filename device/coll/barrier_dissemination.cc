@@ -14,12 +14,12 @@ struct Dissemination {
   uint32_t rounds = 0;
   bool sent = false;
 
-  Status start(CollRun& run) {
+  UCC_HOT Status start(CollRun& run) {
     rounds = pat::ceil_log2(run.size);
     return progress(run);
   }
 
-  Status progress(CollRun& run) {
+  UCC_HOT Status progress(CollRun& run) {
     while (round < rounds) {
       if (!sent) {
         uint32_t to = pat::dissem_to(run.rank, run.size, round);

@@ -18,7 +18,7 @@ namespace {
 
 template <typename Tree>
 struct TreeBcast : TreeWalk {
-  Status start(CollRun& run) {
+  UCC_HOT Status start(CollRun& run) {
     place<Tree>(run);
     return progress(run);
   }
@@ -33,7 +33,7 @@ struct TreeBcast : TreeWalk {
     return true;
   }
 
-  Status progress(CollRun& run) {
+  UCC_HOT Status progress(CollRun& run) {
     while (seg < nseg) {
       uint32_t len = msg_len(bytes, run.slot, seg);
       uint64_t off = uint64_t{seg} * run.slot;

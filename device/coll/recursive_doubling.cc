@@ -28,7 +28,7 @@ struct RecursiveDoubling {
   SendStream tx;
   RecvStream rx;
 
-  Status start(CollRun& run) {
+  UCC_HOT Status start(CollRun& run) {
     bytes = run.d->count * run.esize;
     Status st = run.copy_uu(Buf::kDst, 0, Buf::kSrc, 0, bytes);
     if (failed(st)) return st;
@@ -58,7 +58,7 @@ struct RecursiveDoubling {
     return Status::kOk;
   }
 
-  Status progress(CollRun& run) {
+  UCC_HOT Status progress(CollRun& run) {
     Status st = Status::kOk;
     switch (phase) {
       case Phase::kFold:

@@ -20,7 +20,7 @@ namespace {
 
 template <typename Tree>
 struct TreeReduce : TreeWalk {
-  Status start(CollRun& run) {
+  UCC_HOT Status start(CollRun& run) {
     place<Tree>(run);
     return progress(run);
   }
@@ -35,7 +35,7 @@ struct TreeReduce : TreeWalk {
     return true;
   }
 
-  Status progress(CollRun& run) {
+  UCC_HOT Status progress(CollRun& run) {
     while (seg < nseg) {
       uint32_t len = msg_len(bytes, run.slot, seg);
       uint64_t off = uint64_t{seg} * run.slot;

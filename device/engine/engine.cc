@@ -303,7 +303,7 @@ bool Engine::direct_ok(const Team& t, const Known& k) const {
   return k.sends.peer < t.size && !t.port.links().remote(k.sends.peer);
 }
 
-bool Engine::send_known(Team& t, const Known& k, uint32_t gen) {
+UCC_HOT bool Engine::send_known(Team& t, const Known& k, uint32_t gen) {
   const SendPlan& p = k.sends;
   void* out = t.port.reserve_free(p.peer);
   if (out == nullptr) return false;
@@ -317,13 +317,13 @@ bool Engine::send_known(Team& t, const Known& k, uint32_t gen) {
   return true;
 }
 
-void Engine::submit(const CollDesc& d) {
+UCC_HOT void Engine::submit(const CollDesc& d) {
   if (ch_->next() != nullptr) drain();
   take(d);
   ++taken_;
 }
 
-void Engine::take(const CollDesc& d) {
+UCC_HOT void Engine::take(const CollDesc& d) {
   const Known* k = recall(d);
   if (k == nullptr) {
     uint64_t largest = 0;
@@ -341,7 +341,7 @@ void Engine::take(const CollDesc& d) {
   admit(*teams_[d.team], d, d.gen, k);
 }
 
-bool Engine::submit_known(uint32_t team, uint32_t slot, uint32_t gen) {
+UCC_HOT bool Engine::submit_known(uint32_t team, uint32_t slot, uint32_t gen) {
   if (ch_->next() != nullptr) drain();
   const Known* k = known_at(team, slot);
   if (k == nullptr || !arrays_hold(*k)) return false;
@@ -350,7 +350,8 @@ bool Engine::submit_known(uint32_t team, uint32_t slot, uint32_t gen) {
   return true;
 }
 
-void Engine::admit(Team& t, const CollDesc& d, uint32_t gen, const Known* k) {
+UCC_HOT void Engine::admit(Team& t, const CollDesc& d, uint32_t gen,
+                           const Known* k) {
   if (t.broken) {
     ch_->complete(d.comp_slot, gen, Status::kError);
     return;
@@ -388,7 +389,7 @@ void Engine::admit(Team& t, const CollDesc& d, uint32_t gen, const Known* k) {
   }
 }
 
-uint64_t Engine::advance(Team& t) {
+UCC_HOT uint64_t Engine::advance(Team& t) {
   uint64_t now = t.ntimed != 0 ? plat::now_ns() : 0;
   uint64_t events = t.qtail != t.qhead ? start_queued(t, now) : 0;
   if (t.port.attention_changed()) check_aborts(t);
@@ -420,19 +421,19 @@ uint64_t Engine::drain() {
   return events;
 }
 
-void Engine::set_busy(Team& t, uint32_t idx) {
+UCC_HOT void Engine::set_busy(Team& t, uint32_t idx) {
   t.busy_at = nbusy_;
   busy_[nbusy_++] = idx;
 }
 
-void Engine::set_idle(Team& t) {
+UCC_HOT void Engine::set_idle(Team& t) {
   const uint32_t last = busy_[--nbusy_];
   busy_[t.busy_at] = last;
   teams_[last]->busy_at = t.busy_at;
   t.busy_at = UINT32_MAX;
 }
 
-uint64_t Engine::progress() {
+UCC_HOT uint64_t Engine::progress() {
   uint64_t events = ch_->next() != nullptr ? drain() : 0;
   // Only the teams with queued or running collectives, whatever the
   // number of teams open.

@@ -22,6 +22,7 @@
 #include "offload/coll_traits.h"
 #include "offload/engine_config.h"
 #include "offload/team_addr.h"
+#include "platform/base/hot.h"
 #include "platform/fabric/fabric.h"
 #include "platform/mem/mem_access.h"
 

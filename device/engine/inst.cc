@@ -170,8 +170,8 @@ const AlgInfo* Engine::choose(const Team& t, const CollDesc& d,
                     nodes.nnodes == 1, nodes.hierarchical(t.size), t.size, id);
 }
 
-void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
-                   uint64_t deadline, const Known* k) {
+UCC_HOT void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
+                           uint64_t deadline, const Known* k) {
   uint32_t id = 0;
   while (t.inst[id].phase != Inst::Phase::kFree) ++id;
   Inst& in = t.inst[id];
@@ -237,7 +237,7 @@ void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   if (st != Status::kInProgress) alg_ended(t, in, st, true);
 }
 
-uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
+UCC_HOT uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
   if (in.deadline != 0 && now >= in.deadline && !in.reported) {
     if (in.phase == Inst::Phase::kRun || in.phase == Inst::Phase::kFlush) {
       UCC_DEBUG("%s timed out on rank %u", off::coll_type_name(in.d.coll),
@@ -273,7 +273,7 @@ uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
   return 0;
 }
 
-void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
+UCC_HOT void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
   CollRun& r = in.run;
   if (r.cache != nullptr) {
     // The result leaves the cache in one write; a run that fails before
@@ -312,7 +312,7 @@ void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
   retire(t, in.run.id);
 }
 
-void Engine::report(Inst& in, Status st) {
+UCC_HOT void Engine::report(Inst& in, Status st) {
   if (in.reported) return;
   in.reported = true;
   if (in.deadline != 0) {
@@ -322,7 +322,7 @@ void Engine::report(Inst& in, Status st) {
   ch_->complete(in.d.comp_slot, in.d.gen, st);
 }
 
-void Engine::retire(Team& t, uint32_t id) {
+UCC_HOT void Engine::retire(Team& t, uint32_t id) {
   Inst& in = t.inst[id];
   t.port.drop_reservations(id);
   t.port.end_live(id, failed(in.st));

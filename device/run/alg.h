@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "device/run/coll_run.h"
+#include "platform/base/hot.h"
 
 namespace ucc::dev {
 
@@ -62,7 +63,7 @@ constexpr AlgInfo without_blocks(AlgInfo a) {
 }
 
 template <typename T, size_t Cap = kFlatAlgState>
-Status alg_start(void* state, CollRun& run) {
+UCC_HOT Status alg_start(void* state, CollRun& run) {
   static_assert(Cap <= kMaxAlgState);
   static_assert(sizeof(T) <= Cap, "algorithm state too large");
   static_assert(alignof(T) <= 64);
@@ -71,7 +72,7 @@ Status alg_start(void* state, CollRun& run) {
 }
 
 template <typename T>
-Status alg_progress(void* state, CollRun& run) {
+UCC_HOT Status alg_progress(void* state, CollRun& run) {
   return static_cast<T*>(state)->progress(run);
 }
 

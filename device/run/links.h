@@ -16,6 +16,7 @@
 #include "offload/team_addr.h"
 #include "offload/types.h"
 #include "platform/base/arena.h"
+#include "platform/base/hot.h"
 #include "platform/fabric/fabric.h"
 #include "platform/shm/shm_fabric.h"
 
@@ -119,7 +120,7 @@ class Links {
   const void* rx_payload(uint32_t p, uint32_t i) const {
     return remote_[p] ? net_->rx_payload(p, i) : shm_.rx_payload(p, i);
   }
-  void rx_release(uint32_t p, uint32_t i) {
+  UCC_HOT void rx_release(uint32_t p, uint32_t i) {
     if (remote_[p])
       net_->rx_release(p, i);
     else

@@ -12,6 +12,7 @@
 #include "host/api/objects.h"
 #include "host/coll/request.h"
 #include "offload/team_addr.h"
+#include "platform/base/hot.h"
 #include "platform/mem/cma.h"
 #include "platform/os/clock.h"
 #include "platform/os/host_id.h"
@@ -299,7 +300,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   return UCC_OK;
 }
 
-ucc_status_t ucc_context_progress(ucc_context_h ctx) {
+UCC_HOT ucc_status_t ucc_context_progress(ucc_context_h ctx) {
   if (ctx == nullptr || ctx->magic != ucc::host::kCtxMagic) {
     UCC_ERROR("ucc_context_progress: invalid context handle");
     return UCC_ERR_INVALID_PARAM;

@@ -9,6 +9,7 @@
 
 #include "host/coll/request.h"
 #include "host/exec/gpu_stage.h"
+#include "platform/base/hot.h"
 #include "platform/os/log.h"
 
 namespace ucc::host {
@@ -99,7 +100,7 @@ bool post_ended(const ucc_context* ctx, const Request* r, off::Status* st) {
 
 }  // namespace
 
-uint64_t reap(ucc_context* ctx, Request** callbacks) {
+UCC_HOT uint64_t reap(ucc_context* ctx, Request** callbacks) {
   uint64_t done = 0;
   Request* due = nullptr;
   Request* r = ctx->posted;
@@ -224,7 +225,7 @@ ucc_status_t postable(const Request* r, const char* who) {
 
 namespace {
 
-ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
+UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
   if (ctx->remote_engine && ctx->engine->dead()) {
     UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
     return UCC_ERR_NO_MESSAGE;
@@ -342,7 +343,7 @@ ucc_status_t ucc_collective_init(ucc_coll_args_t* args, ucc_coll_req_h* request,
   return st;
 }
 
-ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
+UCC_HOT ucc_status_t ucc_collective_post(ucc_coll_req_h request) {
   Request* r = ucc::host::as_request(request);
   if (r == nullptr) {
     UCC_ERROR("ucc_collective_post: invalid or finalized request");

@@ -11,6 +11,7 @@
 
 #include "device/engine/engine.h"
 #include "host/link/link.h"
+#include "platform/base/hot.h"
 #include "platform/net/net.h"
 #include "platform/os/log.h"
 
@@ -49,7 +50,7 @@ class InlineLink final : public off::EngineLink {
 
   bool remote() const override { return false; }
   int owner_pid() const override { return pid_; }
-  uint64_t progress() override {
+  UCC_HOT uint64_t progress() override {
     uint64_t ev = engine_.progress();
     if (net_ == nullptr) return ev;
     if (!net_->in_use()) {  // no team reaches another host: no system call

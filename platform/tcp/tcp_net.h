@@ -35,6 +35,7 @@
 #include <cstdint>
 
 #include "platform/base/arena.h"
+#include "platform/base/hot.h"
 #include "platform/fabric/fabric.h"
 #include "platform/fabric/net_config.h"
 #include "platform/tcp/tcp_proto.h"
@@ -77,7 +78,7 @@ class TcpNet final : public Net {
   // where may_wait: the caller knows whether other transports (shared
   // memory, which no descriptor here wakes) are quiet too.
   uint64_t poll(bool may_wait);
-  bool in_use() const override { return active(); }
+  UCC_HOT bool in_use() const override { return active(); }
   uint64_t progress_quiet(uint32_t quiet) override {
     return poll(quiet >= cfg_.spin);
   }
