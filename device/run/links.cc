@@ -31,9 +31,6 @@ Status Links::open(const plat::FabricConfig& cfg, plat::Net* net,
                    const Where& me, const Tables& mem, off::TeamAddr* out) {
   cfg_ = cfg;
   mem_ = mem;
-  remote_ = mem.remote;
-  if (remote_ == nullptr) return Status::kNoMemory;
-  memset(remote_, 0, cfg.nranks * sizeof(bool));
   plat::FabricAddr local{}, remote{};
   Status st = shm_.open(cfg, &local);
   if (failed(st)) return st;
@@ -65,8 +62,8 @@ Status Links::connect(const off::TeamAddr* addrs) {
                 r);
       return Status::kError;
     }
-    remote_[r] = !same_host(addrs[r], mine);
-    any_remote |= remote_[r];
+    mem_.remote[r] = !same_host(addrs[r], mine);
+    any_remote |= mem_.remote[r];
   }
   Status st = build_nodes(addrs);
   if (failed(st)) return st;
@@ -74,14 +71,14 @@ Status Links::connect(const off::TeamAddr* addrs) {
   bool* pick = mem_.pick;
   for (uint32_t r = 0; r < n; ++r) {
     fa[r] = fabric_addr(addrs[r].local);
-    pick[r] = !remote_[r] && r != cfg_.rank;
+    pick[r] = !mem_.remote[r] && r != cfg_.rank;
   }
   st = shm_.connect(fa, pick);
   if (ok(st) && any_remote) {
     for (uint32_t r = 0; r < n && ok(st); ++r) {
       fa[r] = fabric_addr(addrs[r].net);
-      pick[r] = remote_[r];
-      if (remote_[r] && (net_ == nullptr || fa[r].kind == 0)) {
+      pick[r] = mem_.remote[r];
+      if (mem_.remote[r] && (net_ == nullptr || fa[r].kind == 0)) {
         UCC_ERROR(
             "rank %u: team rank %u is on another host, and %s has no "
             "network to reach it (UCC_NET)",
@@ -144,8 +141,7 @@ void Links::close(bool lost) {
   net_ = nullptr;
   netp_ = nullptr;
   shm_.close(lost);
-  remote_ = nullptr;  // the team's arena goes after us
-  mem_ = Tables{};
+  mem_ = Tables{};  // the team's arena goes after us
   nodes_ = NodeMap{};
 }
 

@@ -61,7 +61,7 @@ class Links {
   ~Links() { close(); }
 
   // The tables of a team of `nranks`, from its arena (base/arena.h: run
-  // once counting, once committed).
+  // once counting, once committed): zeroed, and fresh for each open.
   struct Tables {
     bool* remote = nullptr;             // per rank: reached through the net
     uint32_t* nodes = nullptr;          // the node map's arrays: 6 per rank
@@ -86,48 +86,48 @@ class Links {
   void close(bool lost = false);
 
   const NodeMap& nodes() const { return nodes_; }
-  bool remote(uint32_t peer) const { return remote_[peer]; }
+  bool remote(uint32_t peer) const { return mem_.remote[peer]; }
   bool has_net() const { return net_ != nullptr; }
   uint32_t slot_size() const { return cfg_.slot_size; }
   uint32_t nslots() const { return cfg_.nslots; }
 
   // --- the fabric calls, routed by peer (fabric.h) ---------------------------
   void* tx_reserve(uint32_t p) {
-    return remote_[p] ? net_->tx_reserve(p) : shm_.tx_reserve(p);
+    return mem_.remote[p] ? net_->tx_reserve(p) : shm_.tx_reserve(p);
   }
   uint32_t tx_free(uint32_t p) {
-    return remote_[p] ? net_->tx_free(p) : shm_.tx_free(p);
+    return mem_.remote[p] ? net_->tx_free(p) : shm_.tx_free(p);
   }
   void tx_commit(uint32_t p, uint32_t len, const plat::MsgKey& k,
                  uint8_t kind) {
-    if (remote_[p])
+    if (mem_.remote[p])
       net_->tx_commit(p, len, k, kind);
     else
       shm_.tx_commit(p, len, k, kind);
   }
   uint32_t rx_poll(uint32_t p) {
-    return remote_[p] ? net_->rx_poll(p) : shm_.rx_poll(p);
+    return mem_.remote[p] ? net_->rx_poll(p) : shm_.rx_poll(p);
   }
   uint32_t rx_npend(uint32_t p) const {
-    return remote_[p] ? net_->rx_npend(p) : shm_.rx_npend(p);
+    return mem_.remote[p] ? net_->rx_npend(p) : shm_.rx_npend(p);
   }
   uint32_t rx_epoch(uint32_t p) const {
-    return remote_[p] ? net_->rx_epoch(p) : shm_.rx_epoch(p);
+    return mem_.remote[p] ? net_->rx_epoch(p) : shm_.rx_epoch(p);
   }
   const plat::MsgHdr* rx_hdr(uint32_t p, uint32_t i) const {
-    return remote_[p] ? net_->rx_hdr(p, i) : shm_.rx_hdr(p, i);
+    return mem_.remote[p] ? net_->rx_hdr(p, i) : shm_.rx_hdr(p, i);
   }
   const void* rx_payload(uint32_t p, uint32_t i) const {
-    return remote_[p] ? net_->rx_payload(p, i) : shm_.rx_payload(p, i);
+    return mem_.remote[p] ? net_->rx_payload(p, i) : shm_.rx_payload(p, i);
   }
   UCC_HOT void rx_release(uint32_t p, uint32_t i) {
-    if (remote_[p])
+    if (mem_.remote[p])
       net_->rx_release(p, i);
     else
       shm_.rx_release(p, i);
   }
   int32_t peer_pid(uint32_t p) const {
-    return remote_[p] ? 0 : shm_.peer_pid(p);
+    return mem_.remote[p] ? 0 : shm_.peer_pid(p);
   }
   // Both transports together.
   uint32_t attention() const {
@@ -148,9 +148,8 @@ class Links {
   plat::shm::ShmFabric shm_;
   plat::Net* netp_ = nullptr;
   plat::Fabric* net_ = nullptr;
-  bool* remote_ = nullptr;  // per rank: reached through net_
   NodeMap nodes_;
-  Tables mem_;  // the team arena's
+  Tables mem_;  // the team arena's; mem_.remote[r]: r is reached by net_
 };
 
 }  // namespace ucc::dev

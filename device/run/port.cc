@@ -86,8 +86,6 @@ Status Port::init(uint32_t team_idx, uint32_t nranks, uint32_t live,
                   Store* store, const Tables& mem) {
   if (live == 0 || live > kMaxLive) return Status::kInvalidParam;
   owner_ = mem.owner;
-  if (owner_ == nullptr) return Status::kNoMemory;
-  memset(owner_, 0, nranks);
   store_ = store;
   team_ = team_idx;
   nranks_ = nranks;

@@ -136,7 +136,7 @@ class Port {
   ~Port() { fini(); }
 
   // The port's table for a team of `nranks`, from its arena (one owner
-  // byte per peer), and its links' (Links::take).
+  // byte per peer, zeroed), and its links' (Links::take).
   struct Tables {
     uint8_t* owner = nullptr;
     Links::Tables links;

@@ -107,9 +107,8 @@ Status Mailbox::open(uint32_t n_eps, uint32_t my_ep, MailboxAddr* out) {
 }
 
 Status Mailbox::attach(const MailboxAddr* all) {
-  if (seg_ == nullptr || peers_ != nullptr) return Status::kInvalidParam;
-  if (!peers_mem_.init(n_eps_)) return Status::kNoMemory;
-  peers_ = peers_mem_.data();
+  if (seg_ == nullptr || peers_) return Status::kInvalidParam;
+  if (!peers_.init(n_eps_)) return Status::kNoMemory;
   for (uint32_t i = 0; i < n_eps_; ++i) {
     const MailboxAddr a = all[i];
     // An ep on another host: nothing to map, nothing to send it.
@@ -161,11 +160,10 @@ void Mailbox::seal() {
 }
 
 void Mailbox::close() {
-  if (peers_ != nullptr) {
+  if (peers_) {
     for (uint32_t i = 0; i < n_eps_; ++i)
       if (peers_[i].bytes != 0) munmap(peers_[i].base, peers_[i].bytes);
-    peers_mem_.release();
-    peers_ = nullptr;
+    peers_.release();
   }
   if (seg_ != nullptr) {
     munmap(seg_, seg_bytes_);
@@ -175,7 +173,7 @@ void Mailbox::close() {
 }
 
 int32_t Mailbox::pid_of(uint32_t ep) const {
-  return peers_ != nullptr && ep < n_eps_ ? peers_[ep].pid : -1;
+  return peers_ && ep < n_eps_ ? peers_[ep].pid : -1;
 }
 
 Status Mailbox::request_open(const MboxKey& key, uint32_t* slot,
@@ -269,7 +267,7 @@ bool Mailbox::own_request_open(uint64_t nonce) const {
 
 bool Mailbox::recv(uint32_t peer, uint64_t nonce, uint32_t tag, void* out,
                    uint32_t* len) {
-  if (peers_ == nullptr || peer >= n_eps_) return false;
+  if (!peers_ || peer >= n_eps_) return false;
   for (uint32_t i = 0; i < kMboxCells; ++i) {
     Cell* c = cell(seg_, peer, i);
     // R1 pairs with W2.

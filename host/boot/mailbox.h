@@ -83,14 +83,14 @@ class Mailbox {
   void seal();
   void close();
 
-  bool ready() const { return peers_ != nullptr; }
+  bool ready() const { return static_cast<bool>(peers_); }
   uint32_t n_eps() const { return n_eps_; }
   uint32_t my_ep() const { return my_ep_; }
   // The pid ep `ep` published (valid after attach(); -1 for one elsewhere).
   int32_t pid_of(uint32_t ep) const;
   // Whether ep `ep`'s segment is mapped (it is on this host).
   bool reachable(uint32_t ep) const {
-    return peers_ != nullptr && ep < n_eps_ && peers_[ep].base != nullptr;
+    return peers_ && ep < n_eps_ && peers_[ep].base != nullptr;
   }
 
   // Opens a request for `key` at stage 1: kOk with *slot and *nonce;
@@ -133,8 +133,7 @@ class Mailbox {
   uint32_t n_eps_ = 0;
   uint32_t my_ep_ = 0;
   uint64_t next_nonce_ = 1;
-  base::Array<Peer> peers_mem_;
-  Peer* peers_ = nullptr;  // peers_mem_'s
+  base::Array<Peer> peers_;  // n_eps_, from attach
 };
 
 }  // namespace ucc::host

@@ -57,7 +57,6 @@ ucc_status_t ee_cuda_create(ucc_ee* ee, CudaEe* c, void* stream) {
         "(libcuda.so.1), which is not usable here (the line before says "
         "why)");
   }
-  if (c == nullptr) return UCC_ERR_NO_MEMORY;
   c->stream = static_cast<cu::CuStream>(stream);
   cu::CuResult cr = d->stream_get_ctx(c->stream, &c->cuctx);
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));

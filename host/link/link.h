@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <new>
 
 #include "offload/channel.h"
 #include "offload/engine_config.h"
@@ -47,5 +48,21 @@ Status open_inline_link(const LinkConfig& cfg, uint32_t sq_capacity,
 Status open_daemon_link(const LinkConfig& cfg, uint32_t sq_capacity,
                         uint32_t ncomp, off::Channel* ch,
                         off::EngineLink** out);
+
+// Both: a new link of type L, opened (L::open takes the arguments above);
+// on failure nothing is left.
+template <typename L>
+Status make_link(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
+                 off::Channel* ch, off::EngineLink** out) {
+  auto* l = new (std::nothrow) L;
+  if (l == nullptr) return Status::kNoMemory;
+  const Status st = l->open(cfg, sq_capacity, ncomp, ch);
+  if (failed(st)) {
+    delete l;
+    return st;
+  }
+  *out = l;
+  return Status::kOk;
+}
 
 }  // namespace ucc::host

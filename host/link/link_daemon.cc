@@ -480,15 +480,7 @@ void DaemonLink::team_close(uint32_t idx) {
 Status open_daemon_link(const LinkConfig& cfg, uint32_t sq_capacity,
                         uint32_t ncomp, off::Channel* ch,
                         off::EngineLink** out) {
-  auto* l = new (std::nothrow) DaemonLink;
-  if (l == nullptr) return Status::kNoMemory;
-  Status st = l->open(cfg, sq_capacity, ncomp, ch);
-  if (failed(st)) {
-    delete l;
-    return st;
-  }
-  *out = l;
-  return Status::kOk;
+  return make_link<DaemonLink>(cfg, sq_capacity, ncomp, ch, out);
 }
 
 }  // namespace ucc::host

@@ -107,15 +107,7 @@ class InlineLink final : public off::EngineLink {
 Status open_inline_link(const LinkConfig& cfg, uint32_t sq_capacity,
                         uint32_t ncomp, off::Channel* ch,
                         off::EngineLink** out) {
-  auto* l = new (std::nothrow) InlineLink;
-  if (l == nullptr) return Status::kNoMemory;
-  Status st = l->open(cfg, sq_capacity, ncomp, ch);
-  if (failed(st)) {
-    delete l;
-    return st;
-  }
-  *out = l;
-  return Status::kOk;
+  return make_link<InlineLink>(cfg, sq_capacity, ncomp, ch, out);
 }
 
 }  // namespace ucc::host

@@ -134,11 +134,7 @@ bool memh_holds(const MemHandle& m, uint64_t addr, uint64_t bytes,
 }
 
 off::Status MemMaps::init(uint32_t n) {
-  if (n != 0) {
-    if (!pool_mem_.init(n)) return off::Status::kNoMemory;
-    pool_ = pool_mem_.data();
-  }
-  n_ = n;
+  if (n != 0 && !pool_.init(n)) return off::Status::kNoMemory;
   for (uint32_t i = 0; i + 1 < n; ++i) pool_[i].next = &pool_[i + 1];
   free_head_ = n != 0 ? &pool_[0] : nullptr;
   free_tail_ = n != 0 ? &pool_[n - 1] : nullptr;
@@ -148,9 +144,7 @@ off::Status MemMaps::init(uint32_t n) {
 }
 
 void MemMaps::fini() {
-  pool_mem_.release();
-  pool_ = nullptr;
-  n_ = 0;
+  pool_.release();
   free_head_ = free_tail_ = nullptr;
   live_ = nullptr;
   nlive_ = 0;
@@ -194,10 +188,10 @@ void MemMaps::give(MemHandle* m) {
 
 MemHandle* MemMaps::slot(const void* h) const {
   const uintptr_t p = reinterpret_cast<uintptr_t>(h);
-  const uintptr_t base = reinterpret_cast<uintptr_t>(pool_);
-  if (pool_ == nullptr || p < base) return nullptr;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(pool_.data());
+  if (!pool_ || p < base) return nullptr;
   const uintptr_t off = p - base;
-  if (off % sizeof(MemHandle) != 0 || off / sizeof(MemHandle) >= n_)
+  if (off % sizeof(MemHandle) != 0 || off / sizeof(MemHandle) >= pool_.size())
     return nullptr;
   return &pool_[off / sizeof(MemHandle)];
 }

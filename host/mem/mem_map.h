@@ -106,9 +106,7 @@ class MemMaps {
   uint32_t nlive() const { return nlive_; }
 
  private:
-  base::Array<MemHandle> pool_mem_;
-  MemHandle* pool_ = nullptr;  // pool_mem_'s
-  uint32_t n_ = 0;
+  base::Array<MemHandle> pool_;
   MemHandle* free_head_ = nullptr;
   MemHandle* free_tail_ = nullptr;
   MemHandle* live_ = nullptr;

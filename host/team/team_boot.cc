@@ -180,9 +180,7 @@ ucc_status_t mbox_begin(ucc_team* t) {
   h = mix(h, t->size);
   for (uint32_t i = 0; i < t->size; ++i) h = mix(h, t->eps[i]);
   t->key = host::MboxKey{t->has_id ? t->id : 0, h};
-  // peer_nonce and boot_bits: zeroed at team_join.
-  if (t->peer_nonce == nullptr || t->boot_bits == nullptr)
-    return UCC_ERR_NO_MEMORY;
+  // peer_nonce and boot_bits: taken, zeroed, at team_join.
   t->deadline_ns = plat::now_ns() + t->ctx->settings.team_timeout_ns;
   ucc_status_t st = open_request(t);
   return st == UCC_INPROGRESS ? UCC_OK : st;

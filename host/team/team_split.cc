@@ -66,7 +66,6 @@ ucc_status_t split_membership(ucc_team* t) {
   const auto* e = reinterpret_cast<const uint64_t*>(t->stage);
   uint32_t n = 0;
   for (uint32_t p = 0; p < t->psize; ++p) n += e[2 * p] != 0;
-  if (t->members == nullptr) return UCC_ERR_NO_MEMORY;  // psize entries
   // Members in (key, parent rank) order: insertion sort, stable.
   uint32_t k = 0;
   for (uint32_t p = 0; p < t->psize; ++p) {

@@ -12,6 +12,15 @@
 namespace ucc::plat {
 namespace {
 
+#if !UCC_HAVE_VERBS
+Status no_verbs() {
+  UCC_ERROR(
+      "verbs: this build has no verbs transport (rdma-core's "
+      "headers were missing)");
+  return Status::kNotSupported;
+}
+#endif
+
 Status open_tcp(const TcpConfig& cfg, tcp::TcpNet** out) {
   auto* t = new (std::nothrow) tcp::TcpNet;
   if (t == nullptr) return Status::kNoMemory;
@@ -50,10 +59,7 @@ Status open_verbs(const NetConfig& cfg, Net** out) {
 #else
   (void)cfg;
   (void)out;
-  UCC_ERROR(
-      "verbs: this build has no verbs transport (rdma-core's "
-      "headers were missing)");
-  return Status::kNotSupported;
+  return no_verbs();
 #endif
 }
 
@@ -99,10 +105,7 @@ Status open_mem_export(const VerbsConfig& cfg, uint32_t nregs,
   (void)cfg;
   (void)nregs;
   (void)mine;
-  UCC_ERROR(
-      "verbs: this build has no verbs transport (rdma-core's "
-      "headers were missing)");
-  return Status::kNotSupported;
+  return no_verbs();
 #endif
 }
 

@@ -9,9 +9,7 @@ namespace ucc::plat::verbs {
 
 Status VerbsExport::open(const VerbsConfig& cfg, uint32_t nregs,
                          RemoteMemAddr* mine) {
-  if (!slots_mem_.init(nregs)) return Status::kNoMemory;
-  slots_ = slots_mem_.data();
-  nslots_ = nregs;
+  if (!slots_.init(nregs)) return Status::kNoMemory;
   Status st = dev_.init_device(cfg);
   QpAddr a{};
   if (ok(st)) st = ch_.open(&dev_, 0, 10000, &a);
@@ -22,7 +20,7 @@ Status VerbsExport::open(const VerbsConfig& cfg, uint32_t nregs,
 }
 
 VerbsExport::~VerbsExport() {
-  for (uint32_t i = 0; i < nslots_; ++i)
+  for (uint32_t i = 0; i < slots_.size(); ++i)
     if (slots_[i].mr != nullptr) ch_.dereg(slots_[i].mr);
   ch_.close();
   dev_.fini();
@@ -37,7 +35,7 @@ Status VerbsExport::connect(const RemoteMemAddr& engine) {
 
 Status VerbsExport::reg(uint64_t addr, uint64_t len, uint32_t* rkey,
                         uint32_t* slot) {
-  for (uint32_t i = 0; i < nslots_; ++i) {
+  for (uint32_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (s.mr != nullptr) continue;
     s.mr = ch_.reg(reinterpret_cast<void*>(addr), len);
@@ -63,7 +61,7 @@ void VerbsExport::drop(uint32_t slot) {
 }
 
 void VerbsExport::release(uint32_t key) {
-  for (uint32_t i = 0; i < nslots_; ++i)
+  for (uint32_t i = 0; i < slots_.size(); ++i)
     if (slots_[i].mr != nullptr && slots_[i].key == key) {
       drop(i);
       return;

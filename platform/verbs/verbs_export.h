@@ -45,9 +45,7 @@ class VerbsExport final : public MemExport {
   };
   VerbsNet dev_;
   VerbsChannel ch_;
-  base::Array<Slot> slots_mem_;
-  Slot* slots_ = nullptr;  // slots_mem_'s
-  uint32_t nslots_ = 0;
+  base::Array<Slot> slots_;
 };
 
 }  // namespace ucc::plat::verbs

@@ -213,8 +213,7 @@ Status VerbsNet::init(const VerbsConfig& cfg, Net* cm) {
   Status st = init_device(cfg);
   if (failed(st)) return st;
   cm_ = cm;
-  eps_ = eps_mem_.init(cfg_.max_endpoints) ? eps_mem_.data() : nullptr;
-  if (eps_ == nullptr) {
+  if (!eps_.init(cfg_.max_endpoints)) {
     fini();
     return Status::kNoResource;
   }
@@ -328,7 +327,7 @@ uint64_t VerbsNet::progress() {
 }
 
 void VerbsNet::fini() {
-  if (eps_ != nullptr) {
+  if (eps_) {
     // Members still open leave now; give their goodbyes and writes the
     // peer timeout (10 s at most) to go out.
     for (uint32_t i = 0; i < nopen_; ++i)
@@ -346,8 +345,7 @@ void VerbsNet::fini() {
     }
     now_ = now_ns();
     reap(true);
-    eps_mem_.release();
-    eps_ = nullptr;
+    eps_.release();
   }
   if (ctx_ != nullptr)
     UCC_INFO("verbs: %llu messages out (%llu inline), %llu in, %llu credit "

@@ -157,8 +157,7 @@ class VerbsNet final : public Net {
   uint64_t rng_ = 0;
   uint32_t passes_ = 0;
   VerbsStats stats_{};
-  base::Array<VerbsFabric*> eps_mem_;  // eps_'s
-  VerbsFabric** eps_ = nullptr;  // open or closing members, compact
+  base::Array<VerbsFabric*> eps_;  // open or closing members, compact
   uint32_t nopen_ = 0;
 };
 

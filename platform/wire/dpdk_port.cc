@@ -97,7 +97,7 @@ DpdkPort::~DpdkPort() {
     rte_pktmbuf_free(static_cast<rte_mbuf*>(txq_[i]));
   if (started_) rte_eth_dev_stop(port_);
   if (configured_) rte_eth_dev_close(port_);
-  lin_mem_.release();
+  lin_.release();
 }
 
 Status DpdkPort::open(const char* vdev, uint32_t max_frame) {
@@ -111,8 +111,7 @@ Status DpdkPort::open(const char* vdev, uint32_t max_frame) {
     return Status::kError;
   }
   max_frame_ = max_frame;
-  if (!lin_mem_.init(max_frame, 64)) return Status::kNoMemory;
-  lin_ = lin_mem_.data();
+  if (!lin_.init(max_frame, 64)) return Status::kNoMemory;
   rte_eth_conf conf;
   memset(&conf, 0, sizeof(conf));
   int r = rte_eth_dev_configure(port_, 1, 1, &conf);
@@ -182,7 +181,7 @@ uint32_t DpdkPort::rx(RxFn fn, void* ctx, uint32_t port, uint32_t max) {
       if (m->nb_segs == 1) {
         fn(ctx, port, rte_pktmbuf_mtod(m, const uint8_t*), len);
       } else if (len <= max_frame_) {
-        const void* p = rte_pktmbuf_read(m, 0, len, lin_);
+        const void* p = rte_pktmbuf_read(m, 0, len, lin_.data());
         if (p != nullptr) fn(ctx, port, static_cast<const uint8_t*>(p), len);
       }
       rte_pktmbuf_free(m);

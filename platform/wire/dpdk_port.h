@@ -63,8 +63,7 @@ class DpdkPort final : public FramePort {
   uint32_t max_frame_ = 0;
   void* txq_[kBurst] = {};
   uint32_t ntx_ = 0;
-  base::Array<uint8_t> lin_mem_;
-  uint8_t* lin_ = nullptr;  // a chained frame made contiguous (lin_mem_)
+  base::Array<uint8_t> lin_;  // a chained frame made contiguous
   uint64_t down_since_ = 0;
   char name_[64] = {};
 };
