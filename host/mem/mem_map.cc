@@ -47,7 +47,7 @@ const char* mode_name(int64_t mode) {
   }
 }
 
-// The segments of a map request: each non-NULL, non-empty, not wrapping,
+// The segments of a map request: each empty, or non-NULL, not wrapping
 // and (where /proc can tell) mapped in this process.
 ucc_status_t check_segments(const ucc_mem_map_params_t& p) {
   if (p.n_segments == 0 || p.segments == nullptr) {
@@ -67,10 +67,13 @@ ucc_status_t check_segments(const ucc_mem_map_params_t& p) {
     const uint64_t a = reinterpret_cast<uintptr_t>(p.segments[i].address);
     const uint64_t len = p.segments[i].len;
     uint64_t end;
-    if (a == 0 || len == 0 || __builtin_add_overflow(a, len, &end)) {
+    // An empty segment (any address, NULL included) covers no byte: it is
+    // accepted, as UCC accepts it, and maps nothing.
+    if (len == 0) continue;
+    if (a == 0 || __builtin_add_overflow(a, len, &end)) {
       UCC_ERROR("ucc_mem_map: segment %llu [%#llx, +%llu) is %s",
                 static_cast<ull>(i), static_cast<ull>(a), static_cast<ull>(len),
-                a == 0 ? "NULL" : (len == 0 ? "empty" : "wrapping"));
+                a == 0 ? "NULL" : "wrapping");
       return UCC_ERR_INVALID_PARAM;
     }
     if (plat::range_mapped(me, a, len) == plat::MapState::kUnmapped) {
@@ -325,7 +328,11 @@ ucc_status_t ucc_mem_map(ucc_context_h ctx, ucc_mem_map_mode_t mode,
   for (uint32_t i = 0; i < params->n_segments; ++i) {
     const uint64_t a = reinterpret_cast<uintptr_t>(params->segments[i].address);
     const uint64_t len = params->segments[i].len;
-    ucc::off::Status ps = ctx->engine->pin(a, len, &h->keys[i]);
+    // Nothing to register for an empty segment: key 0, and memh_holds
+    // never finds a buffer in it (resolve_ref skips empty buffers).
+    h->keys[i] = 0;
+    ucc::off::Status ps = len == 0 ? ucc::off::Status::kOk
+                                   : ctx->engine->pin(a, len, &h->keys[i]);
     if (ucc::off::failed(ps)) {
       UCC_ERROR(
           "ucc_mem_map: the engine's daemon refused segment %u [%#llx, "

@@ -7,11 +7,12 @@
 //                      place or not, with poisoned outputs checked against
 //                      serial references (coll_check.h); and a persistent
 //                      request posted three times.
-//   BadArguments       every invalid map and unmap (NULLs, modes, empty,
-//                      NULL, wrapping and unmapped segments, handles
+//   BadArguments       every invalid map and unmap (NULLs, modes, NULL,
+//                      wrapping and unmapped segments, handles
 //                      unmapped twice, forged pointers) and every invalid
 //                      use of handles in collective arguments: a status,
-//                      never a crash.
+//                      never a crash; and empty segments, which map
+//                      and cover no byte.
 //   PoolAndDestroy     UCC_MEM_MAP_HANDLES bounds the live handles; freed
 //                      handles come back least recently freed first; a
 //                      context destroyed with live handles releases them.
@@ -243,8 +244,6 @@ int bad_map_arguments(ucct::World& w) {
   check(mm(w.ctx, 0, &null_segs, &sz, &h) == UCC_ERR_INVALID_PARAM,
         "NULL segment array");
   check(map1(w.ctx, &h, nullptr, 64) == UCC_ERR_INVALID_PARAM, "NULL segment");
-  check(map1(w.ctx, &h, buf.data(), 0) == UCC_ERR_INVALID_PARAM,
-        "empty segment");
   check(map1(w.ctx, &h, reinterpret_cast<void*>(UINTPTR_MAX - 10), 100) ==
             UCC_ERR_INVALID_PARAM,
         "wrapping segment");
@@ -369,11 +368,54 @@ int bad_coll_arguments(ucct::World& w) {
   return check.bad;
 }
 
+// Zero-length segments (UCC test's --local_reg maps a 0-element buffer):
+// a valid handle that covers no byte, usable with an empty collective,
+// refused for any byte, unmapped like any other.
+int zero_length_maps(ucct::World& w) {
+  Checks check;
+  std::vector<int32_t> src(64, 1), dst(64, 0);
+  ucc_mem_map_mem_h h0 = nullptr, hnull = nullptr, hmix = nullptr;
+  check(map1(w.ctx, &h0, src.data(), 0) == UCC_OK && h0 != nullptr,
+        "empty segment maps");
+  check(map1(w.ctx, &hnull, nullptr, 0) == UCC_OK && hnull != nullptr,
+        "empty NULL segment maps");
+  ucc_mem_map_t two[2] = {{dst.data(), 0}, {src.data(), 256}};
+  ucc_mem_map_params_t p{two, 2};
+  size_t sz = 0;
+  check(ucc_mem_map(w.ctx, UCC_MEM_MAP_MODE_EXPORT, &p, &sz, &hmix) == UCC_OK,
+        "an empty segment beside a real one");
+  auto init = [&](int32_t* s, int32_t* d, size_t n, ucc_mem_map_mem_h hs,
+                  ucc_mem_map_mem_h hd) {
+    ucc_coll_args_t a{};
+    a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+    a.src.info = {s, n, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    a.dst.info = {d, n, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    a.op = UCC_OP_SUM;
+    a.mask = UCC_COLL_ARGS_FIELD_FLAGS | UCC_COLL_ARGS_FIELD_MEM_MAP_SRC_MEMH |
+             UCC_COLL_ARGS_FIELD_MEM_MAP_DST_MEMH;
+    a.flags = UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS;
+    a.src_memh.local_memh = hs;
+    a.dst_memh.local_memh = hd;
+    return w.run(a);
+  };
+  check(init(src.data(), dst.data(), 0, h0, hnull) == UCC_OK,
+        "empty collective on empty handles");
+  check(init(src.data(), dst.data(), 1, h0, h0) == UCC_ERR_INVALID_PARAM,
+        "one element outside an empty handle");
+  check(init(src.data(), dst.data(), 64, hmix, hmix) == UCC_ERR_INVALID_PARAM,
+        "dst in the empty segment of a handle");
+  check(ucc_mem_unmap(&h0) == UCC_OK && ucc_mem_unmap(&hnull) == UCC_OK &&
+            ucc_mem_unmap(&hmix) == UCC_OK,
+        "unmap empty handles");
+  return check.bad;
+}
+
 TEST(MemMap, BadArguments) {
   EXPECT_TRUE(ucct::run_ranks(1, [](ucct::Rank& r) {
     ucct::World w;
     if (w.init(r) != UCC_OK) return 1;
-    const int bad = bad_map_arguments(w) + bad_coll_arguments(w);
+    const int bad =
+        bad_map_arguments(w) + bad_coll_arguments(w) + zero_length_maps(w);
     // The context still works.
     std::vector<int32_t> s(100, 3), d(100, 0);
     ucc_coll_args_t a{};
