@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix and builds a plain-C UCC program
 # against it twice: through find_package(ucc) and through pkg-config; then
-# runs the TCP-rendezvous example (tcp_job) as a 3-process job.
+# runs the TCP-rendezvous example (tcp_job) as a 3-process job, and the
+# installed ucc_info and ucc_perftest.
 set -euo pipefail
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,4 +29,7 @@ for r in 0 1 2; do
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-echo "install check: find_package(ucc) and pkg-config ucc both work; tcp_job ran on 3 hosts"
+# UCC's user tools, run from the installed tree.
+"$tmp/prefix/bin/ucc_info" -c | grep -q '^UCC_OFFLOAD=inline$'
+"$tmp/prefix/bin/ucc_perftest" -N 2 -c allreduce -b 8 -e 1K -n 3 -w 1 >/dev/null
+echo "install check: find_package(ucc) and pkg-config ucc both work; tcp_job ran on 3 hosts; ucc_info and ucc_perftest run from bin/"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# ucc_info -c lists every knob of docs/configuration.md (which
+# tests/unit/test_config.cc keeps equal to the library's table), each once,
+# and -f documents each; -v, -b, -A and -s answer; no option is usage and
+# a failure, as in UCC's tool.
+set -euo pipefail
+info=$1
+doc=$2
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+grep -o '^| `UCC_[A-Z0-9_]*`' "$doc" | sed 's/^| `//; s/`$//' | sort >"$scratch/doc"
+env -i PATH="$PATH" "$info" -c | sed -n 's/^\(UCC_[A-Z0-9_]*\)=.*/\1/p' | sort >"$scratch/info"
+if ! diff -u "$scratch/doc" "$scratch/info"; then
+  echo "ucc_info -c and docs/configuration.md list different knobs" >&2
+  exit 1
+fi
+[ -z "$(uniq -d "$scratch/info")" ] || { echo "a knob listed twice" >&2; exit 1; }
+n=$(wc -l <"$scratch/doc")
+[ "$n" -gt 40 ] || { echo "only $n knobs in $doc" >&2; exit 1; }
+# -f: a doc line before every knob.
+docs=$(env -i PATH="$PATH" "$info" -f | grep -c '^# [A-Za-z]' || true)
+[ "$docs" -ge "$n" ] || { echo "-f documents $docs of $n knobs" >&2; exit 1; }
+# A value from the environment shows.
+UCC_SHM_NSEGS=16 "$info" -c | grep -qx 'UCC_SHM_NSEGS=16'
+"$info" -v | grep -q '^# UCC version=[0-9]'
+"$info" -b | grep -q '^#define UCC_HAVE_VERBS'
+"$info" -A | grep -q '^  allreduce$'
+"$info" -s | grep -q 'No CL or TL components'
+"$info" -h | grep -q '^Usage: ucc_info'
+if "$info" >/dev/null; then echo "no option must fail" >&2; exit 1; fi
+if "$info" -x >/dev/null 2>&1; then echo "-x must fail" >&2; exit 1; fi
+echo "ucc_info: $n knobs listed, as docs/configuration.md has them"
