@@ -348,6 +348,10 @@ Kind kind_of(DType dt) {
       return Kind::kComplex;
     case DType::kFloat128Complex:
       return wide::kHaveFloat128 ? Kind::kComplex : Kind::kUnavailable;
+    case DType::kFloat80:
+      return wide::kHaveFloat80 ? Kind::kReal : Kind::kUnavailable;
+    case DType::kFloat80Complex:
+      return wide::kHaveFloat80 ? Kind::kComplex : Kind::kUnavailable;
     default:
       return Kind::kUnavailable;
   }
@@ -450,11 +454,17 @@ void reduce(ROp op, DType dt, void* dst, const void* a, const void* b,
     case DType::kUint128:
       return wide::reduce_int128(op, false, dst, a, b, count);
 #endif
-#if defined(__SIZEOF_FLOAT128__)
+#if defined(UCC_HAVE_FLOAT128)
     case DType::kFloat128:
-      return wide::reduce_float128(op, dst, a, b, count);
+      return wide::reduce_wide_float<wide::Float128>(op, dst, a, b, count);
     case DType::kFloat128Complex:
       return wide::reduce_complex<wide::Float128>(op, dst, a, b, count);
+#endif
+#if defined(UCC_HAVE_FLOAT80)
+    case DType::kFloat80:
+      return wide::reduce_wide_float<long double>(op, dst, a, b, count);
+    case DType::kFloat80Complex:
+      return wide::reduce_complex<long double>(op, dst, a, b, count);
 #endif
     case DType::kFloat32Complex:
       return wide::reduce_complex<float>(op, dst, a, b, count);
@@ -477,13 +487,21 @@ void scale_div(DType dt, void* dst, size_t count, uint32_t divisor) {
       return scale_loop<float>(dst, count, static_cast<float>(divisor));
     case DType::kFloat64:
       return scale_loop<double>(dst, count, static_cast<double>(divisor));
-#if defined(__SIZEOF_FLOAT128__)
+#if defined(UCC_HAVE_FLOAT128)
     case DType::kFloat128:
       return wide::scale_components(dst, count,
                                     static_cast<wide::Float128>(divisor));
     case DType::kFloat128Complex:
       return wide::scale_components(dst, 2 * count,
                                     static_cast<wide::Float128>(divisor));
+#endif
+#if defined(UCC_HAVE_FLOAT80)
+    case DType::kFloat80:
+      return wide::scale_components(dst, count,
+                                    static_cast<long double>(divisor));
+    case DType::kFloat80Complex:
+      return wide::scale_components(dst, 2 * count,
+                                    static_cast<long double>(divisor));
 #endif
     case DType::kFloat32Complex:
       return wide::scale_components(dst, 2 * count,

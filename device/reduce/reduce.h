@@ -18,6 +18,9 @@
 //    once with the team size;
 //  - 128-bit integers follow the same rules as the narrow ones;
 //  - float128 (IEEE binary128) is reduced in software, correctly rounded;
+//  - float80 (x87 extended, x86-64's long double) is reduced as long
+//    double, in the x87 unit, each operation rounded once to 64 bits of
+//    mantissa; results have the 6 padding bytes of their slot zero;
 //  - complex types: sum and avg are per component; prod is the plain
 //    formula (a+bi)(c+di) = (ac-bd) + (ad+bc)i, without C99 Annex G's
 //    recovery of infinities, so (inf+inf i)(1+0i) gives NaN+NaN i;
@@ -42,13 +45,14 @@ namespace ucc::dev {
 //   max, min:     every type but the complex ones;
 //   land lor lxor
 //   band bor bxor: the 10 integer types (int128 and uint128 included) only;
-//   avg:          the 5 real floating types and the 3 complex ones;
+//   avg:          the 6 real floating types and the 4 complex ones;
 //   maxloc minloc: pairs of int8..int64, uint8..uint64, float32, float64;
 //   kNone, kGeneric (and out-of-range values): never (generic types are
 //   reduced by the user's callback, see off::UserReduce).
 // float128 and float128_complex are unsupported for every op where the
-// compiler has no binary128 type (__SIZEOF_FLOAT128__ undefined), and
-// int128/uint128 where it has no __int128.
+// compiler has no binary128 type (no __float128 and long double is not
+// binary128), float80 and float80_complex where long double is not x87,
+// and int128/uint128 where it has no __int128.
 bool reduce_supported(off::DType dt, off::ROp op);
 
 // dst[i] = a[i] op b[i] for i < count. `dst` may equal `a` or `b` (or both)

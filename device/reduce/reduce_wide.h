@@ -1,6 +1,6 @@
-// Reduction loops for the wide types: 128-bit integers, IEEE binary128
-// and the three complex types. Included by reduce.cc only (it is not an
-// interface); kept apart so that reduce.cc's loops for the original
+// Reduction loops for the wide types: 128-bit integers, IEEE binary128,
+// x87 extended (kFloat80) and the complex types. Included by reduce.cc only (it
+// is not an interface); kept apart so that reduce.cc's loops for the original
 // twelve types stay exactly as they were.
 //
 // Words: a "component" is one real number of a complex element, real part
@@ -33,6 +33,7 @@
 // 39 GB/s for float64; int128 sum 21 GB/s, complex64 prod 23 GB/s.
 #pragma once
 
+#include <cfloat>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -51,11 +52,27 @@ __extension__ typedef unsigned __int128 Uint128;
 inline constexpr bool kHaveInt128 = false;
 #endif
 
+// binary128: GCC's __float128 where it has one (x86-64), else C long
+// double where that is binary128 (AArch64, where GCC has no __float128).
 #if defined(__SIZEOF_FLOAT128__)
 inline constexpr bool kHaveFloat128 = true;
 __extension__ typedef __float128 Float128;
+#define UCC_HAVE_FLOAT128 1
+#elif LDBL_MANT_DIG == 113
+inline constexpr bool kHaveFloat128 = true;
+typedef long double Float128;
+#define UCC_HAVE_FLOAT128 1
 #else
 inline constexpr bool kHaveFloat128 = false;
+#endif
+
+// x87 extended (off::DType::kFloat80): reduced where C long double is that
+// format in a 16-byte slot (x86-64), natively; elsewhere unavailable.
+#if LDBL_MANT_DIG == 64 && __SIZEOF_LONG_DOUBLE__ == 16
+inline constexpr bool kHaveFloat80 = true;
+#define UCC_HAVE_FLOAT80 1
+#else
+inline constexpr bool kHaveFloat80 = false;
 #endif
 
 template <typename T>
@@ -70,7 +87,7 @@ static_assert(sizeof(Complex<double>) ==
 #if defined(__SIZEOF_INT128__)
 static_assert(sizeof(Uint128) == off::dtype_size(off::DType::kUint128));
 #endif
-#if defined(__SIZEOF_FLOAT128__)
+#if defined(UCC_HAVE_FLOAT128)
 static_assert(sizeof(Float128) == off::dtype_size(off::DType::kFloat128));
 static_assert(sizeof(Complex<Float128>) ==
               off::dtype_size(off::DType::kFloat128Complex));
@@ -88,6 +105,32 @@ template <typename T>
 inline void store(void* base, size_t i, const T& v) {
   std::memcpy(static_cast<unsigned char*>(base) + i * sizeof(T), &v, sizeof(T));
 }
+
+#if defined(UCC_HAVE_FLOAT80)
+// An x87 value fills 10 bytes of its 16-byte slot; what a store of a long
+// double leaves in the other 6 is whatever the stack held. Results are
+// written with those 6 bytes zero, so that equal values give equal bytes
+// (and no stack bytes leave the engine).
+inline constexpr size_t kFloat80Bytes = 10;
+static_assert(sizeof(long double) == off::dtype_size(off::DType::kFloat80));
+static_assert(sizeof(Complex<long double>) ==
+              off::dtype_size(off::DType::kFloat80Complex));
+
+template <>
+inline void store<long double>(void* base, size_t i, const long double& v) {
+  unsigned char slot[sizeof(v)] = {};
+  std::memcpy(slot, &v, kFloat80Bytes);
+  std::memcpy(static_cast<unsigned char*>(base) + i * sizeof(v), slot,
+              sizeof(v));
+}
+
+template <>
+inline void store<Complex<long double>>(void* base, size_t i,
+                                        const Complex<long double>& v) {
+  store<long double>(base, 2 * i, v.re);
+  store<long double>(base, 2 * i + 1, v.im);
+}
+#endif
 
 // d[i] = f(a[i], b[i]) for i < n, at any alignment. F is a captureless
 // lambda: one instantiation per (type, op), inlined like reduce.cc's
@@ -138,11 +181,11 @@ inline void reduce_int128(ROp op, bool is_signed, void* d, const void* a,
 }
 #endif
 
-#if defined(__SIZEOF_FLOAT128__)
 // max/min keep the narrow types' rule: a NaN on either side returns b.
-inline void reduce_float128(ROp op, void* d, const void* a, const void* b,
-                            size_t n) {
-  using T = Float128;
+// T: Float128 (binary128) or long double (x87).
+template <typename T>
+inline void reduce_wide_float(ROp op, void* d, const void* a, const void* b,
+                              size_t n) {
   switch (op) {
     case ROp::kSum:
     case ROp::kAvg:
@@ -157,10 +200,9 @@ inline void reduce_float128(ROp op, void* d, const void* a, const void* b,
       return;  // logical and bitwise ops are integer-only
   }
 }
-#endif
 
-// T is the component type: float, double or Float128. Complex numbers are
-// not ordered: no max/min.
+// T is the component type: float, double, Float128 or long double (x87).
+// Complex numbers are not ordered: no max/min.
 template <typename T>
 void reduce_complex(ROp op, void* d, const void* a, const void* b, size_t n) {
   using C = Complex<T>;

@@ -134,7 +134,7 @@ Status map_dtype(ucc_datatype_t dt, DType* out, GenericInfo* g) {
       *out = DType::kUint128;
       return Status::kOk;
     case UCC_DT_FLOAT128:
-      *out = DType::kFloat128;
+      *out = long_double_dtype(false);
       return Status::kOk;
     case UCC_DT_FLOAT32_COMPLEX:
       *out = DType::kFloat32Complex;
@@ -143,7 +143,7 @@ Status map_dtype(ucc_datatype_t dt, DType* out, GenericInfo* g) {
       *out = DType::kFloat64Complex;
       return Status::kOk;
     case UCC_DT_FLOAT128_COMPLEX:
-      *out = DType::kFloat128Complex;
+      *out = long_double_dtype(true);
       return Status::kOk;
     default:
       break;
@@ -292,12 +292,18 @@ ucc_status_t reduction_op(const off::EngineCaps& caps, const char* coll,
                   off::rop_name(*out));
     return UCC_OK;
   }
-  if (!long_double_is_binary128() &&
+  if (!long_double_known() &&
       (t == DType::kFloat128 || t == DType::kFloat128Complex))
     ARG_REFUSED(
-        "%s: %s is C long double in UCC, which is not IEEE binary128 "
-        "on this machine: reductions on it are not supported (moving "
-        "it is)",
+        "%s: %s is C long double in UCC, which is neither IEEE binary128 "
+        "nor x87 extended on this machine: reductions on it are not "
+        "supported (moving it is)",
+        coll, off::dtype_name(t));
+  if ((t == DType::kFloat80 || t == DType::kFloat80Complex) &&
+      !off::caps_reduces(caps, t, ROp::kSum))
+    ARG_REFUSED(
+        "%s: %s is this machine's long double, which the engine cannot "
+        "reduce (it has no x87 arithmetic: another architecture)",
         coll, off::dtype_name(t));
   if (!reducible(caps, t, *out))
     ARG_REFUSED("%s: op %s is not defined for %s", coll, off::rop_name(*out),
@@ -305,11 +311,20 @@ ucc_status_t reduction_op(const off::EngineCaps& caps, const char* coll,
   return UCC_OK;
 }
 
-bool long_double_is_binary128() { return LDBL_MANT_DIG == 113; }
+bool long_double_known() {
+  return LDBL_MANT_DIG == 113 ||
+         (LDBL_MANT_DIG == 64 && sizeof(long double) == 16);
+}
+
+DType long_double_dtype(bool complex) {
+  if (LDBL_MANT_DIG == 64 && sizeof(long double) == 16)
+    return complex ? DType::kFloat80Complex : DType::kFloat80;
+  return complex ? DType::kFloat128Complex : DType::kFloat128;
+}
 
 bool reducible(const off::EngineCaps& caps, DType t, ROp op) {
   if ((t == DType::kFloat128 || t == DType::kFloat128Complex) &&
-      !long_double_is_binary128())
+      !long_double_known())
     return false;
   return off::caps_reduces(caps, t, op);
 }

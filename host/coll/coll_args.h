@@ -59,11 +59,14 @@ Status map_op(int64_t op, ROp* out);
 // generic type d->user_dt and d->user_esize; the log line on failure.
 ucc_status_t dtype(const char* coll, const char* which, ucc_datatype_t udt,
                    off::CollDesc* d);
-// UCC's FLOAT128 (and FLOAT128_COMPLEX) is C long double, which the engine
-// reduces as IEEE binary128: that agrees only where long double is
-// binary128 (AArch64, for one; not x86-64's 80-bit x87 format). Elsewhere
-// the types move but do not reduce.
-bool long_double_is_binary128();
+// UCC's FLOAT128 (and FLOAT128_COMPLEX) is C long double, and UCC reduces
+// it as long double. Its DType is this machine's format: kFloat128 where
+// long double is IEEE binary128 (AArch64), kFloat80 where it is x87
+// extended in 16 bytes (x86-64). long_double_known() is false elsewhere
+// (long double is double, or double-double): the types then map to
+// kFloat128 and move, but do not reduce.
+bool long_double_known();
+DType long_double_dtype(bool complex);
 // Whether the engine reduces `t` with `op` (its capability record plus the
 // rule above). Predefined types only.
 bool reducible(const off::EngineCaps& caps, DType t, ROp op);

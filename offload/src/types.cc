@@ -14,6 +14,7 @@ constexpr const char* kDTypeNames[] = {
     "int128",  "uint128",  "float128",
     "float32_complex", "float64_complex", "float128_complex",
     "generic",
+    "float128(x87)", "float128_complex(x87)",
 };
 // clang-format on
 static_assert(sizeof(kDTypeNames) / sizeof(kDTypeNames[0]) ==

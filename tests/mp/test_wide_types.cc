@@ -1,7 +1,9 @@
 // The wide datatypes through whole collectives: INT128, UINT128, FLOAT128
 // and the three complex types, with the ops ucc.h defines for them,
 // checked exactly against values computed here (inputs are small integers
-// and halves, so every result is exact in every type).
+// and halves, so every result is exact in every type). FLOAT128 is C long
+// double, as in UCC: x87 extended on x86-64 (10 value bytes in a 16-byte
+// slot, the rest zero in inputs and results), binary128 on AArch64.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -31,10 +33,8 @@ struct Wide {
 const Wide kTypes[] = {
     {UCC_DT_INT128, 16, "int128"},
     {UCC_DT_UINT128, 16, "uint128"},
-#if defined(__SIZEOF_FLOAT128__)
     {UCC_DT_FLOAT128, 16, "float128"},
     {UCC_DT_FLOAT128_COMPLEX, 32, "float128_complex"},
-#endif
     {UCC_DT_FLOAT32_COMPLEX, 8, "float32_complex"},
     {UCC_DT_FLOAT64_COMPLEX, 16, "float64_complex"},
 };
@@ -42,6 +42,19 @@ const Wide kTypes[] = {
 bool is_complex(ucc_datatype_t dt) {
   return dt == UCC_DT_FLOAT32_COMPLEX || dt == UCC_DT_FLOAT64_COMPLEX ||
          dt == UCC_DT_FLOAT128_COMPLEX;
+}
+
+// UCC's FLOAT128 reduces as C long double where that is x87 or binary128.
+bool float128_reduces() {
+  return LDBL_MANT_DIG == 113 ||
+         (LDBL_MANT_DIG == 64 && sizeof(long double) == 16);
+}
+
+// A long double in a 16-byte slot: its value bytes, the rest zero.
+void put_ld(void* p, long double v) {
+  const size_t n = LDBL_MANT_DIG == 64 ? 10 : sizeof(long double);
+  std::memset(p, 0, 16);
+  std::memcpy(p, &v, n < 16 ? n : 16);
 }
 
 // A value as the type's bytes: integers take v (unsigned wraps), floats
@@ -58,19 +71,13 @@ void store(ucc_datatype_t dt, void* p, int64_t v) {
       std::memcpy(p, &x, 16);
       break;
     }
-#if defined(__SIZEOF_FLOAT128__)
-    case UCC_DT_FLOAT128: {
-      __float128 x = static_cast<__float128>(v) / 2;
-      std::memcpy(p, &x, 16);
+    case UCC_DT_FLOAT128:
+      put_ld(p, static_cast<long double>(v) / 2);
       break;
-    }
-    case UCC_DT_FLOAT128_COMPLEX: {
-      __float128 x[2] = {static_cast<__float128>(v) / 2,
-                         static_cast<__float128>(1 - v)};
-      std::memcpy(p, x, 32);
+    case UCC_DT_FLOAT128_COMPLEX:
+      put_ld(p, static_cast<long double>(v) / 2);
+      put_ld(static_cast<char*>(p) + 16, static_cast<long double>(1 - v));
       break;
-    }
-#endif
     case UCC_DT_FLOAT32_COMPLEX: {
       float x[2] = {static_cast<float>(v) / 2, static_cast<float>(1 - v)};
       std::memcpy(p, x, 8);
@@ -136,28 +143,47 @@ void expect(ucc_datatype_t dt, ucc_reduction_op_t op, int n, size_t e,
     im /= n;
   }
   switch (dt) {
-#if defined(__SIZEOF_FLOAT128__)
     case UCC_DT_FLOAT128: {
-      __float128 x = 0;
-      for (int r = 0; r < n; ++r) x += static_cast<__float128>(base(r, e)) / 2;
+      // Every op, in long double (exact for these inputs).
+      long double x = static_cast<long double>(base(0, e)) / 2;
+      for (int r = 1; r < n; ++r) {
+        const long double y = static_cast<long double>(base(r, e)) / 2;
+        if (op == UCC_OP_PROD)
+          x *= y;
+        else if (op == UCC_OP_MAX)
+          x = y > x ? y : x;
+        else if (op == UCC_OP_MIN)
+          x = y < x ? y : x;
+        else
+          x += y;
+      }
       if (op == UCC_OP_AVG) x /= n;
-      std::memcpy(out, &x, 16);
+      put_ld(out, x);
       break;
     }
     case UCC_DT_FLOAT128_COMPLEX: {
-      __float128 x[2] = {0, 0};
-      for (int r = 0; r < n; ++r) {
-        x[0] += static_cast<__float128>(base(r, e)) / 2;
-        x[1] += static_cast<__float128>(1 - base(r, e));
+      long double x[2] = {static_cast<long double>(base(0, e)) / 2,
+                          static_cast<long double>(1 - base(0, e))};
+      for (int r = 1; r < n; ++r) {
+        const long double yr = static_cast<long double>(base(r, e)) / 2,
+                          yi = static_cast<long double>(1 - base(r, e));
+        if (op == UCC_OP_PROD) {
+          const long double re2 = x[0] * yr - x[1] * yi;
+          x[1] = x[0] * yi + x[1] * yr;
+          x[0] = re2;
+        } else {
+          x[0] += yr;
+          x[1] += yi;
+        }
       }
       if (op == UCC_OP_AVG) {
         x[0] /= n;
         x[1] /= n;
       }
-      std::memcpy(out, x, 32);
+      put_ld(out, x[0]);
+      put_ld(static_cast<char*>(out) + 16, x[1]);
       break;
     }
-#endif
     case UCC_DT_FLOAT32_COMPLEX: {
       float x[2] = {0, 0};
       for (int r = 0; r < n; ++r) {
@@ -181,13 +207,14 @@ void expect(ucc_datatype_t dt, ucc_reduction_op_t op, int n, size_t e,
   }
 }
 
-// UCC's FLOAT128 is C long double: reduced only where that is binary128.
-bool float128_reduces() { return LDBL_MANT_DIG == 113; }
-
 std::vector<ucc_reduction_op_t> ops_of(ucc_datatype_t dt) {
   if ((dt == UCC_DT_FLOAT128 || dt == UCC_DT_FLOAT128_COMPLEX) &&
       !float128_reduces())
     return {};
+  if (dt == UCC_DT_FLOAT128)
+    return {UCC_OP_SUM, UCC_OP_PROD, UCC_OP_MAX, UCC_OP_MIN, UCC_OP_AVG};
+  if (dt == UCC_DT_FLOAT128_COMPLEX)
+    return {UCC_OP_SUM, UCC_OP_PROD, UCC_OP_AVG};
   if (dt == UCC_DT_INT128 || dt == UCC_DT_UINT128)
     return {UCC_OP_SUM, UCC_OP_PROD, UCC_OP_MAX,
             UCC_OP_MIN, UCC_OP_BXOR, UCC_OP_BOR};
@@ -307,8 +334,10 @@ TEST(WideTypes, UndefinedOpsAreNotSupported) {
     bad += init(UCC_DT_INT128, UCC_OP_AVG) != UCC_ERR_NOT_SUPPORTED;
     bad += init(UCC_DT_INT128, UCC_OP_MAXLOC) != UCC_ERR_NOT_SUPPORTED;
     bad += init(UCC_DT_UINT128, UCC_OP_LAND) != UCC_OK;
-    if (!float128_reduces())
-      bad += init(UCC_DT_FLOAT128, UCC_OP_SUM) != UCC_ERR_NOT_SUPPORTED;
+    bad += init(UCC_DT_FLOAT128_COMPLEX, UCC_OP_MAX) != UCC_ERR_NOT_SUPPORTED;
+    bad += init(UCC_DT_FLOAT128, UCC_OP_BAND) != UCC_ERR_NOT_SUPPORTED;
+    bad += init(UCC_DT_FLOAT128, UCC_OP_SUM) !=
+           (float128_reduces() ? UCC_OK : UCC_ERR_NOT_SUPPORTED);
     return bad;
   }));
 }

@@ -11,6 +11,7 @@
 // for bit with memcmp.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -42,11 +43,13 @@ constexpr size_t kTail = 4;  // poisoned elements after `count`
 constexpr uint8_t kPoison = 0xA5;
 constexpr int kNumROps = static_cast<int>(ROp::kNone) + 1;  // incl. kNone
 
-#if defined(__SIZEOF_FLOAT128__)
+#if defined(__SIZEOF_FLOAT128__) || LDBL_MANT_DIG == 113
 constexpr bool kHaveF128 = true;
 #else
 constexpr bool kHaveF128 = false;
 #endif
+// x87 extended in a 16-byte slot: this machine's long double (x86-64).
+constexpr bool kHaveF80 = LDBL_MANT_DIG == 64 && sizeof(long double) == 16;
 
 // ---- Support table ----------------------------------------------------------
 
@@ -65,16 +68,22 @@ constexpr Row kTable[] = {
     {DType::kFloat64Complex, "yy........y..."},   //
     {DType::kFloat128Complex, "yy........y..."},  // none if no __float128
     {DType::kGeneric, ".............."},          // the user's callback
+    {DType::kFloat80, "yyyy......y..."},          // none if not x87
+    {DType::kFloat80Complex, "yy........y..."},   // none if not x87
 };
 
 bool needs_f128(DType dt) {
   return dt == DType::kFloat128 || dt == DType::kFloat128Complex;
+}
+bool needs_f80(DType dt) {
+  return dt == DType::kFloat80 || dt == DType::kFloat80Complex;
 }
 
 bool expect_supported(DType dt, ROp op) {
   for (const Row& r : kTable) {
     if (r.dt != dt) continue;
     if (needs_f128(dt) && !kHaveF128) return false;
+    if (needs_f80(dt) && !kHaveF80) return false;
     return static_cast<int>(op) < kNumROps &&
            r.ops[static_cast<int>(op)] == 'y';
   }
@@ -85,9 +94,10 @@ bool expect_supported(DType dt, ROp op) {
 TEST(ReduceWideSupported, MatchesTable) {
   for (const Row& r : kTable)
     ASSERT_EQ(std::strlen(r.ops), static_cast<size_t>(kNumROps));
-  for (DType dt : {DType::kInt128, DType::kUint128, DType::kFloat128,
-                   DType::kFloat32Complex, DType::kFloat64Complex,
-                   DType::kFloat128Complex, DType::kGeneric}) {
+  for (DType dt :
+       {DType::kInt128, DType::kUint128, DType::kFloat128,
+        DType::kFloat32Complex, DType::kFloat64Complex, DType::kFloat128Complex,
+        DType::kGeneric, DType::kFloat80, DType::kFloat80Complex}) {
     for (int o = 0; o < kNumROps; ++o) {
       const auto op = static_cast<ROp>(o);
       EXPECT_EQ(ucc::dev::reduce_supported(dt, op), expect_supported(dt, op))
@@ -112,7 +122,11 @@ TEST(ReduceWideSupported, SizesAndNames) {
   EXPECT_EQ(static_cast<int>(DType::kFloat64), 11);
   EXPECT_EQ(static_cast<int>(DType::kInt128), 12);
   EXPECT_EQ(static_cast<int>(DType::kGeneric), 18);
-  EXPECT_EQ(static_cast<int>(DType::kCount), 19);
+  EXPECT_EQ(static_cast<int>(DType::kFloat80), 19);
+  EXPECT_EQ(static_cast<int>(DType::kCount), 21);
+  EXPECT_EQ(ucc::off::dtype_size(DType::kFloat80), 16u);
+  EXPECT_EQ(ucc::off::dtype_size(DType::kFloat80Complex), 32u);
+  EXPECT_STREQ(ucc::off::dtype_name(DType::kFloat80), "float128(x87)");
   EXPECT_EQ(ucc::off::dtype_size(DType::kGeneric), 0u);
 }
 
@@ -565,6 +579,126 @@ TEST(ScaleDivWide, Float128AndComplex128) {
   ucc::dev::scale_div(DType::kFloat128Complex, x, 1, 3);
   EXPECT_EQ(get_w128(x), ref_f128_bits(1));
   EXPECT_EQ(get_w128(x + 16), (W128{0x5555555555555555u, 0x3FFD555555555555u}));
+}
+
+// ---- float80 (x87 extended, UCC's FLOAT128 on x86-64) ----------------------
+//
+// The references are doubles where every result is exact in a double (so
+// the x87 result is the same number), and known values where x87 keeps
+// bits a double would round away. An element is 10 value bytes and 6
+// padding bytes, which results must have zero.
+
+constexpr size_t kF80Value = 10;
+
+// v in an x87 slot with the padding filled with `pad`.
+void put_f80(unsigned char* p, long double v, unsigned char pad = 0) {
+  std::memset(p, pad, 16);
+  std::memcpy(p, &v, kF80Value);
+}
+
+long double get_f80(const unsigned char* p) {
+  long double v = 0;
+  std::memcpy(&v, p, kF80Value);
+  return v;
+}
+
+bool padding_zero(const unsigned char* p) {
+  for (size_t i = kF80Value; i < 16; ++i)
+    if (p[i] != 0) return false;
+  return true;
+}
+
+double f80_ref(ROp op, double a, double b) {
+  switch (op) {
+    case ROp::kSum:
+    case ROp::kAvg:
+      return a + b;
+    case ROp::kProd:
+      return a * b;
+    case ROp::kMax:
+      return a > b ? a : b;
+    default:
+      return a < b ? a : b;
+  }
+}
+
+TEST(ReduceWide, Float80EveryOpAndAlias) {
+  if (!kHaveF80) GTEST_SKIP() << "long double is not x87 here";
+  auto va = [](size_t i) { return static_cast<double>(i % 81) / 2 - 20; };
+  auto vb = [](size_t i) { return 13.0 - static_cast<double>(i % 37); };
+  for (ROp op : {ROp::kSum, ROp::kProd, ROp::kMax, ROp::kMin, ROp::kAvg}) {
+    for (size_t count : kCounts) {
+      for (bool in_place : {false, true}) {
+        // One byte off: the slot's own alignment is not needed.
+        std::vector<unsigned char> a(1 + (count + kTail) * 16, kPoison),
+            b(a.size(), kPoison), d(a.size(), kPoison);
+        for (size_t i = 0; i < count; ++i) {
+          put_f80(&a[1 + i * 16], va(i), 0xEE);  // garbage padding in
+          put_f80(&b[1 + i * 16], vb(i), 0x11);
+        }
+        unsigned char* out = in_place ? &a[1] : &d[1];
+        ucc::dev::reduce(op, DType::kFloat80, out, &a[1], &b[1], count);
+        for (size_t i = 0; i < count; ++i) {
+          ASSERT_EQ(get_f80(out + i * 16),
+                    static_cast<long double>(f80_ref(op, va(i), vb(i))))
+              << ucc::off::rop_name(op) << " " << i;
+          ASSERT_TRUE(padding_zero(out + i * 16)) << i;
+        }
+        for (size_t i = 1 + count * 16; i < a.size(); ++i)
+          ASSERT_EQ(in_place ? a[i] : d[i], kPoison) << "past the end";
+        ASSERT_EQ(in_place ? a[0] : d[0], kPoison) << "before the start";
+      }
+    }
+  }
+}
+
+// x87 keeps 64 bits of mantissa: 1 + 2^-63 survives (a double would give
+// 1), ties round to even, max/min keep the NaN rule.
+TEST(ReduceWide, Float80RoundsIn64Bits) {
+  if (!kHaveF80) GTEST_SKIP() << "long double is not x87 here";
+  auto one = [](ROp op, long double x, long double y) {
+    unsigned char a[16], b[16], d[16];
+    put_f80(a, x);
+    put_f80(b, y);
+    ucc::dev::reduce(op, DType::kFloat80, d, a, b, 1);
+    EXPECT_TRUE(padding_zero(d));
+    return get_f80(d);
+  };
+  const long double ulp = 0x1p-63L, half = 0x1p-64L;
+  EXPECT_EQ(one(ROp::kSum, 1.0L, ulp), 1.0L + ulp);
+  EXPECT_NE(1.0L + ulp, 1.0L);
+  EXPECT_EQ(one(ROp::kSum, 1.0L, half), 1.0L);  // a tie, to even
+  EXPECT_EQ(one(ROp::kSum, 1.0L + ulp, half), 1.0L + 2 * ulp);
+  EXPECT_EQ(one(ROp::kProd, 1.0L + ulp, 1.0L + ulp), 1.0L + 2 * ulp);
+  const long double nan = std::numeric_limits<long double>::quiet_NaN();
+  EXPECT_EQ(one(ROp::kMax, nan, 1.0L), 1.0L);
+  EXPECT_TRUE(std::isnan(one(ROp::kMin, 1.0L, nan)));
+  // Beyond a double's range, within x87's.
+  EXPECT_EQ(one(ROp::kProd, 0x1p1000L, 0x1p1000L), 0x1p2000L);
+}
+
+TEST(ReduceWide, Float80Complex) {
+  if (!kHaveF80) GTEST_SKIP() << "long double is not x87 here";
+  unsigned char a[32], b[32], d[32];
+  put_f80(a, 1, 0x77);
+  put_f80(a + 16, 2, 0x77);
+  put_f80(b, 3, 0x55);
+  put_f80(b + 16, -1, 0x55);
+  ucc::dev::reduce(ROp::kProd, DType::kFloat80Complex, d, a, b, 1);
+  EXPECT_EQ(get_f80(d), 5.0L);  // (1 + 2i)(3 - i) = 5 + 5i
+  EXPECT_EQ(get_f80(d + 16), 5.0L);
+  EXPECT_TRUE(padding_zero(d) && padding_zero(d + 16));
+  ucc::dev::reduce(ROp::kSum, DType::kFloat80Complex, d, a, b, 1);
+  EXPECT_EQ(get_f80(d), 4.0L);
+  EXPECT_EQ(get_f80(d + 16), 1.0L);
+  ucc::dev::scale_div(DType::kFloat80Complex, d, 1, 3);
+  EXPECT_EQ(get_f80(d), 4.0L / 3);  // rounded once in 64 bits
+  EXPECT_EQ(get_f80(d + 16), 1.0L / 3);
+  EXPECT_TRUE(padding_zero(d) && padding_zero(d + 16));
+  put_f80(a, 10, 0x99);
+  ucc::dev::scale_div(DType::kFloat80, a, 1, 4);
+  EXPECT_EQ(get_f80(a), 2.5L);
+  EXPECT_TRUE(padding_zero(a));
 }
 
 TEST(ScaleDivWide, IntegersAndZeroDivisorUntouched) {

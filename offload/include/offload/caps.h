@@ -26,7 +26,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 4;
+inline constexpr uint16_t kCapsVersion = 5;  // 5: float80 types
 inline constexpr uint32_t kMaxRules = 4;  // per collective
 
 // What a rule needs besides the size.
@@ -78,7 +78,7 @@ struct EngineCaps {
   uint16_t cpus;  // When::kCrowded: the CPUs one host's engines run on
   uint8_t pad3[2];
   uint16_t reduce_ops[kNumDTypes];  // per DType: bit ROp, ops it reduces
-  uint8_t pad2[10];
+  uint8_t pad2[6];
   CollCaps coll[kNumColls];
 };
 static_assert(std::is_trivially_copyable_v<EngineCaps>);

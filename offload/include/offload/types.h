@@ -33,6 +33,14 @@ using base::Status;
 // element size is the descriptor's user_esize, the engine moves it as
 // bytes and reduces it only through the host's callback (see
 // off::UserReduce); kDTypeSize has 0 for it.
+//
+// kFloat80 is the x87 80-bit extended format in a 16-byte slot (value in
+// the first 10 bytes, little-endian), as x86-64's C long double lays it
+// out; kFloat80Complex two of them. UCC's FLOAT128 is C long double, so a
+// host maps it to kFloat128 where long double is binary128 (AArch64) and
+// to kFloat80 where it is x87 (x86-64): the descriptor says which format
+// the bytes are in, and an engine of another architecture refuses what it
+// cannot reduce instead of misreading it.
 enum class DType : uint8_t {
   kInt8 = 0,
   kInt16,
@@ -53,6 +61,8 @@ enum class DType : uint8_t {
   kFloat64Complex,
   kFloat128Complex,
   kGeneric,
+  kFloat80,  // appended after kGeneric: the values above never change
+  kFloat80Complex,
   kCount  // number of entries; not a type
 };
 
@@ -63,6 +73,7 @@ inline constexpr size_t kDTypeSize[] = {
     16, 16, 16,     // int128 uint128 float128
     8,  16, 32,     // float32_complex float64_complex float128_complex
     0,              // generic: CollDesc::user_esize
+    16, 32,         // float80 float80_complex (16-byte slots)
 };
 static_assert(sizeof(kDTypeSize) / sizeof(kDTypeSize[0]) ==
               static_cast<size_t>(DType::kCount));
@@ -70,7 +81,8 @@ static_assert(sizeof(kDTypeSize) / sizeof(kDTypeSize[0]) ==
 // last original one.
 static_assert(static_cast<int>(DType::kFloat64) == 11 &&
               static_cast<int>(DType::kInt128) == 12 &&
-              static_cast<int>(DType::kGeneric) == 18);
+              static_cast<int>(DType::kGeneric) == 18 &&
+              static_cast<int>(DType::kFloat80) == 19);
 
 inline constexpr size_t dtype_size(DType t) {
   return kDTypeSize[static_cast<size_t>(t)];
