@@ -1,4 +1,5 @@
-// Pairwise exchange: alltoall, alltoallv and allgatherv.
+// Pairwise exchange: alltoall, alltoallv and allgatherv; one-sided
+// alltoallv (below).
 //
 // In step s (0 <= s < n) rank r exchanges with partner (s - r) mod n: it
 // sends the block of its src meant for the partner and receives the
@@ -9,6 +10,8 @@
 // message overwrites them only after our own copy of them has left. The
 // step whose partner is ourselves is the local copy. Every pair meets in
 // the same step on both sides, so bounded inboxes cannot deadlock.
+#include <cstring>
+
 #include "device/coll/algorithms.h"
 #include "device/coll/streams.h"
 #include "device/run/patterns.h"
@@ -59,9 +62,83 @@ struct Pairwise {
   }
 };
 
+// One-sided alltoallv (off::kDescOneSided): the same pairing, but each
+// block's place in the receiver's dst is the sender's to give (its
+// dst_displs[p], UCC's put convention), so every block travels behind a
+// header naming its place and length. The receiver reads the header, checks
+// it (whole elements; the placing copy checks the range against its dst,
+// the mapped room the host gave it) and receives the block there. A peer
+// whose header is wrong ends the collective with kInvalidParam, as an
+// RDMA put outside the registered range would fail.
+struct PutHeader {
+  uint64_t off;    // bytes into the receiver's dst
+  uint64_t bytes;  // the block's length
+};
+static_assert(sizeof(PutHeader) == 16);
+
+struct OneSided {
+  uint32_t step = 0;
+  bool started = false;
+  bool told = false;   // our header to the partner is sent
+  bool heard = false;  // the partner's header is read
+  SendStream tx;
+  RecvStream rx;
+
+  Status start(CollRun& run) { return progress(run); }
+
+  Status progress(CollRun& run) {
+    const uint64_t es = run.esize;
+    while (step < run.size) {
+      const uint32_t p = pat::pair_partner(run.rank, run.size, step);
+      const uint32_t t = run.tab(p);
+      const uint64_t soff = run.src_off[t] * es, put = run.dst_off[t] * es;
+      const uint64_t sbytes = run.src_cnt[t] * es;
+      if (p == run.rank) {
+        Status st = run.copy_uu(Buf::kDst, put, Buf::kSrc, soff, sbytes);
+        if (failed(st)) return st;
+        ++step;
+        continue;
+      }
+      if (!started) {
+        tx.init(run, p, Buf::kSrc, soff, sbytes);
+        told = heard = false;
+        started = true;
+      }
+      if (!told) {
+        void* m = run.reserve(p);
+        if (m == nullptr) return Status::kInProgress;
+        const PutHeader h{put, sbytes};
+        std::memcpy(m, &h, sizeof(h));
+        run.commit(p, sizeof(h));
+        told = true;
+      }
+      Status st = tx.progress(run);
+      if (failed(st)) return st;
+      if (!heard) {
+        Status err = Status::kOk;
+        const void* m = run.peek(p, sizeof(PutHeader), &err);
+        if (m == nullptr) return failed(err) ? err : Status::kInProgress;
+        PutHeader h;
+        std::memcpy(&h, m, sizeof(h));
+        run.release(p);
+        if (h.off % es != 0 || h.bytes % es != 0) return Status::kInvalidParam;
+        rx.init(run, p, Buf::kDst, h.off, h.bytes, false);
+        heard = true;
+      }
+      st = rx.progress(run);
+      if (failed(st)) return st;
+      if (!tx.finished() || !rx.finished()) return Status::kInProgress;
+      started = false;
+      ++step;
+    }
+    return Status::kOk;
+  }
+};
+
 }  // namespace
 
 const AlgInfo kAlltoallPairwise = make_alg<Pairwise>();
+const AlgInfo kAlltoallvOneSided = make_alg<OneSided>();
 const AlgInfo kAlltoallvPairwise = make_alg<Pairwise>();
 const AlgInfo kAllgathervPairwise = make_alg<Pairwise>();
 

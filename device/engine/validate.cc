@@ -73,8 +73,12 @@ Status check_header(const off::CollDesc& d, const off::CollTraits* t) {
     return Status::kInvalidParam;
   constexpr uint16_t kKnownFlags = off::kDescInPlace | off::kDescCount64 |
                                    off::kDescDispl64 | off::kDescTagged |
-                                   off::kDescErrGlobal;
+                                   off::kDescErrGlobal | off::kDescOneSided;
   if ((d.flags & ~kKnownFlags) != 0) return Status::kInvalidParam;
+  // One-sided: alltoallv with the displacements it puts at.
+  if ((d.flags & off::kDescOneSided) &&
+      (d.coll != off::CollType::kAlltoallv || d.dst_displs == 0))
+    return Status::kInvalidParam;
   // An active set is matched by tag: non-members never count it.
   if (d.set_size != 0 && (d.flags & off::kDescTagged) == 0)
     return Status::kInvalidParam;
@@ -140,8 +144,11 @@ Status Engine::validate(const off::CollDesc& d, uint64_t* largest) const {
     *largest = facts[static_cast<int>(Side::kDst)].largest;
   const uint64_t esize = off::elem_size(d);
   uint64_t src = 0, dst = 0;
+  // One-sided, the dst arrays describe the peers' buffers: each block that
+  // arrives is checked against ours as it is placed (pairwise.cc).
+  const bool puts = (d.flags & off::kDescOneSided) != 0;
   if (!off::side_extent(t, Side::kSrc, r, facts, &src) ||
-      !off::side_extent(t, Side::kDst, r, facts, &dst) ||
+      (!puts && !off::side_extent(t, Side::kDst, r, facts, &dst)) ||
       __builtin_mul_overflow(src, esize, &src) ||
       __builtin_mul_overflow(dst, esize, &dst) ||
       !fits(env_.mem, d.src, src, scattered(t, Side::kSrc)) ||

@@ -207,6 +207,14 @@ const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
       whole && off::linear_team(caps, team_size, one_node),
       whole && off::crowded_team(caps, team_size, one_node)};
   *id = off::select_alg_id(caps.coll[c], in);
+  // The one-sided convention moves different bytes: its descriptors run
+  // its algorithm, and no other descriptor does.
+  if (d.coll == off::CollType::kAlltoallv) {
+    if (d.flags & off::kDescOneSided)
+      *id = off::kAlltoallvOneSided;
+    else if (*id == off::kAlltoallvOneSided)
+      *id = caps.coll[c].def_alg;
+  }
   return find_impl(d.coll, *id);
 }
 

@@ -277,7 +277,12 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   link.net.tcp.iface = ctx->settings.net_if;
   link.net.verbs.device = ctx->settings.net_devices;
   link.net.verbs.lib = ctx->settings.verbs_lib;
-  link.mem_map_handles = settings.mem_map_handles * 16;  // segments each
+  const ucc_mem_map_params_t* attach =
+      (params->mask & UCC_CONTEXT_PARAM_FIELD_MEM_PARAMS) ? &params->mem_params
+                                                          : nullptr;
+  // Segments each, the context's own (mem_params) beside the user's.
+  link.mem_map_handles =
+      (settings.mem_map_handles + ucc::host::context_handles(attach)) * 16;
   Status st = link.emu ? ucc::host::open_daemon_link(link, kSubmitRing, ncomp,
                                                      &ctx->ch, &ctx->engine)
                        : ucc::host::open_inline_link(link, kSubmitRing, ncomp,
@@ -287,7 +292,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
   if (ust == UCC_OK && has_oob && ctx->oob.n_oob_eps > 1)
     ust = context_wireup(ctx);
   if (ust == UCC_OK)
-    ust = ucc::host::memmaps_init(ctx, settings.mem_map_handles);
+    ust = ucc::host::memmaps_init(ctx, settings.mem_map_handles, attach);
   if (ust != UCC_OK) {
     delete ctx->engine;
     ctx->~ucc_context();

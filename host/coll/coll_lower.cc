@@ -58,6 +58,10 @@ struct Lowering {
   uint64_t* varr;
   uint64_t counts[2], displs[2];
   uint64_t shift[2];
+  // UCC's one-sided alltoallv (lower_one_sided): the dst arrays describe
+  // the peers' buffers, and dst is the mapped room they may write.
+  bool one_sided;
+  uint64_t room;  // one-sided: bytes mapped from the dst buffer on
 
   UserSide side(Side s) const { return user_side(a, t, s); }
   bool has(Side s) const { return described[static_cast<int>(s)]; }
@@ -83,8 +87,8 @@ ucc_status_t lower_in_place(Lowering& lo, uint64_t flags) {
 // scatter, alltoall over separate tensors) names the memory it uses.
 // false when a sum overflows.
 bool copy_arrays(const ucc_coll_buffer_info_v_t& v, bool wide_c, bool wide_d,
-                 bool displs, uint32_t n, uint64_t* cnt, uint64_t* dsp,
-                 uint64_t* shift) {
+                 bool displs, bool rebase, uint32_t n, uint64_t* cnt,
+                 uint64_t* dsp, uint64_t* shift) {
   uint64_t low = UINT64_MAX, packed = 0;
   for (uint32_t i = 0; i < n; ++i) {
     cnt[i] = off::vec_entry(v.counts, wide_c, i);
@@ -94,7 +98,7 @@ bool copy_arrays(const ucc_coll_buffer_info_v_t& v, bool wide_c, bool wide_d,
     if (displs) dsp[i] = at;
     if (cnt[i] != 0 && at < low) low = at;
   }
-  *shift = displs && low != UINT64_MAX ? low : 0;
+  *shift = rebase && displs && low != UINT64_MAX ? low : 0;
   if (*shift != 0)
     for (uint32_t i = 0; i < n; ++i) dsp[i] = cnt[i] != 0 ? dsp[i] - *shift : 0;
   return true;
@@ -115,10 +119,18 @@ ucc_status_t lower_arrays(Lowering& lo) {
                 which);
     const bool displs = lo.t.of(s).arrays == off::Arrays::kCountsDispls &&
                         u.info_v->displacements != nullptr;
+    // One-sided, dst's displacements are places in the peers' buffers:
+    // they must be given, and they do not move ours.
+    const bool puts = lo.one_sided && s == Side::kDst;
+    if (puts && !displs)
+      ARG_ERROR(UCC_ERR_INVALID_PARAM,
+                "%s: one-sided (MEM_MAPPED_BUFFERS with a global work "
+                "buffer), but the dst displacements array is NULL",
+                lo.coll);
     uint64_t* cnt = lo.varr + 2 * size_t{n} * i;
     uint64_t* dsp = cnt + n;
-    if (!copy_arrays(*u.info_v, lo.count64, lo.displ64, displs, n, cnt, dsp,
-                     &lo.shift[i]) ||
+    if (!copy_arrays(*u.info_v, lo.count64, lo.displ64, displs, !puts, n, cnt,
+                     dsp, &lo.shift[i]) ||
         !off::vec_scan(off::DirectReader{}, reinterpret_cast<uintptr_t>(cnt),
                        displs ? reinterpret_cast<uintptr_t>(dsp) : 0, true,
                        true, n, lo.r.me, &lo.facts[i]))
@@ -190,10 +202,21 @@ ucc_status_t lower_side(Lowering& lo, Side s, off::CollDesc* d) {
                 static_cast<ull>(elems));
     return buffer(lo.coll, which, *u.info, *d, elems, ref);
   }
+  const int i = static_cast<int>(s);
+  if (lo.one_sided && s == Side::kDst) {
+    // The peers put into the mapped room from dst on (in place of the
+    // extent our arrays would give: they describe the peers' buffers).
+    elems = lo.room / off::elem_size(*d);
+    if (elems == 0)
+      ARG_ERROR(UCC_ERR_INVALID_PARAM,
+                "%s: one-sided, but the dst buffer %p is not inside memory "
+                "mapped to this context (ucc_mem_map or the context's "
+                "mem_params)",
+                lo.coll, u.info_v->buffer);
+  }
   // The buffer starts at the lowest block (lower_arrays): base + shift
   // elements, computed as an address so that a NULL base is no pointer
   // arithmetic on nullptr.
-  const int i = static_cast<int>(s);
   uint64_t moved, start;
   if (__builtin_mul_overflow(lo.shift[i], uint64_t{off::elem_size(*d)},
                              &moved) ||
@@ -250,6 +273,38 @@ ucc_status_t lower_buffers(Lowering& lo, off::CollDesc* d) {
   return UCC_OK;
 }
 
+// UCC's one-sided alltoallv: buffers in mapped memory
+// (MEM_MAPPED_BUFFERS) and a global work buffer, as UCC's onesided
+// algorithm takes them. The descriptor then says so (kDescOneSided) and
+// dst is the mapped room from the user's dst on (docs/api.md, "One-sided
+// collectives"). The work buffer is not written: the engine keeps its
+// own count of arrivals. One-sided alltoall needs nothing of its own (a
+// block lands where the two-sided one puts it).
+ucc_status_t lower_one_sided(Lowering& lo, uint64_t flags, const ucc_team& team,
+                             off::CollDesc* d) {
+  const ucc_coll_args_t& a = lo.a;
+  if (d->coll != off::CollType::kAlltoallv ||
+      !(flags & UCC_COLL_ARGS_FLAG_MEM_MAPPED_BUFFERS) ||
+      !(a.mask & UCC_COLL_ARGS_FIELD_GLOBAL_WORK_BUFFER))
+    return UCC_OK;
+  if (a.global_work_buffer == nullptr)
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: the global work buffer is NULL",
+              lo.coll);
+  if (enum_bits(a.dst.info_v.mem_type) != UCC_MEMORY_TYPE_HOST ||
+      enum_bits(a.src.info_v.mem_type) != UCC_MEMORY_TYPE_HOST)
+    ARG_REFUSED("%s: one-sided on memory other than host memory", lo.coll);
+  const MemHandle* only = nullptr;
+  if (a.mask & UCC_COLL_ARGS_FIELD_MEM_MAP_DST_MEMH)
+    only = team.ctx->maps.live(a.dst_memh.local_memh);  // checked later
+  lo.one_sided = true;
+  lo.room = mapped_room(team.ctx,
+                        reinterpret_cast<uintptr_t>(a.dst.info_v.buffer), only);
+  if (lo.room > (uint64_t{1} << 62)) lo.room = uint64_t{1} << 62;
+  d->flags |= off::kDescOneSided;
+  d->alg = off::kAlltoallvOneSided;
+  return UCC_OK;
+}
+
 ucc_status_t lower_coll_type(const ucc_coll_args_t& a, off::CollDesc* d,
                              const char** coll) {
   const int64_t t = enum_bits(a.coll_type);
@@ -288,8 +343,11 @@ ucc_status_t build_desc(const ucc_coll_args_t& a, const ucc_team& team,
               varr,
               {0, 0},
               {0, 0},
-              {0, 0}};
-  st = matching(coll, a, flags, team, d, &lo.r.n, &lo.r.me);
+              {0, 0},
+              false,
+              0};
+  st = lower_one_sided(lo, flags, team, d);
+  if (st == UCC_OK) st = matching(coll, a, flags, team, d, &lo.r.n, &lo.r.me);
   if (st == UCC_OK && t.rooted)
     st = root_position(coll, a.root, *d, team.size, &d->root);
   if (st != UCC_OK) return st;

@@ -132,7 +132,10 @@ bool parse_alg(CollType c, const char* name, uint8_t* id) {
     return true;
   }
   const off::AlgName* a = off::find_alg_name(c, name);
-  if (a == nullptr) return false;
+  // onesided runs one-sided arguments only (they select it themselves).
+  if (a == nullptr ||
+      (c == CollType::kAlltoallv && a->id == off::kAlltoallvOneSided))
+    return false;
   *id = a->id;
   return true;
 }

@@ -87,6 +87,47 @@ ucc_status_t check_segments(const ucc_mem_map_params_t& p) {
   return UCC_OK;
 }
 
+// A free handle holding p's checked segments, each pinned (emu), made
+// live. UCC_ERR_NO_RESOURCE when the pool is empty; the daemon's refusal.
+ucc_status_t map_handle(ucc_context* ctx, const ucc_mem_map_params_t& p,
+                        int64_t mode, MemHandle** out) {
+  MemHandle* h = ctx->maps.take();
+  if (h == nullptr) {
+    UCC_ERROR(
+        "ucc_mem_map: all memory handles of the context are in use "
+        "(UCC_MEM_MAP_HANDLES)");
+    return UCC_ERR_NO_RESOURCE;
+  }
+  MemhExport& pub = h->pub;
+  pub.magic = kMemhMagic;
+  pub.version = kMemhVersion;
+  pub.mode = static_cast<uint32_t>(mode);
+  pub.pid = static_cast<int32_t>(ctx->addr[0]);
+  pub.hostid = ctx->addr[1];
+  for (uint32_t i = 0; i < p.n_segments; ++i) {
+    const uint64_t a = reinterpret_cast<uintptr_t>(p.segments[i].address);
+    const uint64_t len = p.segments[i].len;
+    // Nothing to register for an empty segment: key 0, and memh_holds
+    // never finds a buffer in it (resolve_ref skips empty buffers).
+    h->keys[i] = 0;
+    off::Status ps =
+        len == 0 ? off::Status::kOk : ctx->engine->pin(a, len, &h->keys[i]);
+    if (off::failed(ps)) {
+      UCC_ERROR(
+          "ucc_mem_map: the engine's daemon refused segment %u [%#llx, "
+          "+%llu)",
+          i, static_cast<ull>(a), static_cast<ull>(len));
+      release(ctx, h);  // unpins the segments before this one
+      return to_ucc(ps);
+    }
+    pub.segs[i] = MemSeg{a, len};
+    pub.nsegs = static_cast<uint16_t>(i + 1);
+  }
+  ctx->maps.publish(h);
+  *out = h;
+  return UCC_OK;
+}
+
 // One buffer of a collective: inside its own handle when one was given
 // (or inside the other one where src and dst are the same buffer), else,
 // when required or in emu, looked up among the live handles. In emu a
@@ -206,12 +247,63 @@ const MemHandle* MemMaps::find(uint64_t addr, uint64_t bytes,
   return nullptr;
 }
 
-ucc_status_t memmaps_init(ucc_context* ctx, uint32_t n) {
-  if (failed(ctx->maps.init(n))) return UCC_ERR_NO_MEMORY;
+uint32_t context_handles(const ucc_mem_map_params_t* attach) {
+  if (attach == nullptr) return 0;
+  const uint64_t n = attach->n_segments;
+  return n == 0 ? 1
+                : static_cast<uint32_t>((n + kMemMapSegs - 1) / kMemMapSegs);
+}
+
+ucc_status_t memmaps_init(ucc_context* ctx, uint32_t n,
+                          const ucc_mem_map_params_t* attach) {
+  if (attach != nullptr) {
+    if (attach->n_segments > kContextSegs) {
+      UCC_ERROR(
+          "ucc_context_create: mem_params has %llu segments; a context "
+          "takes at most %u",
+          static_cast<ull>(attach->n_segments), kContextSegs);
+      return UCC_ERR_NOT_SUPPORTED;
+    }
+    ucc_status_t st = check_segments(*attach);
+    if (st != UCC_OK) return st;
+  }
+  if (failed(ctx->maps.init(n + context_handles(attach))))
+    return UCC_ERR_NO_MEMORY;
+  if (attach != nullptr) {
+    // Into handles of 16 segments, published as the context's own.
+    for (uint64_t first = 0; first < attach->n_segments; first += kMemMapSegs) {
+      const uint64_t left = attach->n_segments - first;
+      const ucc_mem_map_params_t part{attach->segments + first,
+                                      left < kMemMapSegs ? left : kMemMapSegs};
+      MemHandle* h = nullptr;
+      ucc_status_t st = map_handle(ctx, part, UCC_MEM_MAP_MODE_EXPORT, &h);
+      if (st != UCC_OK) {
+        while (MemHandle* m = ctx->maps.first_live()) release(ctx, m);
+        ctx->maps.fini();
+        return st;
+      }
+      h->context = true;
+    }
+  }
   std::lock_guard<std::mutex> g(g_reg.lock);
   ctx->maps_next = g_reg.head;
   g_reg.head = ctx;
   return UCC_OK;
+}
+
+uint64_t mapped_room(const ucc_context* ctx, uint64_t addr,
+                     const MemHandle* only) {
+  uint64_t room = 0;
+  for (const MemHandle* m = only != nullptr ? only : ctx->maps.first_live();
+       m != nullptr; m = only != nullptr ? nullptr : m->next) {
+    for (uint32_t i = 0; i < m->pub.nsegs; ++i) {
+      const MemSeg& s = m->pub.segs[i];
+      if (addr >= s.addr && addr - s.addr < s.len &&
+          s.len - (addr - s.addr) > room)
+        room = s.len - (addr - s.addr);
+    }
+  }
+  return room;
 }
 
 void memmaps_fini(ucc_context* ctx) {
@@ -226,11 +318,14 @@ void memmaps_fini(ucc_context* ctx) {
       }
     }
   }
-  if (ctx->maps.nlive() != 0)
+  uint32_t users = 0;
+  for (const MemHandle* m = ctx->maps.first_live(); m != nullptr; m = m->next)
+    users += m->context ? 0 : 1;
+  if (users != 0)
     UCC_WARN(
         "ucc_context_destroy: %u memory handles still mapped; unmapping "
         "them",
-        ctx->maps.nlive());
+        users);
   while (MemHandle* m = ctx->maps.first_live()) release(ctx, m);
   ctx->maps.fini();
 }
@@ -312,40 +407,9 @@ ucc_status_t ucc_mem_map(ucc_context_h ctx, ucc_mem_map_mode_t mode,
   ucc_status_t st = ucc::host::check_segments(*params);
   if (st != UCC_OK) return st;
   ucc::host::Guard g(ctx->lock, ctx->mt);
-  MemHandle* h = ctx->maps.take();
-  if (h == nullptr) {
-    UCC_ERROR(
-        "ucc_mem_map: all memory handles of the context are in use "
-        "(UCC_MEM_MAP_HANDLES)");
-    return UCC_ERR_NO_RESOURCE;
-  }
-  ucc::host::MemhExport& pub = h->pub;
-  pub.magic = ucc::host::kMemhMagic;
-  pub.version = ucc::host::kMemhVersion;
-  pub.mode = static_cast<uint32_t>(m);
-  pub.pid = static_cast<int32_t>(ctx->addr[0]);
-  pub.hostid = ctx->addr[1];
-  for (uint32_t i = 0; i < params->n_segments; ++i) {
-    const uint64_t a = reinterpret_cast<uintptr_t>(params->segments[i].address);
-    const uint64_t len = params->segments[i].len;
-    // Nothing to register for an empty segment: key 0, and memh_holds
-    // never finds a buffer in it (resolve_ref skips empty buffers).
-    h->keys[i] = 0;
-    ucc::off::Status ps = len == 0 ? ucc::off::Status::kOk
-                                   : ctx->engine->pin(a, len, &h->keys[i]);
-    if (ucc::off::failed(ps)) {
-      UCC_ERROR(
-          "ucc_mem_map: the engine's daemon refused segment %u [%#llx, "
-          "+%llu)",
-          i, static_cast<unsigned long long>(a),
-          static_cast<unsigned long long>(len));
-      ucc::host::release(ctx, h);  // unpins the segments before this one
-      return ucc::host::to_ucc(ps);
-    }
-    pub.segs[i] = ucc::host::MemSeg{a, len};
-    pub.nsegs = static_cast<uint16_t>(i + 1);
-  }
-  ctx->maps.publish(h);
+  MemHandle* h = nullptr;
+  st = ucc::host::map_handle(ctx, *params, m, &h);
+  if (st != UCC_OK) return st;
   *memh = h;
   *memh_size = sizeof(ucc::host::MemhExport);
   return UCC_OK;
@@ -375,6 +439,13 @@ ucc_status_t ucc_mem_unmap(ucc_mem_map_mem_h* memh) {
   if (!h->live) {
     UCC_ERROR("ucc_mem_unmap: handle %p is not mapped (unmapped twice?)",
               *memh);
+    return UCC_ERR_INVALID_PARAM;
+  }
+  if (h->context) {
+    UCC_ERROR(
+        "ucc_mem_unmap: handle %p holds the context's mem_params; it is "
+        "released with the context",
+        *memh);
     return UCC_ERR_INVALID_PARAM;
   }
   ucc::host::release(ctx, h);

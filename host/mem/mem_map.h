@@ -70,6 +70,7 @@ struct MemHandle {
   MemhExport pub;  // first: the handle's address is its exported form
   uint32_t keys[kMemMapSegs];  // emu: the daemon's key per segment
   bool live;
+  bool context;     // holds the context's mem_params: not the user's to unmap
   MemHandle* next;  // live list, or the free FIFO
   MemHandle* prev;  // live list only
 };
@@ -119,9 +120,27 @@ bool memh_holds(const MemHandle& m, uint64_t addr, uint64_t bytes,
 
 // Context creation and destruction (mem_map.cc): the pool, and the
 // context's place in the list ucc_mem_unmap searches. memmaps_fini
-// releases handles still mapped (one warning line).
-ucc_status_t memmaps_init(ucc_context* ctx, uint32_t n);
+// releases handles still mapped (one warning line for the user's).
+//
+// `attach` (may be null): the segments of ucc_context_params_t.mem_params
+// (UCC_CONTEXT_PARAM_FIELD_MEM_PARAMS, at most kContextSegs), mapped for
+// the context's life in handles of their own, beside the n the user gets:
+// buffers inside them are mapped memory (MEM_MAPPED_BUFFERS) as if
+// ucc_mem_map had mapped them. Empty segments are accepted and map
+// nothing; anything ucc_mem_map refuses is refused here.
+inline constexpr uint32_t kContextSegs = 32;  // UCC's limit too
+// Handles the context's segments take (0 when attach is null).
+uint32_t context_handles(const ucc_mem_map_params_t* attach);
+ucc_status_t memmaps_init(ucc_context* ctx, uint32_t n,
+                          const ucc_mem_map_params_t* attach);
 void memmaps_fini(ucc_context* ctx);
+
+// Bytes from `addr` to the end of the mapped segment holding it (the
+// furthest end where several do), searched in `only` where it is not
+// null, else in every live handle of the context; 0 when no segment
+// holds addr. Under the context's lock.
+uint64_t mapped_room(const ucc_context* ctx, uint64_t addr,
+                     const MemHandle* only);
 
 // At ucc_collective_init, under the context's lock, after the descriptor
 // is built: checks src_memh / dst_memh and MEM_MAPPED_BUFFERS against the

@@ -371,6 +371,10 @@ ucc_status_t World::init(Rank& r, double timeout_s) {
   ucc_context_params_t ctx_params{};
   ctx_params.mask = UCC_CONTEXT_PARAM_FIELD_OOB;
   ctx_params.oob = oob;
+  if (ctx_mem != nullptr) {
+    ctx_params.mask |= UCC_CONTEXT_PARAM_FIELD_MEM_PARAMS;
+    ctx_params.mem_params = *ctx_mem;
+  }
   st = ucc_context_create(lib, &ctx_params, ctx_config, &ctx);
   ucc_context_config_release(ctx_config);
   if (report(rank, "ucc_context_create", st) != UCC_OK) {

@@ -92,6 +92,9 @@ class World {
   std::vector<std::pair<std::string, std::string>> env;
   // The library's thread mode (set before init()).
   ucc_thread_mode_t thread_mode = UCC_THREAD_SINGLE;
+  // Where not null, the context's mem_params (UCC_CONTEXT_PARAM_FIELD_
+  // MEM_PARAMS: segments attached to the context; set before init()).
+  const ucc_mem_map_params_t* ctx_mem = nullptr;
 
   // Creates lib, context and team; drives team creation with
   // ucc_team_create_test + ucc_context_progress. Returns UCC_OK, the first

@@ -123,6 +123,11 @@ struct AlgName {
 
 inline constexpr uint32_t kMaxAlgs = 8;  // per collective
 
+// Alltoallv's onesided row (algorithms.def): it runs the descriptors that
+// carry kDescOneSided, and only those (tests/unit/test_select.cc checks
+// the id against the row).
+inline constexpr uint8_t kAlltoallvOneSided = 3;
+
 struct CollTraits {
   CollType type;
   const char* name;

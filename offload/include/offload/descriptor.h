@@ -28,6 +28,7 @@ enum DescFlags : uint16_t {
   kDescDispl64 = 1u << 2,    // v-collective displacement arrays hold uint64_t
   kDescTagged = 1u << 3,     // matched by `tag`, not by the team's post order
   kDescErrGlobal = 1u << 4,  // all members agree on the final status
+  kDescOneSided = 1u << 5,   // alltoallv: UCC's one-sided convention (below)
 };
 
 // Element-count convention (the host normalises ucc.h's per-collective
@@ -54,6 +55,14 @@ enum DescFlags : uint16_t {
 // In place (kDescInPlace), the input is read from dst: at this rank's block
 // for allgather(v) and at the root for gather(v); scatter(v) then leaves
 // the root's block where it is.
+//
+// One-sided alltoallv (kDescOneSided, UCC's convention for buffers in
+// mapped memory): dst_displs[p] is where this rank's block goes in rank
+// p's dst (it puts), not where p's block lands in ours; dst_counts is not
+// used for placement. dst is the room the peers may write: from the
+// user's dst to the end of the mapped segment holding it. Each block
+// travels with its place, and the receiver checks it against its own dst
+// (device/coll/pairwise.cc). Runs by the onesided algorithm only.
 struct alignas(64) CollDesc {
   uint32_t magic;    // kDescMagic
   uint16_t version;  // kDescVersion
