@@ -19,9 +19,26 @@
 namespace ucc::dev {
 namespace {
 
+// One-sided alltoallv (off::kDescOneSided, kPuts): the same pairing, but
+// each block's place in the receiver's dst is the sender's to give (its
+// dst_displs[p], UCC's put convention), so every block travels behind a
+// header naming its place and length. The receiver reads the header,
+// checks it (whole elements; the placing copy checks the range against
+// its dst, the mapped room the host gave it) and receives the block
+// there. A peer whose header is wrong ends the collective with
+// kInvalidParam, as an RDMA put outside the registered range would fail.
+struct PutHeader {
+  uint64_t off;    // bytes into the receiver's dst
+  uint64_t bytes;  // the block's length
+};
+static_assert(sizeof(PutHeader) == 16);
+
+template <bool kPuts>
 struct Pairwise {
   uint32_t step = 0;
   bool started = false;
+  bool told = false;   // kPuts: our header to the partner is sent
+  bool heard = false;  // kPuts: the partner's header is read
   SendStream tx;
   RecvStream rx;
 
@@ -35,86 +52,31 @@ struct Pairwise {
       const uint64_t soff = run.src_off[t] * es, doff = run.dst_off[t] * es;
       const uint64_t sbytes = run.src_cnt[t] * es, dbytes = run.dst_cnt[t] * es;
       if (p == run.rank) {
-        if (sbytes != dbytes) return Status::kInvalidParam;
-        Status st = run.copy_uu(Buf::kDst, doff, Buf::kSrc, soff, dbytes);
+        // Ours goes where our own displacement says (kPuts: the place we
+        // give ourselves as a peer), and is as long as we send.
+        if (!kPuts && sbytes != dbytes) return Status::kInvalidParam;
+        Status st = run.copy_uu(Buf::kDst, doff, Buf::kSrc, soff, sbytes);
         if (failed(st)) return st;
         ++step;
         continue;
       }
       if (!started) {
         tx.init(run, p, Buf::kSrc, soff, sbytes);
-        rx.init(run, p, Buf::kDst, doff, dbytes, false);
+        if (!kPuts) rx.init(run, p, Buf::kDst, doff, dbytes, false);
+        told = heard = !kPuts;
         started = true;
       }
-      Status st = tx.progress(run);
-      if (failed(st)) return st;
-      // Receiving into bytes we still have to send (in place): never
-      // overtake our own sending.
-      bool aliased = run.overlap(Buf::kSrc, soff, sbytes, Buf::kDst, doff,
-                                 dbytes);
-      st = rx.progress(run, aliased ? tx.done : UINT32_MAX);
-      if (failed(st)) return st;
-      if (!tx.finished() || !rx.finished()) return Status::kInProgress;
-      started = false;
-      ++step;
-    }
-    return Status::kOk;
-  }
-};
-
-// One-sided alltoallv (off::kDescOneSided): the same pairing, but each
-// block's place in the receiver's dst is the sender's to give (its
-// dst_displs[p], UCC's put convention), so every block travels behind a
-// header naming its place and length. The receiver reads the header, checks
-// it (whole elements; the placing copy checks the range against its dst,
-// the mapped room the host gave it) and receives the block there. A peer
-// whose header is wrong ends the collective with kInvalidParam, as an
-// RDMA put outside the registered range would fail.
-struct PutHeader {
-  uint64_t off;    // bytes into the receiver's dst
-  uint64_t bytes;  // the block's length
-};
-static_assert(sizeof(PutHeader) == 16);
-
-struct OneSided {
-  uint32_t step = 0;
-  bool started = false;
-  bool told = false;   // our header to the partner is sent
-  bool heard = false;  // the partner's header is read
-  SendStream tx;
-  RecvStream rx;
-
-  Status start(CollRun& run) { return progress(run); }
-
-  Status progress(CollRun& run) {
-    const uint64_t es = run.esize;
-    while (step < run.size) {
-      const uint32_t p = pat::pair_partner(run.rank, run.size, step);
-      const uint32_t t = run.tab(p);
-      const uint64_t soff = run.src_off[t] * es, put = run.dst_off[t] * es;
-      const uint64_t sbytes = run.src_cnt[t] * es;
-      if (p == run.rank) {
-        Status st = run.copy_uu(Buf::kDst, put, Buf::kSrc, soff, sbytes);
-        if (failed(st)) return st;
-        ++step;
-        continue;
-      }
-      if (!started) {
-        tx.init(run, p, Buf::kSrc, soff, sbytes);
-        told = heard = false;
-        started = true;
-      }
-      if (!told) {
+      if (kPuts && !told) {
         void* m = run.reserve(p);
         if (m == nullptr) return Status::kInProgress;
-        const PutHeader h{put, sbytes};
+        const PutHeader h{doff, sbytes};
         std::memcpy(m, &h, sizeof(h));
         run.commit(p, sizeof(h));
         told = true;
       }
       Status st = tx.progress(run);
       if (failed(st)) return st;
-      if (!heard) {
+      if (kPuts && !heard) {
         Status err = Status::kOk;
         const void* m = run.peek(p, sizeof(PutHeader), &err);
         if (m == nullptr) return failed(err) ? err : Status::kInProgress;
@@ -125,7 +87,11 @@ struct OneSided {
         rx.init(run, p, Buf::kDst, h.off, h.bytes, false);
         heard = true;
       }
-      st = rx.progress(run);
+      // Receiving into bytes we still have to send (in place): never
+      // overtake our own sending.
+      const bool aliased = !kPuts && run.overlap(Buf::kSrc, soff, sbytes,
+                                                 Buf::kDst, doff, dbytes);
+      st = rx.progress(run, aliased ? tx.done : UINT32_MAX);
       if (failed(st)) return st;
       if (!tx.finished() || !rx.finished()) return Status::kInProgress;
       started = false;
@@ -137,9 +103,9 @@ struct OneSided {
 
 }  // namespace
 
-const AlgInfo kAlltoallPairwise = make_alg<Pairwise>();
-const AlgInfo kAlltoallvOneSided = make_alg<OneSided>();
-const AlgInfo kAlltoallvPairwise = make_alg<Pairwise>();
-const AlgInfo kAllgathervPairwise = make_alg<Pairwise>();
+const AlgInfo kAlltoallPairwise = make_alg<Pairwise<false>>();
+const AlgInfo kAlltoallvPairwise = make_alg<Pairwise<false>>();
+const AlgInfo kAllgathervPairwise = make_alg<Pairwise<false>>();
+const AlgInfo kAlltoallvOneSided = make_alg<Pairwise<true>>();
 
 }  // namespace ucc::dev

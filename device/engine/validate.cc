@@ -144,15 +144,17 @@ Status Engine::validate(const off::CollDesc& d, uint64_t* largest) const {
     *largest = facts[static_cast<int>(Side::kDst)].largest;
   const uint64_t esize = off::elem_size(d);
   uint64_t src = 0, dst = 0;
-  // One-sided, the dst arrays describe the peers' buffers: each block that
-  // arrives is checked against ours as it is placed (pairwise.cc).
+  // One-sided, the dst arrays describe the peers' buffers: dst is the
+  // room they may write (all of it must be ours to write), and each block
+  // that arrives is checked against it as it is placed (pairwise.cc).
   const bool puts = (d.flags & off::kDescOneSided) != 0;
+  if (puts) dst = esize != 0 ? d.dst.bytes / esize : 0;
   if (!off::side_extent(t, Side::kSrc, r, facts, &src) ||
       (!puts && !off::side_extent(t, Side::kDst, r, facts, &dst)) ||
       __builtin_mul_overflow(src, esize, &src) ||
       __builtin_mul_overflow(dst, esize, &dst) ||
       !fits(env_.mem, d.src, src, scattered(t, Side::kSrc)) ||
-      !fits(env_.mem, d.dst, dst, scattered(t, Side::kDst)))
+      !fits(env_.mem, d.dst, dst, !puts && scattered(t, Side::kDst)))
     return Status::kInvalidParam;
   return Status::kOk;
 }

@@ -207,6 +207,10 @@ void dst_window(const World& w, const CollDesc& d, uint64_t* lo, uint64_t* hi) {
     die("an accepted descriptor has no extent");
   *lo = d.dst.addr;
   *hi = d.dst.addr + elems * off::elem_size(d);
+  // One-sided: the dst arrays place blocks in the peers' buffers; the
+  // peers (here, this rank) may write anywhere in the room dst names.
+  // (validated: the room is registered, so it does not wrap).
+  if (d.flags & off::kDescOneSided) *hi = d.dst.addr + d.dst.bytes;
 }
 
 // Whether arena bytes [from, to) still hold their pristine values.

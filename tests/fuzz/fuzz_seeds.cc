@@ -5,6 +5,7 @@
 // name its regions (fuzz_engine.cc).
 #include <cstring>
 
+#include "offload/coll_traits.h"
 #include "offload/descriptor.h"
 #include "tests/fuzz/fuzz_engine.h"
 
@@ -194,6 +195,11 @@ std::vector<Seed> seeds() {
     d.src_counts = d.dst_counts = kCounts32;
     d.src_displs = d.dst_displs = kDispls32;
     add("alltoallv", d);
+    // UCC's one-sided convention: dst_displs are places in the peers'
+    // buffers, each checked by the receiver (here, ourselves).
+    d.flags |= off::kDescOneSided;
+    d.alg = off::kAlltoallvOneSided;
+    add("alltoallv_onesided", d);
   }
   {
     // count is the whole vector: 5 on one rank ({5}), 15 on three.
