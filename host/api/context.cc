@@ -118,6 +118,8 @@ ucc_status_t context_wireup(ucc_context* ctx) {
 namespace ucc::host {
 
 void context_fit_spin(ucc_context* ctx, uint32_t host_ranks) {
+  // host_ranks: the team's ranks on this machine's CPUs (team.cc,
+  // cpu_sharers), this host's and those of hosts on the same kernel.
   uint32_t spin = ctx->settings.poll_spin;
   if (spin == kPollSpinAuto) {
     // Oversubscribed ranks must hand their core over almost at once; ranks

@@ -54,8 +54,10 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "is a registration the daemon holds until ucc_mem_unmap"},
     {"POLL_SPIN", "auto", Scope::kContext,
      "Idle ucc_context_progress calls before each further idle call "
-     "yields the CPU; auto: 2 when a team has more ranks on this host than "
-     "the host has CPUs (UCC_HOST_CPUS), or with UCC_OFFLOAD=emu; 128 "
+     "yields the CPU; auto: 2 when a team has more ranks on this machine "
+     "than it has CPUs (UCC_HOST_CPUS; ranks of other hosts on the same "
+     "kernel, namespaces or containers, count, and so does the kernel's "
+     "network work between them), or with UCC_OFFLOAD=emu; 128 "
      "otherwise"},
     {"HOST_CPUS", "auto", Scope::kContext,
      "The CPUs this host's ranks run on (1..65535); auto: the CPUs online. "

@@ -16,6 +16,7 @@
 
 #include "host/coll/request.h"
 #include "platform/os/clock.h"
+#include "platform/os/host_id.h"
 #include "platform/os/log.h"
 
 using ucc::off::Status;
@@ -245,11 +246,18 @@ uint64_t digest(const ucc::off::TeamAddr* addrs, uint32_t n) {
   return h;
 }
 
-// The members on the same host as member `me`, itself included.
-uint32_t host_ranks(const ucc::off::TeamAddr* addrs, uint32_t n, uint32_t me) {
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < n; ++i) k += same_host(addrs[me], addrs[i]) ? 1 : 0;
-  return k;
+// What competes for this machine's CPUs while member `me` waits: the
+// members on the same kernel, itself included (its host's, and those of
+// other hosts on it: network namespaces or containers of one machine),
+// and, where some of them are other hosts, the kernel's own network work
+// that carries every message between them (counted as one more).
+uint32_t cpu_sharers(const ucc::off::TeamAddr* addrs, uint32_t n, uint32_t me) {
+  uint32_t kernel = 0, host = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    kernel += ucc::plat::same_kernel(addrs[me].host, addrs[i].host) ? 1 : 0;
+    host += same_host(addrs[me], addrs[i]) ? 1 : 0;
+  }
+  return kernel > host ? kernel + 1 : kernel;
 }
 
 // Creation failed: remember why, and stop waiting for messages.
@@ -436,7 +444,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       if (!t->excluded) {
         t->ctx->engine->team_seal(t->eng_idx);
         ucc::host::context_fit_spin(t->ctx,
-                                    host_ranks(t->addrs, t->size, t->rank));
+                                    cpu_sharers(t->addrs, t->size, t->rank));
       }
       t->state = ucc_team::State::kReady;
       return UCC_OK;

@@ -42,7 +42,9 @@ void host_identity(const char* name, uint64_t out[2]) {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   const size_t hn = strlen(host);
-  out[0] = fnv(host, hn, fnv(boot, static_cast<size_t>(got), kSeedA));
+  // out[0] names the kernel alone: namespaces (or containers) of one
+  // machine are hosts of their own but share its CPUs (same_kernel).
+  out[0] = fnv(boot, static_cast<size_t>(got), kSeedA);
   out[1] = fnv(host, hn, fnv(boot, static_cast<size_t>(got), kSeedB));
 }
 
