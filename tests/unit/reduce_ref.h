@@ -5,11 +5,15 @@
 // calls the library, nor the compiler's __int128 / __float128 arithmetic.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+
+#include "offload/types.h"
 
 namespace ucct::unit {
 
@@ -155,6 +159,26 @@ inline double ref_f128_value(W128 w) {
   double d;
   std::memcpy(&d, &u, 8);
   return d;
+}
+
+// sum (avg), prod, max, min of two real values in double: the reference of
+// the floating types wherever the inputs keep every result exact.
+inline double ref_float(ucc::off::ROp op, double a, double b) {
+  using ucc::off::ROp;
+  switch (op) {
+    case ROp::kSum:
+    case ROp::kAvg:
+      return a + b;
+    case ROp::kProd:
+      return a * b;
+    case ROp::kMax:
+      return std::max(a, b);
+    case ROp::kMin:
+      return std::min(a, b);
+    default:
+      ADD_FAILURE() << "bad op";
+      return 0;
+  }
 }
 
 }  // namespace ucct::unit

@@ -29,6 +29,7 @@ namespace {
 
 using ucc::off::DType;
 using ucc::off::ROp;
+using ucct::unit::ref_float;
 using ucct::unit::ref_half_bits;
 using ucct::unit::ref_half_value;
 using ucct::unit::Rng;
@@ -116,23 +117,6 @@ T ref_int(ROp op, T a, T b) {
       return static_cast<T>(ua | ub);
     case ROp::kBxor:
       return static_cast<T>(ua ^ ub);
-    default:
-      ADD_FAILURE() << "bad op";
-      return 0;
-  }
-}
-
-double ref_float(ROp op, double a, double b) {
-  switch (op) {
-    case ROp::kSum:
-    case ROp::kAvg:
-      return a + b;
-    case ROp::kProd:
-      return a * b;
-    case ROp::kMax:
-      return std::max(a, b);
-    case ROp::kMin:
-      return std::min(a, b);
     default:
       ADD_FAILURE() << "bad op";
       return 0;

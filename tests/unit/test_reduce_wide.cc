@@ -608,20 +608,6 @@ bool padding_zero(const unsigned char* p) {
   return true;
 }
 
-double f80_ref(ROp op, double a, double b) {
-  switch (op) {
-    case ROp::kSum:
-    case ROp::kAvg:
-      return a + b;
-    case ROp::kProd:
-      return a * b;
-    case ROp::kMax:
-      return a > b ? a : b;
-    default:
-      return a < b ? a : b;
-  }
-}
-
 TEST(ReduceWide, Float80EveryOpAndAlias) {
   if (!kHaveF80) GTEST_SKIP() << "long double is not x87 here";
   auto va = [](size_t i) { return static_cast<double>(i % 81) / 2 - 20; };
@@ -639,8 +625,9 @@ TEST(ReduceWide, Float80EveryOpAndAlias) {
         unsigned char* out = in_place ? &a[1] : &d[1];
         ucc::dev::reduce(op, DType::kFloat80, out, &a[1], &b[1], count);
         for (size_t i = 0; i < count; ++i) {
-          ASSERT_EQ(get_f80(out + i * 16),
-                    static_cast<long double>(f80_ref(op, va(i), vb(i))))
+          ASSERT_EQ(
+              get_f80(out + i * 16),
+              static_cast<long double>(ucct::unit::ref_float(op, va(i), vb(i))))
               << ucc::off::rop_name(op) << " " << i;
           ASSERT_TRUE(padding_zero(out + i * 16)) << i;
         }
