@@ -286,4 +286,45 @@ TEST(OneSidedContext, Refusals) {
   }));
 }
 
+// A peer that puts past our mapped room (its dst displacement for us
+// runs 2 elements beyond the receive segment): our collective ends with
+// UCC_ERR_INVALID_PARAM before a byte lands, nobody hangs, and the team
+// still works.
+TEST(OneSidedContext, APutPastTheRoomIsRefusedByTheReceiver) {
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    Segments m;
+    ucct::World w;
+    w.ctx_mem = &m.params;
+    if (w.init(r) != UCC_OK) return 1;
+    const int me = w.rank;
+    std::vector<uint32_t> c{3, 3}, d{0, 3}, put{0, 0};
+    if (me == 0) put[1] = kSegBytes / 4 - 1;  // 2 elements past rank 1's
+    std::memset(m.recv.data(), kPoison, kSegBytes);
+    ucc_coll_args_t a = one_sided_args(UCC_COLL_TYPE_ALLTOALLV, m.work.data());
+    a.src.info_v = {m.send.data(), cnts(c), disps(d), UCC_DT_INT32,
+                    UCC_MEMORY_TYPE_HOST};
+    a.dst.info_v = {m.recv.data(), cnts(c), disps(put), UCC_DT_INT32,
+                    UCC_MEMORY_TYPE_HOST};
+    const ucc_status_t st = w.run(a, 20);
+    int bad = 0;
+    if (st == UCC_ERR_TIMED_OUT) bad += 1;
+    if (me == 1 && st != UCC_ERR_INVALID_PARAM) bad += 2;
+    if (me == 1)
+      for (size_t i = 12; i < kSegBytes; ++i)  // past our own block
+        if (m.recv[i] != kPoison) {
+          bad += 4;
+          break;
+        }
+    // The team goes on.
+    std::vector<int32_t> x(4, me + 1), y(4, 0);
+    ucc_coll_args_t ar{};
+    ar.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+    ar.op = UCC_OP_SUM;
+    ar.src.info = {x.data(), 4, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    ar.dst.info = {y.data(), 4, UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    if (w.run(ar, 20) != UCC_OK || y[3] != 3) bad += 8;
+    return bad;
+  }));
+}
+
 }  // namespace
