@@ -35,10 +35,14 @@ MsgKey tagged_key(const CollDesc& d) {
 // engine folds the same way (a multiply-xorshift mix of the four words;
 // byte-wise FNV-1a here cost about 130 instructions per collective).
 uint16_t sig_of(const CollDesc& d, const off::CollTraits& t) {
+  // Whether the members agree on the status is in it too: with
+  // UCC_COLL_ERROR_TYPE=args, members that passed different error types
+  // see a clash where they exchange data (one that agrees still waits for
+  // the status of those that do not, until UCC_COLL_TIMEOUT if set).
   const uint64_t f[4] = {
       static_cast<uint64_t>(d.dtype) |
-          (uint64_t{d.dtype == off::DType::kGeneric ? d.user_esize : 0u}
-           << 8),
+          (uint64_t{d.dtype == off::DType::kGeneric ? d.user_esize : 0u} << 8) |
+          (uint64_t{(d.flags & off::kDescErrGlobal) != 0} << 40),
       t.reduces ? static_cast<uint64_t>(d.op) : 0, t.rooted ? d.root : 0,
       t.vector() ? 0 : d.count};
   uint64_t h = 0x9e3779b97f4a7c15ull;

@@ -6,6 +6,7 @@
 
 #include "host/api/objects.h"
 #include "host/coll/coll_args.h"
+#include "host/config/config.h"
 
 namespace ucc::host::args {
 namespace {
@@ -33,12 +34,23 @@ ucc_status_t matching(const char* coll, const ucc_coll_args_t& a,
     d->timeout_ns = team.ctx->settings.coll_timeout_ns;  // UCC_COLL_TIMEOUT
   }
   // error_type has no mask bit in ucc.h, and runtimes leave it as the
-  // stack had it (PyTorch's ProcessGroupUCC never sets it): GLOBAL asks
-  // for agreement, every other value is the default, LOCAL.
-  int et;
-  static_assert(sizeof(et) == sizeof(a.error_type));
-  memcpy(&et, &a.error_type, sizeof(et));
-  if (et == UCC_ERR_TYPE_GLOBAL) d->flags |= off::kDescErrGlobal;
+  // stack had it (PyTorch's ProcessGroupUCC never sets it), so that two
+  // members may pass different values: read only where the configuration
+  // says every member sets it (UCC_COLL_ERROR_TYPE; UCC never reads it).
+  switch (team.ctx->settings.error_type) {
+    case ErrorTypeMode::kIgnore:
+      break;
+    case ErrorTypeMode::kGlobal:
+      d->flags |= off::kDescErrGlobal;
+      break;
+    case ErrorTypeMode::kArgs: {
+      int et;
+      static_assert(sizeof(et) == sizeof(a.error_type));
+      memcpy(&et, &a.error_type, sizeof(et));
+      if (et == UCC_ERR_TYPE_GLOBAL) d->flags |= off::kDescErrGlobal;
+      break;
+    }
+  }
   bool has_tag = (a.mask & UCC_COLL_ARGS_FIELD_TAG) != 0;
   if (has_tag) d->tag = a.tag;
   if (!posts_in_order(team.ordering)) {

@@ -245,6 +245,9 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u <= 2;
     case Knob::kCollTimeout:
       return parse_time_ms(v, &u) && u <= 86400000;
+    case Knob::kCollErrorType:
+      return strcasecmp(v, "ignore") == 0 || strcasecmp(v, "args") == 0 ||
+             strcasecmp(v, "global") == 0;
     default: {
       uint8_t id;
       CollType c = alg_knob_coll(k);
@@ -323,20 +326,11 @@ Status read_file(ConfigValues* c, const char* filename) {
 
 const KnobInfo& knob_info(Knob k) { return kKnobTable[static_cast<int>(k)]; }
 
-int config_unknown_env(const char* env_prefix) {
-  char prefixed[80] = "";
-  if (env_prefix != nullptr && env_prefix[0] != '\0')
-    snprintf(prefixed, sizeof(prefixed), "%s_UCC_", env_prefix);
+int config_unknown_env() {
   int unknown = 0;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const char* name = nullptr;
-    if (strncmp(*e, "UCC_", 4) == 0) {
-      name = *e + 4;
-    } else if (prefixed[0] != '\0' &&
-               strncmp(*e, prefixed, strlen(prefixed)) == 0) {
-      name = *e + strlen(prefixed);
-    }
-    if (name == nullptr) continue;
+    if (strncmp(*e, "UCC_", 4) != 0) continue;
+    const char* name = *e + 4;
     const char* eq = strchr(name, '=');
     size_t len = eq != nullptr ? static_cast<size_t>(eq - name) : strlen(name);
     bool known = false;
@@ -355,7 +349,7 @@ int config_unknown_env(const char* env_prefix) {
 Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
                    const char* filename) {
   c->scope = scope;
-  if (scope == Scope::kLib) config_unknown_env(env_prefix);
+  if (scope == Scope::kLib) config_unknown_env();
   for (int i = 0; i < kNumKnobs; ++i) strcpy(c->value[i], kKnobTable[i].def);
   if (filename != nullptr && filename[0] != '\0') {
     Status st = read_file(c, filename);
@@ -514,6 +508,10 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   uint64_t coll_ms = 0;
   parse_time_ms(c.value[static_cast<int>(Knob::kCollTimeout)], &coll_ms);
   out->coll_timeout_ns = coll_ms * 1000000ull;
+  const char* et = c.value[static_cast<int>(Knob::kCollErrorType)];
+  out->error_type = strcasecmp(et, "args") == 0     ? ErrorTypeMode::kArgs
+                    : strcasecmp(et, "global") == 0 ? ErrorTypeMode::kGlobal
+                                                    : ErrorTypeMode::kIgnore;
   const char* spin = c.value[static_cast<int>(Knob::kPollSpin)];
   out->poll_spin = strcasecmp(spin, "auto") == 0
                        ? kPollSpinAuto

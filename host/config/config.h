@@ -75,6 +75,7 @@ enum class Knob : uint8_t {
   kInternalOob,
   kThrottleProgress,
   kCollTimeout,
+  kCollErrorType,
   kCount
 };
 
@@ -102,16 +103,26 @@ struct ConfigValues {
 // value or an unreadable file.
 Status config_read(ConfigValues* c, Scope scope, const char* env_prefix,
                    const char* filename);
-// Warns once per UCC_<NAME> (or <PREFIX>_UCC_<NAME>) variable in the
-// environment that names no knob; returns how many there were. Reading a
-// library configuration calls it.
-int config_unknown_env(const char* env_prefix);
+// Warns once per UCC_<NAME> variable in the environment that names no
+// knob; returns how many there were. Reading a library configuration calls
+// it. <PREFIX>_UCC_<NAME> variables are not checked: the prefix is the
+// runtime's, and it keeps settings of its own there (PyTorch reads the
+// configuration with TORCH and has TORCH_UCC_BLOCKING_WAIT and others).
+int config_unknown_env();
 // Sets one knob by name (with or without the UCC_ prefix).
 Status config_modify(ConfigValues* c, const char* name, const char* value);
 void config_print(const ConfigValues& c, FILE* stream, const char* title,
                   bool header, bool doc);
 
 inline constexpr uint32_t kPollSpinAuto = UINT32_MAX;
+
+// UCC_COLL_ERROR_TYPE: what a collective's error_type (a field with no
+// mask bit, left unset by some runtimes) decides.
+enum class ErrorTypeMode : uint8_t {
+  kIgnore,  // not read: every member reports its own status (UCC's way)
+  kArgs,    // read: GLOBAL agrees on the status; members must all pass it
+  kGlobal,  // every collective agrees, whatever the field holds
+};
 
 // What a context runs with, parsed from its values.
 struct ContextSettings {
@@ -126,6 +137,7 @@ struct ContextSettings {
   uint64_t team_timeout_ns;  // mailbox team creation gives up after this
   uint32_t mem_map_handles;  // ucc_mem_map handles per context (mem_map.h)
   uint64_t coll_timeout_ns;  // UCC_COLL_TIMEOUT: 0, or every collective's
+  ErrorTypeMode error_type;  // UCC_COLL_ERROR_TYPE
 };
 Status context_settings(const ConfigValues& c, ContextSettings* out);
 Status lib_log_level(const ConfigValues& c, plat::LogLevel* out);

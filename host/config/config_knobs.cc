@@ -208,6 +208,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "UCC_ERR_TIMED_OUT on this rank, so a peer that stopped (SIGSTOP, a "
      "debugger) or never posts cannot hold it forever (a number with ms or "
      "s; s if none); 0: none, as in UCC"},
+    {"COLL_ERROR_TYPE", "ignore", Scope::kContext,
+     "What a collective's error_type decides, a field without a mask bit "
+     "that runtimes leave unset (PyTorch): ignore: not read, each member "
+     "reports its own status, as in UCC; args: read, GLOBAL makes the "
+     "members agree on the status (every member must pass the same value, "
+     "like the root); global: every collective agrees"},
 };
 
 }  // namespace ucc::host

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "tests/common/harness.h"
@@ -530,6 +532,7 @@ TEST_P(Matching, ErrorTypes) {
   const int n = GetParam();
   if (n < 2) GTEST_SKIP() << "needs two ranks to disagree";
   ASSERT_TRUE(ucct::run_ranks(n, [](ucct::Rank& r) {
+    setenv("UCC_COLL_ERROR_TYPE", "args", 1);  // read error_type
     ucct::World w;
     CHECK_ST(w.init(r), "init");
     for (ucc_error_type_t et : {UCC_ERR_TYPE_GLOBAL, UCC_ERR_TYPE_LOCAL}) {
@@ -596,6 +599,63 @@ TEST_P(Matching, ErrorTypes) {
     CHECK_ST(wait_req(w, c.req), "wait");
     ucc_collective_finalize(c.req);
     if (c.check(w.size, w.rank) != 0) return 1;
+    return 0;
+  }));
+}
+
+// error_type as a runtime leaves it: PyTorch's ProcessGroupUCC never sets
+// it, so one member holds 1 (GLOBAL) where another holds whatever its
+// stack had. By default the field is not read (as in UCC), and PyTorch's
+// send/recv (a bcast over an active set of two, matched by tag) and an
+// allreduce complete with the right data; before, the member holding
+// GLOBAL waited for ever for the others' status.
+TEST_P(Matching, ErrorTypeLeftUnset) {
+  const int n = GetParam();
+  if (n < 2) GTEST_SKIP() << "needs two ranks to disagree";
+  ASSERT_TRUE(ucct::run_ranks(n, [](ucct::Rank& r) {
+    ucct::World w;
+    CHECK_ST(w.init(r), "init");
+    auto unset = [&](ucc_coll_args_t* a, int who) {
+      int v = who % 2 == 0 ? UCC_ERR_TYPE_GLOBAL : 0x7f3a2c10 + who;
+      memcpy(&a->error_type, &v, sizeof(v));
+    };
+    uint16_t tag = 1;
+    for (int src = 0; src < w.size; ++src) {
+      const int dst = (src + 1) % w.size;
+      if (w.rank == src || w.rank == dst) {
+        Coll c{UCC_COLL_TYPE_BCAST, 1000, 0};
+        std::vector<int> members = {src, dst};
+        c.prepare(2, w.rank == src ? 0 : 1, members);
+        c.args.mask = UCC_COLL_ARGS_FIELD_ACTIVE_SET | UCC_COLL_ARGS_FIELD_TAG;
+        c.args.active_set.start = static_cast<uint64_t>(src);
+        c.args.active_set.stride = dst - src;
+        c.args.active_set.size = 2;
+        c.args.tag = tag;
+        unset(&c.args, w.rank);
+        CHECK_ST(ucc_collective_init(&c.args, &c.req, w.team), "init");
+        CHECK_ST(ucc_collective_post(c.req), "post");
+        ucc_status_t st = wait_req(w, c.req, 20);
+        ucc_collective_finalize(c.req);
+        if (st != UCC_OK || c.check(2, w.rank == src ? 0 : 1) != 0) {
+          std::fprintf(stderr, "rank %d: send %d -> %d: %s\n", w.rank, src, dst,
+                       ucct::status_name(st));
+          return 1;
+        }
+      }
+      ++tag;
+    }
+    Coll c{UCC_COLL_TYPE_ALLREDUCE, 3000, 0};
+    c.prepare(w.size, w.rank, all_ranks(w.size));
+    unset(&c.args, w.rank);
+    CHECK_ST(ucc_collective_init(&c.args, &c.req, w.team), "init");
+    CHECK_ST(ucc_collective_post(c.req), "post");
+    ucc_status_t st = wait_req(w, c.req, 20);
+    ucc_collective_finalize(c.req);
+    if (st != UCC_OK || c.check(w.size, w.rank) != 0) {
+      std::fprintf(stderr, "rank %d: allreduce: %s\n", w.rank,
+                   ucct::status_name(st));
+      return 1;
+    }
     return 0;
   }));
 }
