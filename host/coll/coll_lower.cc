@@ -72,6 +72,11 @@ ucc_status_t lower_in_place(Lowering& lo, uint64_t flags) {
   const bool flag = (flags & UCC_COLL_ARGS_FLAG_IN_PLACE) != 0;
   if (flag && lo.t.in_place == off::InPlaceRule::kRefused)
     ARG_REFUSED("%s: in-place is not supported", lo.coll);
+  // One-sided puts land in the peers' buffers at places they do not
+  // know: nothing of ours could be sent from where theirs come in.
+  if (flag && lo.one_sided)
+    ARG_ERROR(UCC_ERR_INVALID_PARAM, "%s: one-sided cannot be in place",
+              lo.coll);
   lo.r.in_place = off::in_place_applies(lo.t, flag, lo.r.root);
   for (Side s : {Side::kSrc, Side::kDst})
     lo.described[static_cast<int>(s)] = off::side_described(lo.t, s, lo.r);
@@ -263,11 +268,18 @@ ucc_status_t lower_buffers(Lowering& lo, off::CollDesc* d) {
     if (st != UCC_OK) return st;
   }
   if (lo.r.in_place) {
-    // The side in place ignores names the kept buffer.
-    if (lo.t.keeps == Side::kDst)
+    // The side in place ignores names the kept buffer, and its arrays the
+    // kept side's (alltoallv: the block for p goes from where p's block
+    // comes in, as long; MPI's in-place convention).
+    if (lo.t.keeps == Side::kDst) {
       d->src = d->dst;
-    else
+      if (lo.t.of(Side::kSrc).arrays != off::Arrays::kNone) {
+        d->src_counts = d->dst_counts;
+        d->src_displs = d->dst_displs;
+      }
+    } else {
       d->dst = d->src;
+    }
     d->flags |= off::kDescInPlace;
   }
   return UCC_OK;

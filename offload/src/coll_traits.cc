@@ -72,7 +72,7 @@ constexpr CollTraits kCollTraits[static_cast<size_t>(CollType::kCount)] = {
    {side(E, Extent::kCount, kUnused, Layout::kOwn),
     side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)},
    true},
-  {CollType::kAlltoallv, "alltoallv", false, false, InPlaceRule::kRefused,
+  {CollType::kAlltoallv, "alltoallv", false, false, InPlaceRule::kEveryone,
    Side::kDst, CountFrom::kNone,
    {side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls),
     side(E, Extent::kVec, kSame, Layout::kVec, Arrays::kCountsDispls)}},

@@ -31,6 +31,7 @@
 // Threads: a rank's own single thread.
 #pragma once
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -357,23 +358,36 @@ class VChecker {
         }
         break;
       case UCC_COLL_TYPE_ALLTOALLV: {
+        // In place, what we send p leaves from where p's block comes in,
+        // so the counts are symmetric (MPI's rule).
+        auto cnt = [&](int x, int y) {
+          return c.inplace ? vcount(c, std::min(x, y), std::max(x, y))
+                           : vcount(c, x, y);
+        };
         std::vector<size_t> sc(n), rc(n);
         for (int p = 0; p < n; ++p) {
-          sc[p] = vcount(c, me, p);
-          rc[p] = vcount(c, p, me);
+          sc[p] = cnt(me, p);
+          rc[p] = cnt(p, me);
         }
-        s.sv.layout(sc, mode(c), c.count64, c.displ64);
         s.dv.layout(rc, mode(c, c.mixed ? 2 : 0), c.count64, c.displ64);
-        size(s.src, s.sv.extent);
         size(s.dst, s.dv.extent);
+        a.dst.info_v = s.dv.info(s.dst.data(), t);
+        if (c.inplace && !c.ignored_bufs) {
+          size(s.src, 0);
+        } else {
+          s.sv.layout(sc, mode(c), c.count64, c.displ64);
+          size(s.src, s.sv.extent);
+          a.src.info_v = s.sv.info(s.src.data(), t);
+        }
+        Buf& in = c.inplace ? s.dst : s.src;
+        const VSide& lay = c.inplace ? s.dv : s.sv;
         for (int p = 0; p < n; ++p) {
           for (size_t i = 0; i < sc[p]; ++i)
-            raw_in(s.src.data(), s.sv.off[p] + i, me,
+            raw_in(in.data(), lay.off[p] + i, me,
                    (static_cast<size_t>(p) << 32) + i);
         }
-        a.src.info_v = s.sv.info(s.src.data(), t);
-        a.dst.info_v = s.dv.info(s.dst.data(), t);
-        s.src_used = true;
+        s.src_used = !c.inplace;
+        s.src_ignored = c.inplace && c.ignored_bufs;
         break;
       }
       case UCC_COLL_TYPE_REDUCE_SCATTERV: {

@@ -439,6 +439,33 @@ static void check_alltoallv(MPI_Comm c, int crank, int csize)
             check_bytes(out + rd[r], rc[r], r * 64 + crank, 0,
                         nb ? "ialltoallv" : "alltoallv");
     }
+    /* In place: what goes to r leaves from where r's block comes in, so
+     * the counts are symmetric, (min + 2 max) % 5 * 300 + 1 bytes. */
+    for (rt = 0, r = 0; r < csize; r++) {
+      int lo = crank < r ? crank : r, hi = crank < r ? r : crank;
+      rc[r] = ((lo + 2 * hi) % 5) * 300 + 1;
+      rd[r] = rt + 3;
+      rt += rc[r] + 3;
+    }
+    free(out);
+    out = xmalloc(rt);
+    for (nb = 0; nb < 2; nb++) {
+      MPI_Request rq;
+      memset(out, 0xA5, rt);
+      for (r = 0; r < csize; r++)
+        for (i = 0; i < rc[r]; i++) out[rd[r] + i] = byte_of(crank * 64 + r, i);
+      if (nb) {
+        MPI_Ialltoallv(MPI_IN_PLACE, NULL, NULL, MPI_BYTE, out, rc, rd,
+                       MPI_BYTE, c, &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_BYTE, out, rc, rd, MPI_BYTE,
+                      c);
+      }
+      for (r = 0; r < csize; r++)
+        check_bytes(out + rd[r], rc[r], r * 64 + crank, 0,
+                    nb ? "ialltoallv in place" : "alltoallv in place");
+    }
     free(in);
     free(out);
     free(sc);

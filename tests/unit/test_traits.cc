@@ -109,11 +109,15 @@ TEST(Traits, InPlaceRulesAndDescribedSides) {
   const CollTraits& ga = *coll_traits(CollType::kGather);
   EXPECT_FALSE(ucc::off::in_place_applies(ga, true, false));
   EXPECT_TRUE(ucc::off::in_place_applies(ga, true, true));
-  // Bcast ignores it; alltoallv refuses it.
+  // Bcast ignores it; alltoallv takes it on every rank, its src arrays
+  // then the dst ones (the host aliases them).
   EXPECT_FALSE(
       ucc::off::in_place_applies(*coll_traits(CollType::kBcast), true, true));
-  EXPECT_EQ(coll_traits(CollType::kAlltoallv)->in_place,
-            ucc::off::InPlaceRule::kRefused);
+  const CollTraits& av = *coll_traits(CollType::kAlltoallv);
+  EXPECT_EQ(av.in_place, ucc::off::InPlaceRule::kEveryone);
+  const Role ar{kCount, kN, 1, false, true};
+  EXPECT_FALSE(ucc::off::side_described(av, Side::kSrc, ar));
+  EXPECT_TRUE(ucc::off::side_touched(av, Side::kSrc, ar));
   EXPECT_EQ(coll_traits(CollType::kCount), nullptr);
   EXPECT_EQ(coll_traits(static_cast<CollType>(200)), nullptr);
 }
