@@ -26,8 +26,10 @@ words=$(cat CMakeLists.txt $(printf '%s\n' $tracked |
         | grep -oE '[A-Za-z_~][A-Za-z0-9_]*' | sort -u)
 basenames=$(printf '%s\n' $tracked | sed 's|.*/||' | sort -u)
 # Names of other projects that the docs cite (Open MPI's coll/ucc and
-# sources, UCC's component kinds): not ours to check.
-foreign='^(coll/ucc|ompi/|opal/|cl/|tl/|mc/|ec/|test/mpi|src/ucc/)'
+# sources, UCC's component kinds, PyTorch's sources and tests): not ours
+# to check.
+foreign='^(coll/ucc|ompi/|opal/|cl/|tl/|mc/|ec/|test/mpi|src/ucc/|torch/|test/cpp/|test/distributed/)'
+foreign_files='^(distributed_c10d|run_test)\.py$'
 # Open MPI's parameters (MCA), and the gtest cases of the collectives
 # matrix by their generated names (allreduce_default_n8).
 foreign_words='^(coll_ucc_[a-z_]+|mpi_[a-z_]+|[a-z_]+_n[0-9]+)$'
@@ -66,6 +68,7 @@ for f in $files; do
       [[ "$t" =~ $foreign ]] && continue
       exists_path "$t" || report "$f:$line" "$t" "names no file or folder"
     elif [[ "$t" =~ ^[A-Za-z0-9_+-]+\.(cc|h|c|def|cmake|sh|md|txt|py)$ ]]; then
+      [[ "$t" =~ $foreign_files ]] && continue
       grep -qxF "$t" <<< "$basenames" ||
         report "$f:$line" "$t" "names no file of the repository"
     elif [[ "$t" =~ ^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_~][A-Za-z0-9_]*)+(\(\))?$ ||

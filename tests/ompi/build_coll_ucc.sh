@@ -20,6 +20,7 @@ lib="$build/libucc.so"
 mkdir -p "$work" "$out"
 
 skip() { echo "coll/ucc: SKIPPED: $*" >&2; exit 77; }
+. "$(dirname "$0")/../common/deb_source.sh"
 
 command -v mpicc >/dev/null || skip "no mpicc (apt-get install libopenmpi-dev)"
 [ -e "$lib" ] || { echo "coll/ucc: $lib not built" >&2; exit 1; }
@@ -36,25 +37,7 @@ upstream=${upstream#*:}
 
 src="$work/openmpi-$upstream"
 if [ ! -d "$src/ompi/mca/coll/ucc" ]; then
-  apt="$work/apt"
-  mkdir -p "$apt/lists/partial" "$apt/sources.list.d" "$apt/archives/partial"
-  # deb-src twins of the machine's own Debian sources.
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -e "$f" ] || continue
-    sed -e 's/^Types:.*deb\b.*/Types: deb-src/' "$f" >"$apt/sources.list.d/$(basename "$f")"
-  done
-  if [ -e /etc/apt/sources.list ]; then
-    sed -n -e 's/^deb /deb-src /p' /etc/apt/sources.list >"$apt/sources.list.d/list.list"
-  fi
-  opts=(-o "Dir::Etc::SourceList=/dev/null"
-        -o "Dir::Etc::SourceParts=$apt/sources.list.d"
-        -o "Dir::State::Lists=$apt/lists"
-        -o "Dir::Cache::Archives=$apt/archives"
-        -o "APT::Sandbox::User=root")
-  apt-get "${opts[@]}" -qq update >"$work/apt.log" 2>&1 ||
-    skip "apt-get update of the deb-src lists failed (see $work/apt.log)"
-  (cd "$work" && apt-get "${opts[@]}" -qq source --download-only "openmpi=$ver") \
-    >>"$work/apt.log" 2>&1 ||
+  deb_source "$work" openmpi "$ver" ||
     skip "cannot fetch Debian's openmpi $ver source (see $work/apt.log)"
   tarball=$(ls "$work"/openmpi_"$upstream".orig.tar.* | head -n1)
   tar -xf "$tarball" -C "$work" --wildcards \
