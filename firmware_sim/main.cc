@@ -140,7 +140,7 @@ int serve(const ucc::fw::ServerConfig& cfg, const char* path) {
 // --node, else by its socket); without, the machine, whose daemons share
 // memory.
 void set_node(const char* node, const char* path, ucc::fw::ServerConfig* cfg) {
-  char name[400];
+  char name[512];  // a host name (255) and a socket path (255)
   if (node == nullptr && (cfg->wire != nullptr || cfg->net != nullptr)) {
     char host[256] = {0};
     gethostname(host, sizeof(host) - 1);
