@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -532,8 +531,8 @@ TEST_P(Matching, ErrorTypes) {
   const int n = GetParam();
   if (n < 2) GTEST_SKIP() << "needs two ranks to disagree";
   ASSERT_TRUE(ucct::run_ranks(n, [](ucct::Rank& r) {
-    setenv("UCC_COLL_ERROR_TYPE", "args", 1);  // read error_type
     ucct::World w;
+    w.env = {{"UCC_COLL_ERROR_TYPE", "args"}};  // read error_type
     CHECK_ST(w.init(r), "init");
     for (ucc_error_type_t et : {UCC_ERR_TYPE_GLOBAL, UCC_ERR_TYPE_LOCAL}) {
       for (ucc_coll_type_t type :
@@ -632,10 +631,7 @@ TEST_P(Matching, ErrorTypeLeftUnset) {
         c.args.active_set.size = 2;
         c.args.tag = tag;
         unset(&c.args, w.rank);
-        CHECK_ST(ucc_collective_init(&c.args, &c.req, w.team), "init");
-        CHECK_ST(ucc_collective_post(c.req), "post");
-        ucc_status_t st = wait_req(w, c.req, 20);
-        ucc_collective_finalize(c.req);
+        const ucc_status_t st = w.run(c.args, 20);
         if (st != UCC_OK || c.check(2, w.rank == src ? 0 : 1) != 0) {
           std::fprintf(stderr, "rank %d: send %d -> %d: %s\n", w.rank, src, dst,
                        ucct::status_name(st));
@@ -647,10 +643,7 @@ TEST_P(Matching, ErrorTypeLeftUnset) {
     Coll c{UCC_COLL_TYPE_ALLREDUCE, 3000, 0};
     c.prepare(w.size, w.rank, all_ranks(w.size));
     unset(&c.args, w.rank);
-    CHECK_ST(ucc_collective_init(&c.args, &c.req, w.team), "init");
-    CHECK_ST(ucc_collective_post(c.req), "post");
-    ucc_status_t st = wait_req(w, c.req, 20);
-    ucc_collective_finalize(c.req);
+    const ucc_status_t st = w.run(c.args, 20);
     if (st != UCC_OK || c.check(w.size, w.rank) != 0) {
       std::fprintf(stderr, "rank %d: allreduce: %s\n", w.rank,
                    ucct::status_name(st));

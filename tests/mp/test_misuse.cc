@@ -288,8 +288,8 @@ namespace {
 // the team goes on working.
 TEST(Misuse, MismatchedCollectivesFail) {
   EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
-    setenv("UCC_COLL_ERROR_TYPE", "args", 1);
     ucct::World w;
+    w.env = {{"UCC_COLL_ERROR_TYPE", "args"}};
     if (w.init(r) != UCC_OK) return 1;
     std::vector<int32_t> in(64), out(64, -1);
     for (size_t i = 0; i < in.size(); ++i) in[i] = int32_t(r.rank + i);

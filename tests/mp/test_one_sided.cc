@@ -73,6 +73,25 @@ ucc_coll_args_t one_sided_args(ucc_coll_type_t c, void* work) {
   return a;
 }
 
+// One-sided int32 alltoallv: from src (counts sc, displacements sd) into
+// dst, each block put at the place `put` gives (NULL: none, an error).
+ucc_coll_args_t alltoallv_args(Segments& m, void* src,
+                               std::vector<uint32_t>& sc,
+                               std::vector<uint32_t>& sd, void* dst,
+                               std::vector<uint32_t>& rc, uint32_t* put) {
+  ucc_coll_args_t a = one_sided_args(UCC_COLL_TYPE_ALLTOALLV, m.work.data());
+  a.src.info_v = {src, cnts(sc), disps(sd), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+  a.dst.info_v = {dst, cnts(rc), reinterpret_cast<ucc_aint_t*>(put),
+                  UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+  return a;
+}
+
+// A world whose context maps m's segments (its mem_params).
+ucc_status_t join(ucct::World& w, Segments& m, ucct::Rank& r) {
+  w.ctx_mem = &m.params;
+  return w.init(r);
+}
+
 // Posts an initialised request, waits for it; the request stays.
 ucc_status_t post_wait(ucct::World& w, ucc_coll_req_h req) {
   ucc_status_t st = ucc_collective_post(req);
@@ -143,11 +162,7 @@ int alltoallv(ucct::World& w, Segments& m) {
     for (int p = 0; p < n; ++p)
       for (uint64_t e = 0; e < sc[p]; ++e)
         src[sd[p] + e] = value_of(me, p, e, iter);
-    ucc_coll_args_t a = one_sided_args(UCC_COLL_TYPE_ALLTOALLV, m.work.data());
-    a.src.info_v = {src, cnts(sc), disps(sd), UCC_DT_INT32,
-                    UCC_MEMORY_TYPE_HOST};
-    a.dst.info_v = {dst, cnts(rc), disps(put), UCC_DT_INT32,
-                    UCC_MEMORY_TYPE_HOST};
+    ucc_coll_args_t a = alltoallv_args(m, src, sc, sd, dst, rc, put.data());
     std::memset(dst, kPoison, kSegBytes);
     if (w.barrier() != UCC_OK ||
         ucc_collective_init(&a, &req, w.team) != UCC_OK) {
@@ -194,8 +209,7 @@ TEST_P(OneSided, AlltoallAndAlltoallv) {
   EXPECT_TRUE(ucct::run_ranks(GetParam(), [](ucct::Rank& r) {
     Segments m;
     ucct::World w;
-    w.ctx_mem = &m.params;
-    if (w.init(r) != UCC_OK) return 1;
+    if (join(w, m, r) != UCC_OK) return 1;
     const int a = alltoall(w, m);
     if (a != 0) return 10 + a;
     const int v = alltoallv(w, m);
@@ -214,8 +228,7 @@ TEST(OneSidedContext, ContextMemoryIsMapped) {
   EXPECT_TRUE(ucct::run_ranks(1, [](ucct::Rank& r) {
     Segments m;
     ucct::World w;
-    w.ctx_mem = &m.params;
-    if (w.init(r) != UCC_OK) return 1;
+    if (join(w, m, r) != UCC_OK) return 1;
     int bad = 0;
     std::vector<int32_t> outside(64, 1);
     auto args = [&](void* s, void* d) {
@@ -251,17 +264,12 @@ TEST(OneSidedContext, Refusals) {
   EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
     Segments m;
     ucct::World w;
-    w.ctx_mem = &m.params;
-    if (w.init(r) != UCC_OK) return 1;
+    if (join(w, m, r) != UCC_OK) return 1;
     std::vector<uint32_t> c(2, 4), d{0, 4};
     std::vector<int32_t> outside(64);
     auto init = [&](void* dst, uint32_t* displs) {
       ucc_coll_args_t a =
-          one_sided_args(UCC_COLL_TYPE_ALLTOALLV, m.work.data());
-      a.src.info_v = {m.send.data(), cnts(c), disps(d), UCC_DT_INT32,
-                      UCC_MEMORY_TYPE_HOST};
-      a.dst.info_v = {dst, cnts(c), reinterpret_cast<ucc_aint_t*>(displs),
-                      UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+          alltoallv_args(m, m.send.data(), c, d, dst, c, displs);
       ucc_coll_req_h req = nullptr;
       ucc_status_t st = ucc_collective_init(&a, &req, w.team);
       if (st == UCC_OK) ucc_collective_finalize(req);
@@ -294,17 +302,13 @@ TEST(OneSidedContext, APutPastTheRoomIsRefusedByTheReceiver) {
   EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
     Segments m;
     ucct::World w;
-    w.ctx_mem = &m.params;
-    if (w.init(r) != UCC_OK) return 1;
+    if (join(w, m, r) != UCC_OK) return 1;
     const int me = w.rank;
     std::vector<uint32_t> c{3, 3}, d{0, 3}, put{0, 0};
     if (me == 0) put[1] = kSegBytes / 4 - 1;  // 2 elements past rank 1's
     std::memset(m.recv.data(), kPoison, kSegBytes);
-    ucc_coll_args_t a = one_sided_args(UCC_COLL_TYPE_ALLTOALLV, m.work.data());
-    a.src.info_v = {m.send.data(), cnts(c), disps(d), UCC_DT_INT32,
-                    UCC_MEMORY_TYPE_HOST};
-    a.dst.info_v = {m.recv.data(), cnts(c), disps(put), UCC_DT_INT32,
-                    UCC_MEMORY_TYPE_HOST};
+    ucc_coll_args_t a =
+        alltoallv_args(m, m.send.data(), c, d, m.recv.data(), c, put.data());
     const ucc_status_t st = w.run(a, 20);
     int bad = 0;
     if (st == UCC_ERR_TIMED_OUT) bad += 1;

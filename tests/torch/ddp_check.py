@@ -125,7 +125,8 @@ def main():
         print(f"{b:5s} world {a.world}: loss {r['losses'][0]:.6f} -> "
               f"{r['losses'][-1]:.6f}, median step {med:.2f} ms, "
               f"buckets {r['buckets']}, max rel diff vs {ref_name} "
-              f"{worst:.2e} (first 10 steps {max(rel[:10]):.2e}"
+              f"{worst:.2e} (first {a.check_steps} steps "
+              f"{max(rel[:a.check_steps]):.2e}"
               + (f"; above rtol from step {first}" if first is not None
                  else "") + ")")
         if max(rel[:a.check_steps]) > a.rtol or len(r["losses"]) != a.steps:

@@ -25,20 +25,16 @@ echo "| mode | backend | world | passed | failed | skipped | errors | time |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for w in ${WORLDS:-2 3}; do
   for run in "inline ucc" "emu ucc" "inline gloo"; do
-    set -- $run "${@}"
-    mode=$1 backend=$2
-    shift 2
+    read -r mode backend <<<"$run"
+    log="$out/$mode-$backend-$w"
     t0=$SECONDS
-    if [ "$mode" = emu ]; then
-      UCC_OFFLOAD=emu UCC_FIRMWARE_SOCKET="$build/torch/firmware_sim.sock" \
-        "$here/run_dist_tests.sh" "$build" "$backend" "$w" "$@" \
-        >"$out/$mode-$backend-$w.txt" 2>"$out/$mode-$backend-$w.err"
+    if [ "$backend" = ucc ]; then
+      "$here/run_torch.sh" "$build" "$mode" dist "$w" "$@" >"$log.txt" 2>"$log.err"
     else
-      "$here/run_dist_tests.sh" "$build" "$backend" "$w" "$@" \
-        >"$out/$mode-$backend-$w.txt" 2>"$out/$mode-$backend-$w.err"
+      "$here/run_dist_tests.sh" "$build" "$backend" "$w" "$@" >"$log.txt" 2>"$log.err"
     fi
-    sum=$(tail -n1 "$out/$mode-$backend-$w.txt")
-    read -r p f s e < <(sed -E 's/.*passed ([0-9]+) failed ([0-9]+) skipped ([0-9]+) errors ([0-9]+).*/\1 \2 \3 \4/' <<<"$sum")
+    read -r p f s e < <(tail -n1 "$log.txt" |
+      sed -E 's/.*passed ([0-9]+) failed ([0-9]+) skipped ([0-9]+) errors ([0-9]+).*/\1 \2 \3 \4/')
     echo "| $mode | $backend | $w | $p | $f | $s | $e | $((SECONDS - t0)) s |"
   done
   for mode in inline emu; do
@@ -47,11 +43,9 @@ for w in ${WORLDS:-2 3}; do
     [ -n "$bad" ] && echo "ucc $mode world $w fails, gloo passes: $(echo $bad)"
   done
 done
-export PYTHONPATH="$build/torch/py${PYTHONPATH:+:$PYTHONPATH}" GLOG_minloglevel=1
 for w in ${DDP_WORLDS:-2 4}; do
-  /usr/bin/python3 "$here/ddp_check.py" --world "$w" --steps "${DDP_STEPS:-300}" 2>/dev/null |
-    sed 's/^/inline: /'
-  UCC_OFFLOAD=emu UCC_FIRMWARE_SOCKET="$build/torch/firmware_sim.sock" \
-    /usr/bin/python3 "$here/ddp_check.py" --world "$w" --steps "${DDP_STEPS:-300}" 2>/dev/null |
-    sed 's/^/emu:    /'
+  for mode in inline emu; do
+    "$here/run_torch.sh" "$build" "$mode" ddp "$w" "${DDP_STEPS:-300}" 2>/dev/null |
+      sed "s/^/$mode: /"
+  done
 done
