@@ -279,6 +279,45 @@ TEST(Misuse, TeamOverALyingOob) {
 
 namespace {
 
+// In-place alltoallv takes what goes to p from where p's block comes in,
+// so the two members of each pair must agree on its length. Rank 0 says 5
+// elements to and from rank 1, which says 3 (a peer that got it wrong, or
+// lies): every member ends with an error, none hangs, nothing outside the
+// blocks is written, and the team goes on working.
+TEST(Misuse, InPlaceAlltoallvWithAsymmetricCountsFails) {
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    const int me = w.rank;
+    std::vector<uint32_t> cnt(3, 3), dsp{0, 8, 16};
+    if (me == 0) cnt[1] = 5;
+    std::vector<int32_t> buf(32, -7);
+    for (int p = 0; p < 3; ++p)
+      for (uint32_t i = 0; i < cnt[p]; ++i) buf[dsp[p] + i] = me * 100 + p;
+    ucc_coll_args_t a{};
+    a.coll_type = UCC_COLL_TYPE_ALLTOALLV;
+    a.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+    a.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+    a.dst.info_v = {buf.data(), reinterpret_cast<ucc_count_t*>(cnt.data()),
+                    reinterpret_cast<ucc_aint_t*>(dsp.data()), UCC_DT_INT32,
+                    UCC_MEMORY_TYPE_HOST};
+    const ucc_status_t st = w.run(a, 20);
+    if (me < 2 && (st == UCC_OK || st == UCC_ERR_TIMED_OUT)) {
+      std::fprintf(stderr, "rank %d: asymmetric in-place alltoallv: %s\n", me,
+                   ucct::status_name(st));
+      return 2;
+    }
+    if (st == UCC_ERR_TIMED_OUT) return 3;
+    for (int p = 0; p < 3; ++p)  // the gaps between blocks stay as they were
+      for (uint32_t i = dsp[p] + cnt[p]; i < (p < 2 ? dsp[p + 1] : 32u); ++i)
+        if (buf[i] != -7) return 4;
+    std::vector<int32_t> in(4, me + 1), out(4, 0);
+    ucc_coll_args_t s = sum_args(in, out);
+    if (w.run(s, 20) != UCC_OK || out[0] != 6) return 5;
+    return 0;
+  }));
+}
+
 // Members that post "the same" collective differently: one with MAX where
 // the others SUM, one with float32 where the others int32 (same bytes),
 // two that each believe they are the root of a bcast. Before, everyone
