@@ -326,6 +326,12 @@ Status read_file(ConfigValues* c, const char* filename) {
 
 const KnobInfo& knob_info(Knob k) { return kKnobTable[static_cast<int>(k)]; }
 
+// Variables the library reads from the environment alone, never through a
+// configuration (so that ucc_*_config_print cannot show a secret):
+// docs/configuration.md, "The environment only".
+constexpr const char* kEnvOnly[] = {"BOOTSTRAP_KEY_FILE", "BOOTSTRAP_KEY",
+                                    "JOB_ID"};
+
 int config_unknown_env() {
   int unknown = 0;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -337,6 +343,8 @@ int config_unknown_env() {
     for (int i = 0; i < kNumKnobs && !known; ++i)
       known = strlen(kKnobTable[i].name) == len &&
               strncmp(kKnobTable[i].name, name, len) == 0;
+    for (const char* v : kEnvOnly)
+      known = known || (strlen(v) == len && strncmp(v, name, len) == 0);
     if (!known) {
       UCC_WARN("unknown configuration knob in the environment: %.*s (ignored)",
                static_cast<int>(eq != nullptr ? eq - *e : strlen(*e)), *e);
