@@ -19,6 +19,8 @@ void Conn::reset_io() {
   in.need = 0;
   in.link = nullptr;
   hello_owed = pong_owed = false;
+  hs_step = 0;
+  claimed = 0;
   nbehalf = 0;  // asked again on the next connection
 }
 
@@ -249,8 +251,13 @@ bool Conn::pick() {
   if (hello_owed) {
     hello_owed = false;
     frame(Type::kHello, nullptr, sizeof(Hello));
-    const Hello hello{net->instance(), key};
+    Hello hello{};
+    hello.instance = net->instance();
+    hello.step = hs_step;
+    memcpy(hello.nonce, nonce_mine, kNonceBytes);
+    if (hs_step != kOpen) memcpy(hello.mac, mac_out, sizeof(hello.mac));
     memcpy(out.small, &hello, sizeof(hello));
+    hs_step = 0;
     return true;
   }
   if (state != State::kReady) return false;

@@ -23,13 +23,24 @@ struct Conn {
     kDead,    // given up: its links are lost
   };
   static constexpr uint32_t kInBuf = 16384;
+  // A credit's or a hello's payload.
+  static constexpr uint32_t kSmall = sizeof(Hello) > kMaxSlots ? sizeof(Hello)
+                                                               : kMaxSlots;
 
   TcpNet* net = nullptr;
   Conn* next = nullptr;       // the net's list
   uint64_t instance = 0;      // the peer engine's; 0 until its hello
   uint32_t ip = 0;            // where to connect (network order)
   uint16_t port = 0;
-  uint64_t key = 0;           // the peer engine's (0: not known)
+  uint64_t key[2] = {};  // the peer engine's (0: not known)
+  // The handshake (tcp_proto.h): the hello we owe next (kOpen, kAnswer,
+  // kProve; 0 once proven both ways), the nonces, the MAC we send, and
+  // the instance an accepted connection claims until it proves it.
+  uint8_t hs_step = 0;
+  uint8_t nonce_mine[kNonceBytes] = {};
+  uint8_t nonce_peer[kNonceBytes] = {};
+  uint8_t mac_out[32] = {};
+  uint64_t claimed = 0;
   bool initiator = false;     // we make (and remake) the connection
   State state = State::kWait;
   int fd = -1;
@@ -66,7 +77,7 @@ struct Conn {
     uint64_t ready_at = 0;
     Link* link = nullptr;  // a data frame's link
     bool data_frame = false;
-    uint8_t small[kMaxSlots];  // a credit's or a hello's payload
+    uint8_t small[kSmall];
   } out;
 
   // The frame being read: a header, then its payload into `dst` (nullptr:
@@ -80,7 +91,7 @@ struct Conn {
     uint32_t need = 0;
     Link* link = nullptr;
     bool dup = false;
-    uint8_t small[kMaxSlots];
+    uint8_t small[kSmall];
     alignas(64) unsigned char buf[kInBuf];
   } in;
 

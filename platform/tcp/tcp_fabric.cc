@@ -65,7 +65,7 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     l.instance = a.instance;
     l.peer_ip = a.ip;
     l.peer_port = a.port;
-    l.peer_key = a.key;
+    memcpy(l.peer_key, a.key, sizeof(l.peer_key));
     l.state = Link::State::kLive;
     char* base = shadows_ + sb * r;
     l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};

@@ -29,7 +29,7 @@ struct Link {
   uint64_t instance = 0;   // its engine
   uint32_t peer_ip = 0;    // its engine's address (network order)
   uint16_t peer_port = 0;
-  uint64_t peer_key = 0;   // its engine's key
+  uint64_t peer_key[2] = {};  // its engine's key
   State state = State::kNone;
   Conn* conn = nullptr;
   Link* next = nullptr;  // on the connection's list

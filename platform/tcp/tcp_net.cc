@@ -102,13 +102,12 @@ Status TcpNet::init(const TcpConfig& cfg) {
   // The key must not be guessed: no fallback when the kernel has no
   // randomness to give.
   if (getrandom(&instance_, sizeof(instance_), 0) != sizeof(instance_) ||
-      getrandom(&key_, sizeof(key_), 0) != sizeof(key_)) {
+      getrandom(key_, sizeof(key_), 0) != sizeof(key_)) {
     UCC_ERROR("tcp: no random numbers: %s", strerror(errno));
     fini();
     return Status::kError;
   }
   instance_ |= 1;  // never 0
-  key_ |= 1;
   rng_ = cfg.fault_seed ^ instance_;
   now_ = now_ns();
   return Status::kOk;
@@ -213,8 +212,9 @@ Fabric* TcpNet::open(const FabricConfig& cfg, FabricAddr* addr) {
   ++nopen_;
   *addr = FabricAddr{};
   addr->kind = kTcpAddrMagic;
-  const TcpAddr a{ip_,        port_,      0,          instance_, id,
-                  cfg.slot_size, cfg.nslots, cfg.nranks, 0,        key_};
+  TcpAddr a{ip_,           port_,      0,          instance_, id,
+            cfg.slot_size, cfg.nslots, cfg.nranks, 0,         {}};
+  memcpy(a.key, key_, sizeof(a.key));
   memcpy(addr->bytes, &a, sizeof(a));
   return f;
 }
@@ -298,14 +298,14 @@ Status TcpNet::attach(Link* l) {
     if (c == nullptr) return Status::kNoMemory;
     c->ip = l->peer_ip;
     c->port = l->peer_port;
-    c->key = l->peer_key;
+    memcpy(c->key, l->peer_key, sizeof(c->key));
     c->initiator = instance_ < l->instance;
     c->state = Conn::State::kWait;
     if (c->initiator) start_connect(c);
   } else if (c->ip == 0) {
     c->ip = l->peer_ip;  // an engine that connected to us before
     c->port = l->peer_port;
-    c->key = l->peer_key;
+    memcpy(c->key, l->peer_key, sizeof(c->key));
   }
   l->conn = c;
   l->next = c->links;
@@ -394,58 +394,8 @@ void TcpNet::finish_connect(Conn* c) {
     return;
   }
   c->state = Conn::State::kHello;
-  c->hello_owed = true;
+  open_handshake(c);
   c->pump();
-}
-
-void TcpNet::accept_all() {
-  for (;;) {
-    const int fd = accept4(lfd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    tune(fd);
-    Conn* c = new_conn(0);  // who it is, its hello says
-    if (c == nullptr) {
-      ::close(fd);
-      continue;
-    }
-    c->fd = fd;
-    c->state = Conn::State::kHello;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = c;
-    epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
-  }
-}
-
-bool TcpNet::on_hello(Conn* c, const Hello& hello) {
-  const uint64_t instance = hello.instance;
-  if (instance == 0 || instance == instance_) return false;
-  if (c->instance == 0) {
-    // Accepted: only an engine of the job (it knows our key) with the
-    // smaller id connects.
-    if (hello.key != key_ || instance > instance_) return false;
-    if (Conn* e = find_conn(instance); e != nullptr && e != c) {
-      // The record our links wait on: they move to this socket.
-      c->links = e->links;
-      e->links = nullptr;
-      for (Link* l = c->links; l != nullptr; l = l->next) l->conn = c;
-      c->ip = e->ip;
-      c->port = e->port;
-      c->key = e->key;
-      e->state = Conn::State::kDead;  // freed by maintain (no links)
-      if (e->fd >= 0) {
-        epoll_ctl(ep_, EPOLL_CTL_DEL, e->fd, nullptr);
-        ::close(e->fd);
-        e->fd = -1;
-      }
-    }
-    c->instance = instance;
-    c->hello_owed = true;
-  } else if (c->instance != instance) {
-    return false;  // not the engine we called
-  }
-  established(c);
-  return true;
 }
 
 void TcpNet::established(Conn* c) {
@@ -585,7 +535,9 @@ uint64_t TcpNet::maintain() {
     if (c->links == nullptr &&
         (c->state == S::kDead || (c->state == S::kBroken && !c->initiator) ||
          c->state == S::kWait ||
-         (c->state == S::kHello && now_ - c->since > timeout))) {
+         (c->state == S::kHello && now_ - c->since > timeout) ||
+         (c->state == S::kHello && !c->initiator &&
+          now_ - c->since > uint64_t{kHelloMs} * kMs))) {
       free_conn(c);
     } else if (c->state == S::kReady) {
       if (c->ping_wanted) {
@@ -646,8 +598,10 @@ uint64_t TcpNet::poll(bool may_wait) {
   }
   // Credits owed, delayed frames: due now; the rest every millisecond.
   for (Conn* c = conns_; c != nullptr; c = c->next) {
-    if ((c->credit_pending || (c->out.active && c->out.ready_at != 0)) &&
-        c->state == Conn::State::kReady) {
+    const bool delayed = c->out.active && c->out.ready_at != 0;
+    if ((c->credit_pending || delayed) &&
+        (c->state == Conn::State::kReady ||
+         (delayed && c->state == Conn::State::kHello))) {
       c->credit_pending = false;
       c->pump();
     }

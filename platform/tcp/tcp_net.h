@@ -50,6 +50,7 @@ struct TcpStats {
   uint64_t dup_msgs;            // messages received again after a break
   uint64_t bad_frames;          // refused: the connection was closed
   uint64_t inj_drops;           // connections broken on purpose
+  uint64_t strangers_dropped;   // unproven connections closed for a newer one
 };
 
 struct Conn;
@@ -88,7 +89,8 @@ class TcpNet final : public Net {
   uint32_t ip() const { return ip_; }      // network byte order
   uint16_t port() const { return port_; }  // network byte order
   uint64_t instance() const { return instance_; }
-  uint64_t key() const { return key_; }  // what a peer's hello presents
+  // What a connecting engine proves it holds (tcp_proto.h).
+  const uint64_t* key() const { return key_; }
   // Endpoints open, connections up or being made.
   bool active() const { return nopen_ != 0 || conns_ != nullptr; }
   // Endpoints closed whose goodbyes are not answered yet.
@@ -111,9 +113,13 @@ class TcpNet final : public Net {
   // --- for connections (tcp_conn.cc) -----------------------------------------
   // The endpoint an id names, or nullptr (gone, or never ours).
   TcpFabric* endpoint(uint32_t id) const;
-  // The peer engine said hello: false when it may not (the connection
-  // is then closed).
+  // The peer engine said hello (tcp_proto.h, one of the three steps):
+  // false when it may not (the connection is then closed). tcp_hello.cc.
   bool on_hello(Conn* c, const Hello& hello);
+  // Our connect() succeeded: the opening hello is owed.
+  void open_handshake(Conn* c);
+  // Connections accepted and not proven yet (kMaxStrangers at most).
+  uint32_t strangers() const;
   // The socket broke (made again, or timed out); the peer broke the
   // protocol (given up at once).
   void broken(Conn* c, const char* why);
@@ -143,7 +149,7 @@ class TcpNet final : public Net {
   uint32_t ip_ = 0;
   uint16_t port_ = 0;
   uint64_t instance_ = 0;
-  uint64_t key_ = 0;
+  uint64_t key_[2] = {};
   uint64_t now_ = 0;
   uint64_t next_maintain_ = 0;
   uint64_t rng_ = 0;

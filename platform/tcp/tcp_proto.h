@@ -25,11 +25,22 @@
 // good (every endpoint of it that has not said goodbye is gone).
 //
 // Who may connect: an engine accepts a connection only from an engine
-// with a smaller instance id whose hello presents the accepting engine's
-// key. The key travels in the members' addresses, which the job's own
-// out-of-band exchange carries; a stranger that reaches the port cannot
-// present it. (The frames themselves travel in the clear: the network
-// between a job's hosts is trusted, as with MPI's TCP transports.) A bye
+// with a smaller instance id that proves it holds the accepting engine's
+// key, and the accepting engine proves it back, with no key on the wire
+// (three hellos, `step`):
+//   kOpen    connector -> acceptor: its instance and nonce Nc
+//   kAnswer  acceptor -> connector: its instance, nonce Na and
+//            HMAC(K, "A" Ic Ia Nc Na), checked by the connector
+//   kProve   connector -> acceptor: HMAC(K, "C" Ic Ia Nc Na)
+// K is the acceptor's 128-bit key. It travels in the members' addresses,
+// which only the teams' own out-of-band exchanges carry (MPI's, a
+// store's, the rendezvous'); a stranger that reaches the port cannot
+// prove it, and a hello recorded once is worth nothing on a new
+// connection (fresh nonces). Until the proof, nothing but hellos is
+// read; connections that have not proven themselves are bounded
+// (kMaxStrangers per engine, kHelloMs each). After it, the frames travel
+// in the clear: an attacker on the path who can inject into an
+// established TCP stream is not defended against (docs/network.md). A bye
 // is answered by a bye with kAck, from the endpoint or, when it is gone,
 // from its engine on its behalf; the leaving endpoint keeps its memory
 // until then (TCP order: the answer also says every message before the
@@ -50,7 +61,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 inline constexpr uint32_t kTcpAddrMagic = 0x55435443u;  // "UCTC"
 inline constexpr uint16_t kFrameMagic = 0x5554;         // "TU"
-inline constexpr uint8_t kFrameVersion = 1;
+inline constexpr uint8_t kFrameVersion = 2;
+inline constexpr uint32_t kMaxStrangers = 64;  // accepted, not proven yet
+inline constexpr uint32_t kHelloMs = 3000;     // to prove itself, at most
 
 // A member's FabricAddr over TCP (kind kTcpAddrMagic).
 struct TcpAddr {
@@ -63,7 +76,7 @@ struct TcpAddr {
   uint32_t nslots;
   uint32_t nranks;
   uint32_t pad2;
-  uint64_t key;  // the engine's secret: a connection must present it
+  uint64_t key[2];  // the engine's secret: a connection must prove it
 };
 static_assert(sizeof(TcpAddr) <= sizeof(FabricAddr::bytes));
 
@@ -95,9 +108,23 @@ struct Hdr {
 };
 static_assert(sizeof(Hdr) == 32);
 
+enum : uint8_t { kOpen = 1, kAnswer = 2, kProve = 3 };  // Hello::step
+inline constexpr uint32_t kNonceBytes = 32;
+
 struct Hello {
   uint64_t instance;  // the sender's
-  uint64_t key;       // the receiver's, from its address (0: not known)
+  uint8_t step;
+  uint8_t pad[7];
+  uint8_t nonce[kNonceBytes];  // kOpen, kAnswer: the sender's
+  uint8_t mac[32];             // kAnswer, kProve
 };
+static_assert(sizeof(Hello) == 80);
+
+// The MAC of one side: role 'A' (the acceptor's answer) or 'C' (the
+// connector's proof), over both instances and both nonces, under the
+// acceptor's key. false: libcrypto is missing (crypto.h). tcp_hello.cc.
+bool hello_mac(const uint64_t key[2], char role, uint64_t connector,
+               uint64_t acceptor, const uint8_t* nonce_c,
+               const uint8_t* nonce_a, uint8_t out[32]);
 
 }  // namespace ucc::plat::tcp

@@ -3,8 +3,7 @@
 // byte by byte and in order, with short writes, delays and broken
 // connections injected. Also: a member that leaves is not lost, one whose
 // engine closes under it is, one whose engine goes silent is lost after
-// the timeout, and a connection that breaks the protocol is closed
-// without harm.
+// the timeout. Attacks on the port: test_tcp_auth.cc.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -19,103 +18,17 @@
 #include "platform/os/clock.h"
 #include "platform/tcp/tcp_fabric.h"
 #include "platform/tcp/tcp_net.h"
-#include "tests/unit/fabric_exchange.h"
+#include "tests/unit/tcp_engines.h"
 
 namespace {
 
 using ucc::base::Status;
 namespace plat = ucc::plat;
 namespace tcp = ucc::plat::tcp;
-
-plat::TcpConfig quick() {
-  plat::TcpConfig c;
-  c.iface = "127.0.0.1";
-  c.peer_timeout_ms = 2000;
-  c.keepalive_ms = 100;
-  c.spin = 1000000;  // never wait: several engines share this thread
-  return c;
-}
-
-struct Engines {
-  std::vector<std::unique_ptr<tcp::TcpNet>> nets;
-  Engines(uint32_t n, const plat::TcpConfig& cfg) {
-    for (uint32_t i = 0; i < n; ++i) {
-      nets.push_back(std::make_unique<tcp::TcpNet>());
-      plat::TcpConfig c = cfg;
-      c.fault_seed = cfg.fault_seed + i;
-      EXPECT_EQ(nets[i]->init(c), Status::kOk);
-    }
-  }
-  void progress() {
-    for (auto& n : nets) n->progress();
-  }
-  // Progress until no engine has a closed endpoint waiting for answers to
-  // its goodbyes; false when that takes `secs`.
-  bool settle(double secs) {
-    const uint64_t end = plat::now_ns() + static_cast<uint64_t>(secs * 1e9);
-    for (;;) {
-      uint32_t n = 0;
-      for (auto& net : nets) n += net != nullptr ? net->lingering() : 0;
-      if (n == 0) return true;
-      if (plat::now_ns() > end) return false;
-      for (auto& net : nets)
-        if (net != nullptr) net->progress();
-    }
-  }
-  // Engines are processes of their own: they close at once, each
-  // waiting for the others to read its last bytes.
-  ~Engines() {
-    std::vector<std::thread> t;
-    for (auto& n : nets) t.emplace_back([&n] { n.reset(); });
-    for (auto& x : t) x.join();
-  }
-};
-
-// A team of `ranks` ranks, rank r in engine r mod n, every rank reaching
-// the ranks of other engines over TCP (ranks of one engine would share a
-// host, hence memory).
-struct Team {
-  Engines* e = nullptr;
-  std::vector<plat::Fabric*> fab;
-  std::vector<plat::FabricAddr> addrs;
-  bool open(Engines& en, uint32_t ranks, uint32_t slot, uint32_t nslots) {
-    e = &en;
-    addrs.resize(ranks);
-    const uint32_t n = static_cast<uint32_t>(en.nets.size());
-    for (uint32_t r = 0; r < ranks; ++r) {
-      fab.push_back(en.nets[r % n]->open(
-          plat::FabricConfig{ranks, r, slot, nslots}, &addrs[r]));
-      if (fab[r] == nullptr) return false;
-    }
-    for (uint32_t r = 0; r < ranks; ++r) {
-      std::vector<char> mine(ranks, 0);
-      for (uint32_t q = 0; q < ranks; ++q) mine[q] = q % n != r % n;
-      if (fab[r]->connect(addrs.data(),
-                          reinterpret_cast<const bool*>(mine.data())) !=
-          Status::kOk)
-        return false;
-    }
-    return true;
-  }
-  void close(uint32_t r, bool lost) {
-    e->nets[r % e->nets.size()]->close(fab[r], lost);
-    fab[r] = nullptr;
-  }
-  ~Team() {
-    for (uint32_t r = 0; r < fab.size(); ++r)
-      if (fab[r] != nullptr) close(r, false);
-    if (e != nullptr) EXPECT_TRUE(e->settle(10));
-  }
-};
-
-// Every rank sends `msgs` messages to every rank of another engine.
-bool exchange(Engines& e, Team& t, uint32_t msgs, uint32_t slot, double secs) {
-  const uint32_t ne = static_cast<uint32_t>(e.nets.size());
-  return ucct::exchange_messages(
-      [&e] { e.progress(); }, t.fab,
-      [ne](uint32_t s, uint32_t d) { return s % ne != d % ne; }, msgs, slot,
-      secs);
-}
+using ucct::Engines;
+using ucct::exchange;
+using ucct::quick;
+using ucct::Team;
 
 struct Faults {
   const char* name;
@@ -213,69 +126,6 @@ TEST(Tcp, SilentPeerIsLost) {
     e.nets[0]->progress();
   EXPECT_TRUE(t.fab[0]->peer_lost());
   EXPECT_GE(plat::now_ns() - t0, 400000000ull);
-}
-
-// A connection that says hello and then sends frames no link accepts, or
-// that break the framing, is closed; the team works on.
-TEST(Tcp, ForgedFramesCloseTheirConnection) {
-  Engines e(2, quick());
-  Team t;
-  ASSERT_TRUE(t.open(e, 2, 4096, 4));
-  ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
-  tcp::TcpNet& victim = *e.nets[0];
-  auto attack = [&](const tcp::Hdr& h, const void* body, size_t len,
-                    uint64_t key) {
-    const int s = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = victim.ip();
-    sa.sin_port = victim.port();
-    EXPECT_EQ(connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
-    tcp::Hdr hello{};
-    hello.magic = tcp::kFrameMagic;
-    hello.version = tcp::kFrameVersion;
-    hello.type = tcp::Type::kHello;
-    hello.len = sizeof(tcp::Hello);
-    const tcp::Hello who{1, key};  // the smallest id: allowed to connect
-    std::vector<char> buf(sizeof(hello) + sizeof(who) + sizeof(h) + len);
-    memcpy(buf.data(), &hello, sizeof(hello));
-    memcpy(buf.data() + sizeof(hello), &who, sizeof(who));
-    memcpy(buf.data() + sizeof(hello) + sizeof(who), &h, sizeof(h));
-    if (len != 0)
-      memcpy(buf.data() + sizeof(hello) + sizeof(who) + sizeof(h), body, len);
-    EXPECT_EQ(send(s, buf.data(), buf.size(), 0),
-              static_cast<ssize_t>(buf.size()));
-    const uint64_t bad = victim.stats().bad_frames;
-    for (int i = 0; i < 2000 && victim.stats().bad_frames == bad; ++i)
-      e.progress();
-    ::close(s);
-    return victim.stats().bad_frames - bad;
-  };
-  tcp::Hdr h{};
-  h.magic = tcp::kFrameMagic;
-  h.version = tcp::kFrameVersion;
-  h.type = tcp::Type::kData;
-  // Without the victim's key the hello itself is refused.
-  h.len = 0;
-  h.type = tcp::Type::kPing;
-  EXPECT_EQ(attack(h, nullptr, 0, victim.key() ^ 2), 1u);
-  h.type = tcp::Type::kData;
-  // For no endpoint of ours: read and dropped, the connection stays.
-  h.len = 100;
-  std::vector<char> junk(200, 7);
-  EXPECT_EQ(attack(h, junk.data(), 100, victim.key()), 0u);
-  // Larger than any slot can be: refused before any byte lands.
-  h.len = (64u << 20) + 65;
-  EXPECT_EQ(attack(h, nullptr, 0, victim.key()), 1u);
-  h.magic = 0x1234;  // framing broken
-  EXPECT_EQ(attack(h, nullptr, 0, victim.key()), 1u);
-  h.magic = tcp::kFrameMagic;
-  h.type = tcp::Type::kCredit;
-  h.len = 200;
-  h.nslots = 200;
-  EXPECT_EQ(attack(h, junk.data(), junk.size(), victim.key()), 1u);
-  EXPECT_FALSE(t.fab[0]->peer_lost());
-  EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
 }
 
 }  // namespace

@@ -1,0 +1,273 @@
+// The TCP transport's port against strangers (platform/tcp/tcp_hello.cc):
+// a caller that cannot prove the engine's key, or replays a proof it saw,
+// never gets past the hellos; the engine proves its own key back; silent
+// connections are bounded in number and time; and a caller that does
+// prove the key (a member gone rogue) still cannot land a forged frame.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "platform/os/clock.h"
+#include "platform/os/crypto.h"
+#include "tests/unit/tcp_engines.h"
+
+namespace {
+
+using ucct::Engines;
+using ucct::exchange;
+using ucct::quick;
+using ucct::Team;
+namespace plat = ucc::plat;
+namespace tcp = ucc::plat::tcp;
+
+int dial(const tcp::TcpNet& victim) {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = victim.ip();
+  sa.sin_port = victim.port();
+  if (connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+tcp::Hdr hello_hdr() {
+  tcp::Hdr h{};
+  h.magic = tcp::kFrameMagic;
+  h.version = tcp::kFrameVersion;
+  h.type = tcp::Type::kHello;
+  h.len = sizeof(tcp::Hello);
+  return h;
+}
+
+std::vector<char> hello_frame(uint8_t step, const uint8_t* nonce,
+                              const uint8_t* mac) {
+  tcp::Hello who{};
+  who.instance = 1;  // the smallest id: allowed to connect
+  who.step = step;
+  if (nonce != nullptr) memcpy(who.nonce, nonce, tcp::kNonceBytes);
+  if (mac != nullptr) memcpy(who.mac, mac, 32);
+  const tcp::Hdr h = hello_hdr();
+  std::vector<char> f(sizeof(h) + sizeof(who));
+  memcpy(f.data(), &h, sizeof(h));
+  memcpy(f.data() + sizeof(h), &who, sizeof(who));
+  return f;
+}
+
+// A raw connection playing a connecting engine (instance 1) towards
+// `victim`, progressing the engines while it waits.
+struct Caller {
+  Engines& e;
+  tcp::TcpNet& victim;
+  int fd;
+  uint8_t nonce[tcp::kNonceBytes];
+  std::vector<char> opened, proved;  // the bytes it sent, for replays
+
+  Caller(Engines& en, tcp::TcpNet& v) : e(en), victim(v), fd(dial(v)) {
+    plat::random_bytes(nonce, sizeof(nonce));
+  }
+  ~Caller() {
+    if (fd >= 0) close(fd);
+  }
+  void put(const std::vector<char>& b) {
+    EXPECT_EQ(send(fd, b.data(), b.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(b.size()));
+  }
+  // The engine's answer; false on EOF or after 2 s.
+  bool answer(tcp::Hello* out) {
+    char buf[sizeof(tcp::Hdr) + sizeof(tcp::Hello)];
+    size_t got = 0;
+    const uint64_t end = plat::now_ns() + 2000000000ull;
+    while (got < sizeof(buf) && plat::now_ns() < end) {
+      e.progress();
+      const ssize_t r = recv(fd, buf + got, sizeof(buf) - got, MSG_DONTWAIT);
+      if (r == 0) return false;
+      if (r > 0) got += static_cast<size_t>(r);
+    }
+    if (got < sizeof(buf)) return false;
+    memcpy(out, buf + sizeof(tcp::Hdr), sizeof(*out));
+    return true;
+  }
+  // Opens; true when the engine answered with a proof of `key`.
+  bool open(const uint64_t key[2], tcp::Hello* ans) {
+    opened = hello_frame(tcp::kOpen, nonce, nullptr);
+    put(opened);
+    if (!answer(ans) || ans->step != tcp::kAnswer) return false;
+    uint8_t want[32];
+    return tcp::hello_mac(key, 'A', 1, ans->instance, nonce, ans->nonce,
+                          want) &&
+           plat::mac_equal(want, ans->mac);
+  }
+  // The proof of `key` for that answer.
+  void prove(const uint64_t key[2], const tcp::Hello& ans) {
+    uint8_t m[32];
+    ASSERT_TRUE(tcp::hello_mac(key, 'C', 1, ans.instance, nonce, ans.nonce, m));
+    proved = hello_frame(tcp::kProve, nullptr, m);
+    put(proved);
+  }
+  // Progress until the engine counts a bad frame (true) or `secs` pass.
+  bool refused(uint64_t bad_before, double secs = 2) {
+    const uint64_t end = plat::now_ns() + static_cast<uint64_t>(secs * 1e9);
+    while (victim.stats().bad_frames == bad_before && plat::now_ns() < end)
+      e.progress();
+    return victim.stats().bad_frames > bad_before;
+  }
+};
+
+TEST(TcpAuth, EngineProvesItsKeyStrangersCannot) {
+  Engines e(2, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4));
+  ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
+  tcp::TcpNet& victim = *e.nets[0];
+  const uint64_t* key = victim.key();
+  const uint64_t wrong[2] = {key[0] ^ 2, key[1]};
+  // The engine proves its key, and a proof of it is not one of another.
+  {
+    Caller c(e, victim);
+    tcp::Hello ans{};
+    ASSERT_TRUE(c.open(key, &ans));
+    uint8_t other[32];
+    ASSERT_TRUE(
+        tcp::hello_mac(wrong, 'A', 1, ans.instance, c.nonce, ans.nonce, other));
+    EXPECT_FALSE(plat::mac_equal(other, ans.mac));
+    // A made-up proof: refused.
+    const uint64_t bad = victim.stats().bad_frames;
+    c.prove(wrong, ans);
+    EXPECT_TRUE(c.refused(bad));
+  }
+  // A proof recorded from a real handshake, replayed on a new connection
+  // with the same opening: the engine's nonce is new, so it fails.
+  std::vector<char> opened, proved;
+  {
+    Caller c(e, victim);
+    tcp::Hello ans{};
+    ASSERT_TRUE(c.open(key, &ans));
+    c.prove(key, ans);
+    for (int i = 0; i < 200; ++i) e.progress();
+    opened = c.opened;
+    proved = c.proved;
+  }
+  {
+    Caller c(e, victim);
+    const uint64_t bad = victim.stats().bad_frames;
+    c.put(opened);
+    tcp::Hello ans{};
+    ASSERT_TRUE(c.answer(&ans));
+    c.put(proved);
+    EXPECT_TRUE(c.refused(bad));
+  }
+  // A proof with no opening, and the hello of version 1 (the key in
+  // clear): refused.
+  {
+    Caller c(e, victim);
+    const uint64_t bad = victim.stats().bad_frames;
+    uint8_t m[32] = {};
+    c.put(hello_frame(tcp::kProve, nullptr, m));
+    EXPECT_TRUE(c.refused(bad));
+  }
+  {
+    Caller c(e, victim);
+    const uint64_t bad = victim.stats().bad_frames;
+    std::vector<char> old = hello_frame(tcp::kOpen, nullptr, nullptr);
+    old[2] = 1;  // version 1
+    memcpy(old.data() + sizeof(tcp::Hdr) + 8, key, 8);
+    c.put(old);
+    EXPECT_TRUE(c.refused(bad));
+  }
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
+}
+
+// 1,000 connections that say nothing: the engine keeps at most
+// kMaxStrangers of them, closes the rest, and after kHelloMs closes those
+// too; the team's traffic goes on throughout.
+TEST(TcpAuth, SilentConnectionsAreBounded) {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < 2048 && rl.rlim_max >= 2048) {
+    rl.rlim_cur = 2048;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (rl.rlim_cur < 1500) GTEST_SKIP() << "needs 1500 file descriptors";
+  Engines e(2, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4));
+  ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
+  tcp::TcpNet& victim = *e.nets[0];
+  std::vector<int> silent;
+  uint32_t most = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = dial(victim);
+    if (fd >= 0) silent.push_back(fd);
+    if (i % 16 == 0) {
+      e.progress();
+      most = std::max(most, victim.strangers());
+    }
+  }
+  for (int i = 0; i < 100; ++i) e.progress();
+  most = std::max(most, victim.strangers());
+  EXPECT_LE(most, tcp::kMaxStrangers);
+  EXPECT_GE(victim.stats().strangers_dropped, 900u);
+  EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
+  const uint64_t end = plat::now_ns() + (tcp::kHelloMs + 1000) * 1000000ull;
+  while (victim.strangers() != 0 && plat::now_ns() < end) e.progress();
+  EXPECT_EQ(victim.strangers(), 0u);
+  for (int fd : silent) close(fd);
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+}
+
+// A connection that proves the key and then sends frames no link
+// accepts, or that break the framing, is closed; the team works on.
+TEST(TcpAuth, ForgedFramesCloseTheirConnection) {
+  Engines e(2, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4));
+  ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
+  tcp::TcpNet& victim = *e.nets[0];
+  // A caller that proves the key (a member of some team gone rogue).
+  auto attack = [&](const tcp::Hdr& h, const void* body, size_t len,
+                    double secs = 2) {
+    Caller c(e, victim);
+    tcp::Hello ans{};
+    EXPECT_TRUE(c.open(victim.key(), &ans));
+    c.prove(victim.key(), ans);
+    std::vector<char> buf(sizeof(h) + len);
+    memcpy(buf.data(), &h, sizeof(h));
+    if (len != 0) memcpy(buf.data() + sizeof(h), body, len);
+    const uint64_t bad = victim.stats().bad_frames;
+    c.put(buf);
+    c.refused(bad, secs);
+    return victim.stats().bad_frames - bad;
+  };
+  tcp::Hdr h{};
+  h.magic = tcp::kFrameMagic;
+  h.version = tcp::kFrameVersion;
+  h.type = tcp::Type::kData;
+  // For no endpoint of ours: read and dropped, the connection stays.
+  h.len = 100;
+  std::vector<char> junk(200, 7);
+  EXPECT_EQ(attack(h, junk.data(), 100, 0.2), 0u);
+  // Larger than any slot can be: refused before any byte lands.
+  h.len = (64u << 20) + 65;
+  EXPECT_EQ(attack(h, nullptr, 0), 1u);
+  h.magic = 0x1234;  // framing broken
+  EXPECT_EQ(attack(h, nullptr, 0), 1u);
+  h.magic = tcp::kFrameMagic;
+  h.type = tcp::Type::kCredit;
+  h.len = 200;
+  h.nslots = 200;
+  EXPECT_EQ(attack(h, junk.data(), junk.size()), 1u);
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
+}
+
+}  // namespace
