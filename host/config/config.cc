@@ -104,10 +104,10 @@ bool parse_net_faults(const char* v, plat::TcpConfig* t) {
     const char* val = eq + 1;
     char* end = nullptr;
     errno = 0;
-    if (strcmp(tok, "drop") == 0) {
+    if (strcmp(tok, "drop") == 0 || strcmp(tok, "corrupt") == 0) {
       const double p = strtod(val, &end);
       if (*end != 0 || !(p >= 0 && p <= 1)) return false;
-      t->fault_drop = p;
+      (tok[0] == 'd' ? t->fault_drop : t->fault_corrupt) = p;
       continue;
     }
     const unsigned long long n = strtoull(val, &end, 10);
@@ -194,6 +194,8 @@ bool valid(Knob k, const char* v) {
       return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u < 256);
     case Knob::kNetPeerTimeout:
       return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
+    case Knob::kNetChecksum:
+      return parse_size(v, &u) && u <= 1;
     case Knob::kNetFaults: {
       plat::TcpConfig t;
       return parse_net_faults(v, &t);
@@ -454,6 +456,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   l.net.verbs.peer_timeout_ms = l.net.tcp.peer_timeout_ms;
   if (l.net.tcp.keepalive_ms > l.net.tcp.peer_timeout_ms / 4)
     l.net.tcp.keepalive_ms = l.net.tcp.peer_timeout_ms / 4 + 1;
+  l.net.tcp.checksum = num(Knob::kNetChecksum) != 0;
   if (!parse_net_faults(c.value[static_cast<int>(Knob::kNetFaults)],
                         &l.net.tcp))
     return Status::kInvalidParam;

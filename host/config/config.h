@@ -40,6 +40,7 @@ enum class Knob : uint8_t {
   kNet,
   kNetIf,
   kNetPeerTimeout,
+  kNetChecksum,
   kNetFaults,
   kNetDevices,
   kNetGidIndex,

@@ -86,11 +86,17 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "while a collective waits for it fails that collective, and every "
      "later one on the team (a number with ms or s; s if none). Peers that "
      "do not call ucc_context_progress for longer look silent"},
+    {"NET_CHECKSUM", "0", Scope::kContext,
+     "1: TCP frames carry a CRC32C of their payload as well as of their "
+     "header (always), checked before a message is used; a mismatch fails "
+     "the collectives on both ends, naming the peer. Set it alike on every "
+     "rank. Its cost: docs/performance.md"},
     {"NET_FAULTS", "", Scope::kContext,
      "Tests only: faults TCP injects, comma-separated: split=N (write at "
      "most 1..N bytes per call), delay=US (hold every frame US "
      "microseconds), drop=P (break the connection after a message with "
-     "probability P; it is made again), seed=S"},
+     "probability P; it is made again), corrupt=P (flip a byte of a "
+     "message's payload after its checksum, with probability P), seed=S"},
     {"NET_DEVICES", "", Scope::kContext,
      "UCC_NET=verbs: the RDMA device and port, as mlx5_0:1 or mlx5_0 "
      "(its first active port); empty: the first active port of any device"},

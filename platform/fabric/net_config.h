@@ -20,12 +20,16 @@ struct TcpConfig {
   uint32_t max_endpoints = 4096;     // team members at once
   uint32_t spin = 256;               // idle progress calls before waiting
   uint32_t wait_us = 20;             // longest wait for data when idle
+  bool checksum = false;             // UCC_NET_CHECKSUM: payloads too
   // Fault injection (tests): write at most 1..split bytes per call;
   // hold every frame delay_us before writing it; break the connection
   // after a data frame with probability drop.
   uint32_t fault_split = 0;
   uint32_t fault_delay_us = 0;
   double fault_drop = 0;
+  // ... and flip a byte of a data frame's payload, after its checksum,
+  // with probability corrupt.
+  double fault_corrupt = 0;
   uint64_t fault_seed = 1;
 };
 

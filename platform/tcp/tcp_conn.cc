@@ -1,15 +1,21 @@
 #include "platform/tcp/tcp_conn.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
+#include "platform/os/clock.h"
+#include "platform/os/crc32c.h"
 #include "platform/os/log.h"
 #include "platform/tcp/tcp_net.h"
 
 namespace ucc::plat::tcp {
+
+uint32_t hdr_crc(const Hdr& h) { return crc32c(0, &h, offsetof(Hdr, crc)); }
 
 void Conn::reset_io() {
   out.active = false;
@@ -39,7 +45,19 @@ Link* Conn::own_link(const Hdr& h) {
 
 bool Conn::begin_frame() {
   const Hdr& h = in.hdr;
+  bad_why = nullptr;
   if (h.magic != kFrameMagic || h.version != kFrameVersion) return false;
+  if (hdr_crc(h) != h.crc) {
+    bad_why = "a frame header failed its checksum";
+    bad_sum = true;
+    return false;
+  }
+  if (net->config().checksum && h.len != 0 && (h.flags & kSummed) == 0) {
+    bad_why =
+        "its frames carry no payload checksum (UCC_NET_CHECKSUM must "
+        "be the same on every rank)";
+    return false;
+  }
   in.dst = nullptr;
   in.at = 0;
   in.link = nullptr;
@@ -89,6 +107,13 @@ bool Conn::end_frame() {
   TcpStats& s = net->counters();
   ++s.rx_frames;
   Link* l = in.link;
+  // The payload is checked before anything in it is used.
+  if ((h.flags & kSummed) != 0 && in.dst != nullptr &&
+      crc32c(0, in.dst, h.len) != h.body_crc) {
+    bad_why = "a frame's payload failed its checksum";
+    bad_sum = true;
+    return false;
+  }
   if (l != nullptr && h.ack - l->acked <= l->msgs - l->acked) l->acked = h.ack;
   switch (h.type) {
     case Type::kHello: {
@@ -127,6 +152,7 @@ bool Conn::end_frame() {
 bool Conn::on_bye(const Hdr& h) {
   if (h.dst_ep == 0) {
     peer_gone = true;  // its end comes next: no reconnecting
+    peer_corrupt = (h.flags & kCorrupt) != 0;
     return true;
   }
   Link* l = own_link(h);
@@ -238,6 +264,7 @@ void Conn::frame(Type t, Link* l, uint32_t len) {
     h.ack = l->heads;
   }
   out.active = true;
+  out.sealed = false;
   out.len = static_cast<uint32_t>(sizeof(Hdr)) + len;
   out.off = 0;
   out.link = l;
@@ -351,6 +378,63 @@ bool Conn::pick_link() {
   return false;
 }
 
+// The checksums, once every field is final (callers of frame() may set
+// more), just before the first byte goes out.
+void Conn::seal() {
+  Hdr& h = out.hdr;
+  const uint32_t body = out.len - static_cast<uint32_t>(sizeof(Hdr));
+  if (net->config().checksum && body != 0) {
+    h.flags |= kSummed;
+    h.body_crc = crc32c(0, out.data, body);
+  }
+  h.crc = hdr_crc(h);
+  out.sealed = true;
+  // Tests: damage after the checksum, as a bad link or a middlebox would.
+  if (out.data_frame && body > kSlotHdr &&
+      net->chance(net->config().fault_corrupt))
+    const_cast<char*>(out.data)[kSlotHdr + net->rand64() % (body - kSlotHdr)] ^=
+        0x10;
+}
+
+void Conn::last_word(uint8_t flags) {
+  if (fd < 0) return;
+  const uint64_t end = now_ns() + 100000000ull;
+  auto put = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const char*>(p);
+    while (n != 0) {
+      const ssize_t w = send(fd, b, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (w > 0) {
+        b += w;
+        n -= static_cast<size_t>(w);
+        continue;
+      }
+      if (w < 0 && errno != EAGAIN && errno != EINTR) return false;
+      if (now_ns() >= end) return false;
+      pollfd pf{fd, POLLOUT, 0};
+      poll(&pf, 1, 10);
+    }
+    return true;
+  };
+  // The frame under way first: half of one would break the stream.
+  const uint32_t hb = static_cast<uint32_t>(sizeof(Hdr));
+  bool ok = true;
+  if (out.active && out.off != 0) {
+    if (out.off < hb)
+      ok = put(reinterpret_cast<const char*>(&out.hdr) + out.off,
+               hb - out.off) &&
+           put(out.data, out.len - hb);
+    else
+      ok = put(out.data + (out.off - hb), out.len - out.off);
+  }
+  Hdr h{};
+  h.magic = kFrameMagic;
+  h.version = kFrameVersion;
+  h.type = Type::kBye;
+  h.flags = flags;
+  h.crc = hdr_crc(h);
+  if (ok) put(&h, sizeof(h));
+}
+
 bool Conn::pump() {
   if (fd < 0) return true;
   for (;;) {
@@ -359,6 +443,7 @@ bool Conn::pump() {
       return true;
     }
     if (out.ready_at != 0 && net->now() < out.ready_at) return true;
+    if (!out.sealed) seal();
     const uint32_t hb = static_cast<uint32_t>(sizeof(Hdr));
     iovec iov[2];
     int n = 0;

@@ -75,6 +75,7 @@ struct Conn {
     uint32_t len = 0;  // whole frame
     uint32_t off = 0;  // written so far
     uint64_t ready_at = 0;
+    bool sealed = false;   // checksums in place (just before the first byte)
     Link* link = nullptr;  // a data frame's link
     bool data_frame = false;
     uint8_t small[kSmall];
@@ -115,6 +116,17 @@ struct Conn {
   void frame(Type t, Link* l, uint32_t len);
   Link* own_link(const Hdr& h);
   bool on_bye(const Hdr& h);
+  void seal();
+
+ public:
+  // Why the last frame was refused (for the log line and the peer).
+  const char* bad_why = nullptr;
+  bool bad_sum = false;  // a checksum failed
+  // The peer closed for good because of our frames' checksums.
+  bool peer_corrupt = false;
+  // Finishes the frame under way (briefly), then says on the socket
+  // that we close for good and why (flags); best effort.
+  void last_word(uint8_t flags);
 };
 
 }  // namespace ucc::plat::tcp

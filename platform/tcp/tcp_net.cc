@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -417,7 +418,9 @@ void TcpNet::established(Conn* c) {
 
 void TcpNet::broken(Conn* c, const char* why) {
   if (c->peer_gone) {  // it said so: nothing to make again
-    dead(c, "it closed");
+    dead(c, c->peer_corrupt
+                ? "it received a frame of ours that failed its checksum"
+                : "it closed");
     return;
   }
   UCC_INFO("tcp: connection to engine %llx lost: %s",
@@ -447,9 +450,15 @@ void TcpNet::dead(Conn* c, const char* why) {
   }
   // Teams that still count on that engine hear of it; a connection no
   // team needs any more ends quietly.
+  char at[32] = "";
+  if (c->ip != 0) {
+    const auto* b = reinterpret_cast<const uint8_t*>(&c->ip);
+    snprintf(at, sizeof(at), " at %u.%u.%u.%u:%u", b[0], b[1], b[2], b[3],
+             static_cast<unsigned>(ntohs(c->port)));
+  }
   if (live != 0)
-    UCC_ERROR("tcp: engine %llx unreachable (%s): %u team members lost",
-              static_cast<unsigned long long>(c->instance), why, live);
+    UCC_ERROR("tcp: engine %llx%s unreachable (%s): %u team members lost",
+              static_cast<unsigned long long>(c->instance), at, why, live);
   else
     UCC_DEBUG("tcp: engine %llx unreachable (%s)",
               static_cast<unsigned long long>(c->instance), why);
@@ -505,7 +514,15 @@ void TcpNet::end_probe(Conn* c) {
 
 void TcpNet::protocol_error(Conn* c) {
   ++stats_.bad_frames;
-  dead(c, "it broke the protocol");
+  const char* why =
+      c->bad_why != nullptr ? c->bad_why : "it broke the protocol";
+  if (c->bad_sum) {
+    ++stats_.bad_sums;
+    // Its frames are damaged: closed for good both ways, and said so,
+    // so that its collectives fail too instead of waiting on us.
+    if (c->state == Conn::State::kReady) c->last_word(kCorrupt);
+  }
+  dead(c, why);
 }
 
 uint64_t TcpNet::rand64() {

@@ -51,6 +51,7 @@ struct TcpStats {
   uint64_t bad_frames;          // refused: the connection was closed
   uint64_t inj_drops;           // connections broken on purpose
   uint64_t strangers_dropped;   // unproven connections closed for a newer one
+  uint64_t bad_sums;            // frames that failed a checksum (also bad)
 };
 
 struct Conn;

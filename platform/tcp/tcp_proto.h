@@ -10,6 +10,15 @@
 //             messages travel on the connection to the peer's engine.
 //   message n the n-th message of a link in one direction (from 0).
 //
+// Integrity: every header carries its CRC32C (`crc`), checked before any
+// other field is believed; with UCC_NET_CHECKSUM=1 every payload too
+// (kSummed, `body_crc`), checked before a message is published. TCP's own
+// 16-bit checksum misses what these catch (a flipped pair of bits in one
+// segment, a middlebox that rewrites bytes); they are no defence against
+// someone who writes into the stream on purpose (they compute the CRC
+// too). A failure closes the connection for good and says why on it
+// (kCorrupt), so the collectives of both ends fail naming the peer.
+//
 // A data frame carries one message: the slot's 64-byte header area
 // (MsgHdr first) and the payload, for slot `slot` of the receiver's inbox
 // for the sender, as the n-th message of the link (`seq`). The receiver
@@ -61,7 +70,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 inline constexpr uint32_t kTcpAddrMagic = 0x55435443u;  // "UCTC"
 inline constexpr uint16_t kFrameMagic = 0x5554;         // "TU"
-inline constexpr uint8_t kFrameVersion = 2;
+inline constexpr uint8_t kFrameVersion = 3;
 inline constexpr uint32_t kMaxStrangers = 64;  // accepted, not proven yet
 inline constexpr uint32_t kHelloMs = 3000;     // to prove itself, at most
 
@@ -89,7 +98,10 @@ enum class Type : uint8_t {
   kBye = 6,
 };
 
-enum : uint8_t { kLost = 1, kAck = 2 };  // kBye flags
+// Hdr::flags. kBye: kLost, kAck, and on the engine's bye (dst_ep 0)
+// kCorrupt: we close because a frame of yours failed its checksum. Any
+// frame: kSummed, body_crc holds the payload's CRC32C.
+enum : uint8_t { kLost = 1, kAck = 2, kSummed = 4, kCorrupt = 8 };
 
 struct Hdr {
   uint16_t magic;
@@ -103,10 +115,15 @@ struct Hdr {
                       // the receiver's team rank
   uint32_t ack;       // messages the sender has received on the reverse link
   uint16_t slot;      // kData: the slot in the receiver's inbox
-  uint8_t flags;      // kBye: kLost, kAck
+  uint8_t flags;      // kLost, kAck, kSummed, kCorrupt
   uint8_t nslots;     // kCredit: release counts that follow
+  uint32_t body_crc;  // kSummed: CRC32C of the len bytes after the header
+  uint32_t crc;       // CRC32C of the header before this field, always
 };
-static_assert(sizeof(Hdr) == 32);
+static_assert(sizeof(Hdr) == 40);
+
+// The header's own checksum (crc32c.h), over every field before `crc`.
+uint32_t hdr_crc(const Hdr& h);
 
 enum : uint8_t { kOpen = 1, kAnswer = 2, kProve = 3 };  // Hello::step
 inline constexpr uint32_t kNonceBytes = 32;

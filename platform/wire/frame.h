@@ -31,6 +31,7 @@
 #include <cstring>
 
 #include "platform/fabric/fabric.h"
+#include "platform/os/crc32c.h"
 
 namespace ucc::plat::wire {
 
@@ -105,8 +106,7 @@ static_assert(kMaxSlots == kMaxWindow);
 // The smallest frame we send: Ethernet header plus FrameHdr.
 inline constexpr uint32_t kFrameOverhead = kEthHdr + sizeof(FrameHdr);
 
-// CRC32C (Castagnoli), continuing from `crc` (start with 0). Hardware
-// instructions where the CPU has them.
-uint32_t crc32c(uint32_t crc, const void* data, size_t len);
+// The frames' checksum (platform/os/crc32c.h).
+using ::ucc::plat::crc32c;
 
 }  // namespace ucc::plat::wire

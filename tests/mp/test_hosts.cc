@@ -291,6 +291,44 @@ TEST(Hosts, CompletedRankOwesNothing) {
   EXPECT_TRUE(ok);
 }
 
+// Rank 0's messages are damaged after their checksum (a flipped payload
+// byte in every data frame, as a bad NIC or a middlebox would do it).
+// With UCC_NET_CHECKSUM=1 rank 1 refuses the first one and closes the
+// connection saying why: the collective fails on both ranks, each naming
+// the other's engine in its log, long before the peer timeout. Without
+// the checksum the same damage gives a wrong sum and UCC_OK.
+TEST(Hosts, DamagedPayloadFailsBothEnds) {
+  PLACED(1, false);
+  const char* net = getenv("UCC_NET");
+  if (net != nullptr && std::string(net) == "verbs")
+    GTEST_SKIP() << "the checksum and its fault are TCP's";
+  for (int summed = 1; summed >= 0; --summed) {
+    bool ok = ucct::run_ranks(2, [summed](ucct::Rank& r) {
+      ucct::World w;
+      w.env = {{"UCC_NET_PEER_TIMEOUT", "20s"},
+               {"UCC_NET_CHECKSUM", summed ? "1" : "0"},
+               {"UCC_LOG_LEVEL", summed ? "warn" : "error"}};
+      if (r.rank == 0) w.env.emplace_back("UCC_NET_FAULTS", "corrupt=1");
+      on_host(w, r.rank, 1);
+      if (w.init(r) != UCC_OK) return 1;
+      std::vector<int32_t> s(1 << 14, r.rank + 1), d(1 << 14, 0);
+      ucc_coll_args_t a = allreduce_i32(s, d);
+      const double t0 = ucct::now_s();
+      const ucc_status_t st = w.run(a, 30);
+      const double took = ucct::now_s() - t0;
+      bool right = true;
+      for (int32_t v : d) right = right && v == 3;
+      if (summed ? ended_in_error(st, took, 5) : (st == UCC_OK && !right))
+        return 0;
+      std::fprintf(stderr, "rank %d, checksum %d: %s after %.2f s, %s\n",
+                   r.rank, summed, ucct::status_name(st), took,
+                   right ? "right" : "wrong");
+      return 2;
+    });
+    EXPECT_TRUE(ok) << "UCC_NET_CHECKSUM=" << summed;
+  }
+}
+
 // Host 1 is cut off: its interface goes down in its network namespace,
 // its processes live on and nothing reaches them or comes from them (no
 // reset, unlike a killed process). Every rank, on either side, ends the

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "platform/os/clock.h"
+#include "platform/os/crc32c.h"
 #include "platform/os/crypto.h"
 #include "tests/unit/tcp_engines.h"
 
@@ -55,7 +56,8 @@ std::vector<char> hello_frame(uint8_t step, const uint8_t* nonce,
   who.step = step;
   if (nonce != nullptr) memcpy(who.nonce, nonce, tcp::kNonceBytes);
   if (mac != nullptr) memcpy(who.mac, mac, 32);
-  const tcp::Hdr h = hello_hdr();
+  tcp::Hdr h = hello_hdr();
+  h.crc = tcp::hdr_crc(h);
   std::vector<char> f(sizeof(h) + sizeof(who));
   memcpy(f.data(), &h, sizeof(h));
   memcpy(f.data() + sizeof(h), &who, sizeof(who));
@@ -234,8 +236,10 @@ TEST(TcpAuth, ForgedFramesCloseTheirConnection) {
   ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
   tcp::TcpNet& victim = *e.nets[0];
   // A caller that proves the key (a member of some team gone rogue).
-  auto attack = [&](const tcp::Hdr& h, const void* body, size_t len,
-                    double secs = 2) {
+  // The header's checksum is made right unless `keep_crc`.
+  auto attack = [&](tcp::Hdr h, const void* body, size_t len, double secs = 2,
+                    bool keep_crc = false) {
+    if (!keep_crc) h.crc = tcp::hdr_crc(h);
     Caller c(e, victim);
     tcp::Hello ans{};
     EXPECT_TRUE(c.open(victim.key(), &ans));
@@ -259,6 +263,19 @@ TEST(TcpAuth, ForgedFramesCloseTheirConnection) {
   // Larger than any slot can be: refused before any byte lands.
   h.len = (64u << 20) + 65;
   EXPECT_EQ(attack(h, nullptr, 0), 1u);
+  // A header damaged after its checksum: refused for that, and the
+  // engine says so on the connection before it closes it.
+  {
+    tcp::Hdr d{};
+    d.magic = tcp::kFrameMagic;
+    d.version = tcp::kFrameVersion;
+    d.type = tcp::Type::kPing;
+    d.crc = tcp::hdr_crc(d);
+    d.seq ^= 1;
+    const uint64_t sums = victim.stats().bad_sums;
+    EXPECT_EQ(attack(d, nullptr, 0, 2, true), 1u);
+    EXPECT_EQ(victim.stats().bad_sums, sums + 1);
+  }
   h.magic = 0x1234;  // framing broken
   EXPECT_EQ(attack(h, nullptr, 0), 1u);
   h.magic = tcp::kFrameMagic;
@@ -266,6 +283,103 @@ TEST(TcpAuth, ForgedFramesCloseTheirConnection) {
   h.len = 200;
   h.nslots = 200;
   EXPECT_EQ(attack(h, junk.data(), junk.size()), 1u);
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
+}
+
+}  // namespace
+
+namespace {
+
+// Reads frames from `c` until EOF (2 s at most), progressing the
+// engines; true when one was the engine's bye with kCorrupt.
+bool heard_corrupt_bye(Caller& c) {
+  std::vector<char> got;
+  char buf[4096];
+  const uint64_t end = plat::now_ns() + 2000000000ull;
+  while (plat::now_ns() < end) {
+    c.e.progress();
+    const ssize_t r = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (r == 0) break;
+    if (r > 0) got.insert(got.end(), buf, buf + r);
+  }
+  for (size_t off = 0; off + sizeof(tcp::Hdr) <= got.size();) {
+    tcp::Hdr h;
+    memcpy(&h, got.data() + off, sizeof(h));
+    if (h.type == tcp::Type::kBye && h.dst_ep == 0 &&
+        (h.flags & tcp::kCorrupt) != 0 && tcp::hdr_crc(h) == h.crc)
+      return true;
+    off += sizeof(h) + h.len;
+  }
+  return false;
+}
+
+// With UCC_NET_CHECKSUM=1: a header damaged after its checksum, a
+// payload that does not match its checksum, and a payload sent without
+// one are refused; for the damaged ones the engine tells the peer why
+// (its bye with kCorrupt) before it closes.
+TEST(TcpAuth, ChecksumsCatchDamage) {
+  plat::TcpConfig cfg = quick();
+  cfg.checksum = true;
+  Engines e(2, cfg);
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4));
+  ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
+  tcp::TcpNet& victim = *e.nets[0];
+  struct Case {
+    const char* name;
+    bool damage_hdr, damage_body, summed, corrupt;
+  } cases[] = {{"header", true, false, true, true},
+               {"payload", false, true, true, true},
+               {"no payload checksum", false, false, false, false}};
+  for (const Case& k : cases) {
+    Caller c(e, victim);
+    tcp::Hello ans{};
+    // The hellos themselves carry checksums now.
+    tcp::Hdr hh;
+    std::vector<char> open = hello_frame(tcp::kOpen, c.nonce, nullptr);
+    memcpy(&hh, open.data(), sizeof(hh));
+    hh.flags |= tcp::kSummed;
+    hh.body_crc = plat::crc32c(0, open.data() + sizeof(hh), sizeof(tcp::Hello));
+    hh.crc = tcp::hdr_crc(hh);
+    memcpy(open.data(), &hh, sizeof(hh));
+    c.put(open);
+    ASSERT_TRUE(c.answer(&ans)) << k.name;
+    uint8_t m[32];
+    ASSERT_TRUE(tcp::hello_mac(victim.key(), 'C', 1, ans.instance, c.nonce,
+                               ans.nonce, m));
+    std::vector<char> prove = hello_frame(tcp::kProve, nullptr, m);
+    memcpy(&hh, prove.data(), sizeof(hh));
+    hh.flags |= tcp::kSummed;
+    hh.body_crc =
+        plat::crc32c(0, prove.data() + sizeof(hh), sizeof(tcp::Hello));
+    hh.crc = tcp::hdr_crc(hh);
+    memcpy(prove.data(), &hh, sizeof(hh));
+    c.put(prove);
+    // A credit frame for no link: 4 release counts.
+    tcp::Hdr h{};
+    h.magic = tcp::kFrameMagic;
+    h.version = tcp::kFrameVersion;
+    h.type = tcp::Type::kCredit;
+    h.len = 4;
+    h.nslots = 4;
+    const uint8_t counts[4] = {1, 2, 3, 4};
+    if (k.summed) {
+      h.flags |= tcp::kSummed;
+      h.body_crc = plat::crc32c(0, counts, 4) ^ (k.damage_body ? 1 : 0);
+    }
+    h.crc = tcp::hdr_crc(h);
+    if (k.damage_hdr) h.ack ^= 4;
+    std::vector<char> f(sizeof(h) + 4);
+    memcpy(f.data(), &h, sizeof(h));
+    memcpy(f.data() + sizeof(h), counts, 4);
+    const uint64_t bad = victim.stats().bad_frames;
+    const uint64_t sums = victim.stats().bad_sums;
+    c.put(f);
+    EXPECT_TRUE(c.refused(bad)) << k.name;
+    EXPECT_EQ(victim.stats().bad_sums - sums, k.corrupt ? 1u : 0u) << k.name;
+    EXPECT_EQ(heard_corrupt_bye(c), k.corrupt) << k.name;
+  }
   EXPECT_FALSE(t.fab[0]->peer_lost());
   EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
 }

@@ -1,11 +1,14 @@
-// CRC32C: SSE4.2's crc32 instruction where the CPU has it (checked once),
-// else a table. Reflected polynomial 0x82F63B78, pre- and post-inverted.
-#include <cstdint>
+// CRC32C (crc32c.h): reflected polynomial 0x82F63B78, pre- and
+// post-inverted.
+#include "platform/os/crc32c.h"
+
 #include <cstring>
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
-#include "platform/wire/frame.h"
-
-namespace ucc::plat::wire {
+namespace ucc::plat {
 namespace {
 
 struct Table {
@@ -43,6 +46,21 @@ bool have_hw() {
   static const bool h = __builtin_cpu_supports("sse4.2");
   return h;
 }
+#elif defined(__aarch64__)
+__attribute__((target("+crc"))) uint32_t crc_hw(uint32_t crc, const uint8_t* p,
+                                                size_t n) {
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    crc = __builtin_aarch64_crc32cx(crc, w);
+  }
+  for (; n != 0; --n, ++p) crc = __builtin_aarch64_crc32cb(crc, *p);
+  return crc;
+}
+bool have_hw() {
+  static const bool h = (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
+  return h;
+}
 #endif
 
 }  // namespace
@@ -50,10 +68,10 @@ bool have_hw() {
 uint32_t crc32c(uint32_t crc, const void* data, size_t len) {
   const auto* p = static_cast<const uint8_t*>(data);
   crc = ~crc;
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
   if (have_hw()) return ~crc_hw(crc, p, len);
 #endif
   return ~crc_soft(crc, p, len);
 }
 
-}  // namespace ucc::plat::wire
+}  // namespace ucc::plat
