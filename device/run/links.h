@@ -98,12 +98,12 @@ class Links {
   uint32_t tx_free(uint32_t p) {
     return mem_.remote[p] ? net_->tx_free(p) : shm_.tx_free(p);
   }
-  void tx_commit(uint32_t p, uint32_t len, const plat::MsgKey& k,
-                 uint8_t kind) {
+  void tx_commit(uint32_t p, uint32_t len, const plat::MsgKey& k, uint8_t kind,
+                 uint32_t lag) {
     if (mem_.remote[p])
-      net_->tx_commit(p, len, k, kind);
+      net_->tx_commit(p, len, k, kind, lag);
     else
-      shm_.tx_commit(p, len, k, kind);
+      shm_.tx_commit(p, len, k, kind, lag);
   }
   uint32_t rx_poll(uint32_t p) {
     return mem_.remote[p] ? net_->rx_poll(p) : shm_.rx_poll(p);

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <new>
 
+#include "platform/os/log.h"
+
 namespace ucc::dev {
 MsgKey key_tagged(uint16_t tag, off::CollType coll, uint32_t set_start,
                   int32_t set_stride, uint32_t set_size) {
@@ -78,6 +80,7 @@ void Store::release(int32_t e) {
 Port::Tables Port::take(base::Arena& a, uint32_t nranks) {
   Tables t;
   t.owner = a.take<uint8_t>(nranks);
+  t.peer_done = a.take<uint64_t>(nranks);
   t.links = Links::take(a, nranks);
   return t;
 }
@@ -86,6 +89,7 @@ Status Port::init(uint32_t team_idx, uint32_t nranks, uint32_t live,
                   Store* store, const Tables& mem) {
   if (live == 0 || live > kMaxLive) return Status::kInvalidParam;
   owner_ = mem.owner;
+  peer_done_ = mem.peer_done;
   store_ = store;
   team_ = team_idx;
   nranks_ = nranks;
@@ -110,6 +114,22 @@ void Port::fini(bool lost) {
   stored_ = 0;
   owner_ = nullptr;  // the team's arena goes after us
   links_.close(lost);
+}
+
+bool Port::never_comes(uint32_t peer, const MsgKey& k, MsgKind kind) {
+  if (mode_of(k) != kModeOrdered || peer_done_[peer] < k.w[0]) return false;
+  // The peer had finished k's collective before it sent a message we
+  // have; its messages come in order, so whatever it sent for k is here
+  // already, and it is not what we wait for: lost, or damaged on the way
+  // (a key or kind changed), or never sent (the peer failed it).
+  UCC_ERROR(
+      "team %u: rank %u finished collective #%llu without sending the %s "
+      "message this rank waits for (lost, damaged, or the peer failed it)",
+      team_, peer, static_cast<unsigned long long>(k.w[0]),
+      kind == MsgKind::kData     ? "data"
+      : kind == MsgKind::kStatus ? "status"
+                                 : "abort");
+  return true;
 }
 
 void Port::abandon(uint32_t id) {
@@ -148,6 +168,7 @@ int32_t Port::scan(uint32_t peer, uint32_t from, uint32_t n, const MsgKey& k,
   for (uint32_t s = from; s < n; ++s) {
     const MsgHdr* h = links_.rx_hdr(peer, s);
     if (h == nullptr) continue;
+    heard(peer, *h);
     if (same_coll(h->key, k)) {
       if (h->kind != static_cast<uint8_t>(kind))
         continue;  // another kind of the same collective
@@ -193,7 +214,12 @@ const void* Port::find_any(uint32_t peer, const MsgKey& k, MsgKind kind,
   }
   bool clash = false;
   int32_t s = ring_find(peer, k, kind, &clash);
-  if (s < 0) return nullptr;
+  if (s < 0) {
+    if (!never_comes(peer, k, kind)) return nullptr;
+    static const char kNothing = 0;
+    *len = UINT32_MAX;  // the caller fails (as for a clash)
+    return &kNothing;
+  }
   const uint32_t u = static_cast<uint32_t>(s);
   if (!clash) return found(peer, u, *links_.rx_hdr(peer, u), k, kind, len);
   *len = UINT32_MAX;
@@ -228,6 +254,7 @@ uint64_t Port::sweep() {
       const MsgHdr* h = links_.rx_hdr(p, s);
       if (h == nullptr) continue;
       MsgHdr copy = *h;
+      heard(p, copy);
       if (classify(copy.key) != Class::kStale) {
         // An overlong message stays for its collective to reject.
         if (copy.len > links_.slot_size() ||

@@ -139,6 +139,7 @@ class Port {
   // byte per peer, zeroed), and its links' (Links::take).
   struct Tables {
     uint8_t* owner = nullptr;
+    uint64_t* peer_done = nullptr;
     Links::Tables links;
   };
   static Tables take(base::Arena& a, uint32_t nranks);
@@ -193,7 +194,7 @@ class Port {
       --nheld_[held - 1];
       owner_[peer] = 0;
     }
-    links_.tx_commit(peer, len, k, static_cast<uint8_t>(kind));
+    links_.tx_commit(peer, len, k, static_cast<uint8_t>(kind), lag(k));
   }
   // Drops every reservation `id` holds (it ended before committing).
   void drop_reservations(uint32_t id) {
@@ -262,6 +263,35 @@ class Port {
  private:
   enum class Class : uint8_t { kLive, kStale, kFuture };
   Class classify(const MsgKey& k) const;
+  // What we have finished, for the peer (heard()): every ordered
+  // collective before k.w[0] - lag + 1 has ended here. Ordered
+  // collectives start in sequence order, so those before the oldest
+  // running one have all ended; with none running, all before k. 0 where
+  // it cannot be said (a tagged key, or a tagged oldest).
+  uint32_t lag(const MsgKey& k) const {
+    if (mode_of(k) != kModeOrdered) return 0;
+    if (live_mask_ == 0) return 1;
+    const MsgKey& o = live_[oldest_];
+    if (mode_of(o) != kModeOrdered || o.w[0] > k.w[0] ||
+        k.w[0] - o.w[0] >= (1u << 24) - 1)
+      return 0;
+    return static_cast<uint32_t>(k.w[0] - o.w[0]) + 1;
+  }
+  // A message from `peer` was looked at: what its lag says the peer has
+  // finished.
+  // Only from a message whose key lies within kLagWindow of our own
+  // sequence: a key damaged far off would otherwise say the peer has
+  // finished collectives it has not even posted.
+  static constexpr uint64_t kLagWindow = uint64_t{1} << 20;
+  void heard(uint32_t peer, const MsgHdr& h) {
+    const uint32_t lag = plat::lag_of(h);
+    if (lag != 0 && mode_of(h.key) == kModeOrdered && h.key.w[0] > lag &&
+        h.key.w[0] - lag > peer_done_[peer] &&
+        h.key.w[0] <= started_ + kLagWindow)
+      peer_done_[peer] = h.key.w[0] - lag;
+  }
+  // find_any found nothing for k: whether nothing can come any more.
+  bool never_comes(uint32_t peer, const MsgKey& k, MsgKind kind);
   void drop_held(uint32_t id);
   void abandon(uint32_t id);
   void release_any(uint32_t peer, const MsgKey& k, MsgKind kind);
@@ -300,6 +330,9 @@ class Port {
   uint32_t nlive_ = 0;
   uint32_t stored_ = 0;  // this team's entries in the store
   uint64_t started_ = 0;
+  // Per peer: every ordered collective up to this one had ended there
+  // (what its messages said; heard()).
+  uint64_t* peer_done_ = nullptr;
   uint32_t oldest_ = 0;
   uint32_t attention_seen_ = 0;
   uint8_t* owner_ = nullptr;       // per peer: 0, or id + 1 of the reserver

@@ -118,6 +118,8 @@ bool parse_net_faults(const char* v, plat::TcpConfig* t) {
       t->fault_delay_us = static_cast<uint32_t>(n);
     else if (strcmp(tok, "seed") == 0)
       t->fault_seed = n;
+    else if (strcmp(tok, "rekey") == 0 && n <= UINT32_MAX)
+      t->fault_rekey = static_cast<uint32_t>(n);
     else
       return false;
   }

@@ -96,7 +96,8 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "most 1..N bytes per call), delay=US (hold every frame US "
      "microseconds), drop=P (break the connection after a message with "
      "probability P; it is made again), corrupt=P (flip a byte of a "
-     "message's payload after its checksum, with probability P), seed=S"},
+     "message's payload after its checksum, with probability P), rekey=N "
+     "(move the N-th message sent to another collective's key), seed=S"},
     {"NET_DEVICES", "", Scope::kContext,
      "UCC_NET=verbs: the RDMA device and port, as mlx5_0:1 or mlx5_0 "
      "(its first active port); empty: the first active port of any device"},

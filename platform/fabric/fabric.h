@@ -55,10 +55,20 @@ struct MsgKey {
 struct MsgHdr {
   uint32_t len;
   uint8_t kind;
-  uint8_t pad[3];
+  // The sender's progress, for its user (the engine's Port): 24 bits,
+  // little-endian; 0 says nothing.
+  uint8_t lag[3];
   MsgKey key;
 };
 static_assert(sizeof(MsgHdr) == 32);
+inline uint32_t lag_of(const MsgHdr& h) {
+  return h.lag[0] | (uint32_t{h.lag[1]} << 8) | (uint32_t{h.lag[2]} << 16);
+}
+inline void set_lag(MsgHdr* h, uint32_t lag) {
+  h->lag[0] = static_cast<uint8_t>(lag);
+  h->lag[1] = static_cast<uint8_t>(lag >> 8);
+  h->lag[2] = static_cast<uint8_t>(lag >> 16);
+}
 
 struct FabricConfig {
   uint32_t nranks;
@@ -102,8 +112,10 @@ class Fabric {
   virtual void* tx_reserve(uint32_t peer) = 0;
   // Free slots in the peer's inbox for us.
   virtual uint32_t tx_free(uint32_t peer) = 0;
+  // `lag` (24 bits; 0: none) rides in the header for the receiver
+  // (MsgHdr::lag).
   virtual void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                         uint8_t kind) = 0;
+                         uint8_t kind, uint32_t lag = 0) = 0;
 
   // Receiver: rx_poll(peer) looks for new messages from `peer` and returns
   // how many are pending (received, not released); they are numbered

@@ -190,12 +190,13 @@ class InboxPair {
   }
   // Publishes the reserved slot (one must be reserved).
   void tx_commit(const FabricConfig& c, uint32_t len, const MsgKey& key,
-                 uint8_t kind) {
+                 uint8_t kind, uint32_t lag) {
     const auto s = static_cast<uint32_t>(tx_slot_);
     char* slot = tx_.slot(c, s);
     auto* h = reinterpret_cast<MsgHdr*>(slot);
     h->len = len;
     h->kind = kind;
+    set_lag(h, lag);
     h->key = key;
     ++sent_[s];  // not free until the owner's `done` catches up
     ++tx_head_;

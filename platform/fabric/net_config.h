@@ -30,6 +30,9 @@ struct TcpConfig {
   // ... and flip a byte of a data frame's payload, after its checksum,
   // with probability corrupt.
   double fault_corrupt = 0;
+  // ... and move the rekey-th data frame's message (from 1; 0: none) to
+  // another collective: 2^32 added to its key's first word.
+  uint32_t fault_rekey = 0;
   uint64_t fault_seed = 1;
 };
 

@@ -47,9 +47,9 @@ class ShmFabric final : public InboxFabric {
   // our own segment).
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override;
-  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                 uint8_t kind) override {
-    peers_[peer].tx_commit(cfg_, len, key, kind);
+  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key, uint8_t kind,
+                 uint32_t lag = 0) override {
+    peers_[peer].tx_commit(cfg_, len, key, kind, lag);
     ++events_;
     // After the publication, so a receiver that sees the count change
     // finds the message.

@@ -390,6 +390,13 @@ void Conn::seal() {
   h.crc = hdr_crc(h);
   out.sealed = true;
   // Tests: damage after the checksum, as a bad link or a middlebox would.
+  if (out.data_frame &&
+      ++net->counters().data_sealed == net->config().fault_rekey) {
+    MsgHdr m;
+    memcpy(&m, out.data, sizeof(m));
+    m.key.w[0] += uint64_t{1} << 32;
+    memcpy(const_cast<char*>(out.data), &m, sizeof(m));
+  }
   if (out.data_frame && body > kSlotHdr &&
       net->chance(net->config().fault_corrupt))
     const_cast<char*>(out.data)[kSlotHdr + net->rand64() % (body - kSlotHdr)] ^=

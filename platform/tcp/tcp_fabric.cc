@@ -78,8 +78,8 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
 }
 
 void TcpFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                          uint8_t kind) {
-  peers_[peer].tx_commit(cfg_, len, key, kind);
+                          uint8_t kind, uint32_t lag) {
+  peers_[peer].tx_commit(cfg_, len, key, kind, lag);
   ++events_;
   net_->kick(&links_[peer]);
 }

@@ -201,8 +201,8 @@ bool VerbsFabric::post_owed(uint32_t r) {
 }
 
 void VerbsFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                            uint8_t kind) {
-  peers_[peer].tx_commit(cfg_, len, key, kind);
+                            uint8_t kind, uint32_t lag) {
+  peers_[peer].tx_commit(cfg_, len, key, kind, lag);
   ++events_;
   // Straight out (after anything still waiting: post_owed goes in
   // order); what cannot go now goes from progress.

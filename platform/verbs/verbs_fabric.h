@@ -78,8 +78,8 @@ class VerbsFabric final : public InboxFabric {
   // Queue pairs to INIT; the hellos go at seal().
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override;
-  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                 uint8_t kind) override;
+  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key, uint8_t kind,
+                 uint32_t lag = 0) override;
   void rx_release(uint32_t peer, uint32_t i) override;
   bool peer_lost() const override;
   uint32_t attention() const override;

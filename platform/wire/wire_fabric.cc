@@ -40,8 +40,8 @@ Status WireFabric::connect(const FabricAddr* addrs, const bool* mine) {
 }
 
 void WireFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                           uint8_t kind) {
-  peers_[peer].tx_commit(cfg_, len, key, kind);
+                           uint8_t kind, uint32_t lag) {
+  peers_[peer].tx_commit(cfg_, len, key, kind, lag);
   ++events_;
   if (peer != cfg_.rank) {
     ep_->kick(peer);  // the receiver's side counts attention

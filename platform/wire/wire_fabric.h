@@ -27,8 +27,8 @@ class WireFabric final : public InboxFabric {
 
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override {}
-  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
-                 uint8_t kind) override;
+  void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key, uint8_t kind,
+                 uint32_t lag = 0) override;
   void rx_release(uint32_t peer, uint32_t i) override {
     if (peers_[peer].rx_release(i)) ++events_;
   }

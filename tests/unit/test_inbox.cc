@@ -38,7 +38,7 @@ struct Pair {
     void* p = tx.tx_reserve(cfg);
     if (p == nullptr) return false;
     memcpy(p, &v, sizeof(v));
-    tx.tx_commit(cfg, sizeof(v), MsgKey{{v, 0, 0}}, 0);
+    tx.tx_commit(cfg, sizeof(v), MsgKey{{v, 0, 0}}, 0, 0);
     return true;
   }
   // The payloads pending at the owner, in arrival order.
