@@ -64,10 +64,18 @@ void VerbsFabric::create_qp(uint32_t r) {
   // down to none (providers refuse a queue pair above their limit).
   uint32_t inl = max_inline_ != kUnknownInline ? max_inline_
                                                  : net_->config().max_inline;
-  for (;;) {
+  for (bool waited = false;;) {
     a.cap.max_inline_data = inl;
     l.qp = net_->api().create_qp(net_->pd(), &a);
-    if (l.qp != nullptr || inl == 0) break;
+    if (l.qp != nullptr) break;
+    if (inl == 0) {
+      // Not the inline size: the device is out of queue pairs.
+      if (waited || !net_->make_room()) break;
+      waited = true;
+      inl = max_inline_ != kUnknownInline ? max_inline_
+                                          : net_->config().max_inline;
+      continue;
+    }
     inl /= 2;
   }
   if (l.qp == nullptr) {

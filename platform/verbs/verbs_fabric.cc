@@ -108,6 +108,8 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
   max_send_ = 2 * cfg_.nslots + 8;
   const int cqe = static_cast<int>(nremote_ * (max_send_ + cfg_.nslots) + 64);
   cq_ = net_->api().create_cq(net_->ctx(), cqe, nullptr, nullptr, 0);
+  if (cq_ == nullptr && net_->make_room())
+    cq_ = net_->api().create_cq(net_->ctx(), cqe, nullptr, nullptr, 0);
   if (cq_ == nullptr) {
     UCC_ERROR("verbs: cannot create a CQ of %d: %s", cqe, strerror(errno));
     return Status::kNoResource;

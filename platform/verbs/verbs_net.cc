@@ -267,7 +267,14 @@ Fabric* VerbsNet::open(const FabricConfig& cfg, FabricAddr* addr) {
   Fabric* cmf = cm_->open(cm_config(cfg), &cm_addr);
   if (cmf == nullptr) return nullptr;
   auto* f = new (std::nothrow) VerbsFabric(this, cfg, cmf);
-  if (f == nullptr || !f->setup()) {
+  bool ok = f != nullptr && f->setup();
+  if (!ok && f != nullptr) {
+    // Registrations may be what ran out: once more after room is made.
+    delete f;
+    f = make_room() ? new (std::nothrow) VerbsFabric(this, cfg, cmf) : nullptr;
+    ok = f != nullptr && f->setup();
+  }
+  if (!ok) {
     delete f;
     cm_->close(cmf, false);
     return nullptr;
@@ -284,6 +291,24 @@ void VerbsNet::close(Fabric* f, bool lost) {
   auto* vf = static_cast<VerbsFabric*>(f);
   vf->leave(lost);
   vf->free_at = now_ns() + uint64_t{cfg_.peer_timeout_ms} * 1000000u;
+}
+
+bool VerbsNet::make_room() {
+  uint32_t leaving = 0;
+  for (uint32_t i = 0; i < nopen_; ++i) leaving += eps_[i]->leaving();
+  if (leaving == 0) return false;
+  const uint32_t before = nopen_;
+  const uint64_t end = now_ns() + (uint64_t{cfg_.linger_ms} + 1000) * 1000000u;
+  ++room_waits_;
+  while (nopen_ >= before) {
+    now_ = now_ns();
+    if (now_ >= end) return false;
+    for (uint32_t i = 0; i < nopen_; ++i) eps_[i]->progress(true);
+    cm_->progress();
+    reap(false);
+    if (nopen_ >= before) usleep(200);
+  }
+  return true;
 }
 
 void VerbsNet::reap(bool force) {

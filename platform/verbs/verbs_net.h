@@ -95,6 +95,14 @@ class VerbsNet final : public Net {
 
   // --- Net --------------------------------------------------------------------
   Fabric* open(const FabricConfig& cfg, FabricAddr* addr) override;
+  // The device refused a resource (a CQ, a queue pair, a registration)
+  // while closed members still hold theirs: waits, progressing, until
+  // one is freed (after its goodbyes and linger_ms), for at most
+  // linger_ms + 1 s. true when one was; false when none is leaving or
+  // none could go in time. Team churn then runs at the rate the linger
+  // allows instead of failing. From the engine's thread, outside
+  // progress().
+  bool make_room();
   void close(Fabric* f, bool lost) override;
   uint64_t progress() override;
   // A verbs channel (verbs_channel.h) to a host's exported memory, with a
@@ -123,6 +131,8 @@ class VerbsNet final : public Net {
   // A receive of the shared queue was used: posted again in batches.
   void srq_used() { ++srq_owed_; }
   uint64_t now() const { return now_; }
+  // make_room() calls so far (tests, stats).
+  uint64_t room_waits() const { return room_waits_; }
   uint64_t rand64();
   // An RC queue pair of ours to INIT (remote `access` allowed), then to
   // RTR and RTS towards `peer` (retries and RNR retries for ever: the
@@ -154,6 +164,7 @@ class VerbsNet final : public Net {
   uint32_t srq_owed_ = 0;
   bool srq_warned_ = false;
   uint64_t now_ = 0;
+  uint64_t room_waits_ = 0;
   uint64_t rng_ = 0;
   uint32_t passes_ = 0;
   VerbsStats stats_{};
