@@ -8,7 +8,10 @@ info=$1
 doc=$2
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-grep -o '^| `UCC_[A-Z0-9_]*`' "$doc" | sed 's/^| `//; s/`$//' | sort >"$scratch/doc"
+# The knob tables only: not the variables read from the environment alone
+# (their section), which no configuration shows.
+awk '/^## The environment only/ {skip = 1; next} /^## / {skip = 0} !skip' "$doc" |
+  grep -o '^| `UCC_[A-Z0-9_]*`' | sed 's/^| `//; s/`$//' | sort >"$scratch/doc"
 env -i PATH="$PATH" "$info" -c | sed -n 's/^\(UCC_[A-Z0-9_]*\)=.*/\1/p' | sort >"$scratch/info"
 if ! diff -u "$scratch/doc" "$scratch/info"; then
   echo "ucc_info -c and docs/configuration.md list different knobs" >&2
