@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <new>
 
+#include "platform/base/order.h"
 #include "platform/fabric/fabric.h"
 
 namespace ucc::plat {
@@ -101,7 +102,7 @@ inline uint32_t shadow_head(const InboxCtl& ctl) {
 inline void publish_head(InboxCtl* ctl, uint32_t mask, uint32_t count,
                          uint32_t slot) {
   ctl->order[(count - 1) & mask] = static_cast<uint8_t>(slot);
-  ctl->head.store(head_word(count, slot), std::memory_order_release);
+  ctl->head.store(head_word(count, slot), base::release_of(base::kInboxHead));
 }
 
 inline size_t data_offset(uint32_t nranks) {
@@ -203,7 +204,7 @@ class InboxPair {
     tx_slot_ = -1;
     // P2 pairs with C3 in rx_poll(): header and payload before the stamp.
     reinterpret_cast<std::atomic<uint32_t>*>(slot + kStampOff)
-        ->store(stamp_of(tx_head_), std::memory_order_release);
+        ->store(stamp_of(tx_head_), base::release_of(base::kInboxStamp));
     publish_head(tx_.ctl, c.nslots - 1, tx_head_, s);
   }
 
@@ -233,7 +234,7 @@ class InboxPair {
     // sender could claim more messages than slots: never take more than
     // the free slots could hold.
     const InboxCtl* ctl = rx_.ctl;
-    const uint64_t w = ctl->head.load(std::memory_order_acquire);
+    const uint64_t w = ctl->head.load(base::acquire_of(base::kInboxHead));
     uint32_t h = head_count(w);
     // Nothing new; with stamps, `head` may also lag behind messages
     // already taken by their stamps.
@@ -272,7 +273,7 @@ class InboxPair {
     // R1 pairs with C1: our reads of the slot happen before its reuse.
     std::atomic<uint8_t>& d = rx_.ctl->done[pend_[i]];
     d.store(static_cast<uint8_t>(d.load(std::memory_order_relaxed) + 1),
-            std::memory_order_release);
+            base::release_of(base::kInboxReuse));
     return true;
   }
 
@@ -293,7 +294,7 @@ class InboxPair {
     // C3 pairs with P2: a matching stamp means header and payload are in.
     const uint32_t st =
         reinterpret_cast<const std::atomic<uint32_t>*>(slot + kStampOff)
-            ->load(std::memory_order_acquire);
+            ->load(base::acquire_of(base::kInboxStamp));
     if (st != stamp_of(rx_head_ + 1)) return false;
     // A slot still pending holds an older message (the sender cannot have
     // reused it), whatever a peer wrote into its stamp.
@@ -310,7 +311,8 @@ class InboxPair {
     uint64_t f = 0;
     for (uint32_t s = 0; s < c.nslots; ++s) {
       // C1 pairs with R1 in rx_release(): the owner is done with the slot.
-      if (tx_.ctl->done[s].load(std::memory_order_acquire) == sent_[s])
+      if (tx_.ctl->done[s].load(base::acquire_of(base::kInboxReuse)) ==
+          sent_[s])
         f |= uint64_t{1} << s;
     }
     if (tx_slot_ >= 0) f &= ~(uint64_t{1} << tx_slot_);

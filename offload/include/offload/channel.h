@@ -71,11 +71,12 @@ class Channel {
   void complete(uint32_t slot, uint32_t gen, Status st) {
     // E1 pairs with H1: the collective's writes to user memory happen
     // before the host can see it completed.
-    comp_[slot].store(completion_word(gen, st), std::memory_order_release);
+    comp_[slot].store(completion_word(gen, st),
+                      base::release_of(base::kCompletion));
   }
   // Host: the current word of a slot.
   uint64_t read(uint32_t slot) const {
-    return comp_[slot].load(std::memory_order_acquire);  // H1
+    return comp_[slot].load(base::acquire_of(base::kCompletion));  // H1
   }
   // Host: reset a slot before a new generation is posted.
   void arm(uint32_t slot, uint32_t gen) {

@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "platform/base/order.h"
+
 namespace ucc::off {
 
 struct alignas(64) RingIndices {
@@ -64,7 +66,7 @@ class SpscRing {
   // Producer: a slot to write in place, or nullptr when full.
   T* reserve() {
     // C1 pairs with R1: the consumer is done with the slot we reuse.
-    uint32_t t = idx_->tail.load(std::memory_order_acquire);
+    uint32_t t = idx_->tail.load(base::acquire_of(base::kRingReuse));
     if (head_ - t > mask_) return nullptr;
     return &slots_[head_ & mask_];
   }
@@ -72,7 +74,7 @@ class SpscRing {
   void commit() {
     ++head_;
     // P1 pairs with C2: the entry's bytes are visible before the index.
-    idx_->head.store(head_, std::memory_order_release);
+    idx_->head.store(head_, base::release_of(base::kRingPublish));
   }
   bool push(const T& v) {
     T* s = reserve();
@@ -85,7 +87,7 @@ class SpscRing {
   // Consumer: the oldest entry, or nullptr when empty (or corrupt).
   const T* peek() {
     // C2 pairs with P1.
-    uint32_t h = idx_->head.load(std::memory_order_acquire);
+    uint32_t h = idx_->head.load(base::acquire_of(base::kRingPublish));
     if (h == tail_ || corrupt_) return nullptr;
     if (h - tail_ > mask_ + 1) {
       corrupt_ = true;
@@ -97,7 +99,7 @@ class SpscRing {
   void release() {
     ++tail_;
     // R1 pairs with C1: our reads of the slot are done.
-    idx_->tail.store(tail_, std::memory_order_release);
+    idx_->tail.store(tail_, base::release_of(base::kRingReuse));
   }
   bool pop(T* out) {
     const T* s = peek();
@@ -108,7 +110,8 @@ class SpscRing {
   }
   // Consumer: entries waiting (at most the capacity).
   uint32_t size() const {
-    const uint32_t n = idx_->head.load(std::memory_order_acquire) - tail_;
+    const uint32_t n =
+        idx_->head.load(base::acquire_of(base::kRingPublish)) - tail_;
     return n > mask_ + 1 ? mask_ + 1 : n;
   }
 
