@@ -1,5 +1,5 @@
 // What travels over a TCP connection between two engines (tcp_net.h):
-// frames, each a 32-byte header and `len` bytes after it.
+// frames, each a 40-byte header and `len` bytes after it.
 //
 // Words used here:
 //   engine    one TcpNet: a listening socket and its connections, named by
