@@ -1,8 +1,6 @@
 // Who may connect to an engine (tcp_proto.h, "Who may connect"):
 // connections accepted and bounded until they prove themselves, and the
 // three hellos that prove each side to the other.
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -33,10 +31,16 @@ bool hello_mac(const uint64_t key[2], char role, uint64_t connector,
   return mac(key, 2 * sizeof(uint64_t), &m, sizeof(m), out);
 }
 
-uint32_t TcpNet::strangers() const {
+uint32_t TcpNet::strangers(Conn** oldest) const {
   uint32_t n = 0;
-  for (Conn* c = conns_; c != nullptr; c = c->next)
-    n += !c->initiator && c->instance == 0 && c->state == Conn::State::kHello;
+  for (Conn* c = conns_; c != nullptr; c = c->next) {
+    if (c->initiator || c->instance != 0 || c->state != Conn::State::kHello)
+      continue;
+    ++n;
+    if (oldest != nullptr &&
+        (*oldest == nullptr || c->since < (*oldest)->since))
+      *oldest = c;
+  }
   return n;
 }
 
@@ -48,19 +52,12 @@ void TcpNet::accept_all() {
     // Full: the stranger that came first gives its place up (a real
     // engine proves itself within a round trip or two, and connects
     // again if it was the one).
-    if (strangers() >= kMaxStrangers) {
-      Conn* oldest = nullptr;
-      for (Conn* c = conns_; c != nullptr; c = c->next)
-        if (!c->initiator && c->instance == 0 &&
-            c->state == Conn::State::kHello &&
-            (oldest == nullptr || c->since < oldest->since))
-          oldest = c;
-      if (oldest != nullptr) free_conn(oldest);
+    Conn* oldest = nullptr;
+    if (strangers(&oldest) >= kMaxStrangers) {
+      free_conn(oldest);
       ++stats_.strangers_dropped;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    tune_socket(fd);
     Conn* c = new_conn(0);  // who it is, its proof says
     if (c == nullptr) {
       ::close(fd);

@@ -55,13 +55,13 @@ uint32_t pick_address(const char* iface) {
   return pick;
 }
 
-void tune(int fd) {
+}  // namespace
+
+void tune_socket(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 }
-
-}  // namespace
 
 Status TcpNet::init(const TcpConfig& cfg) {
   cfg_ = cfg;
@@ -360,7 +360,7 @@ void TcpNet::start_connect(Conn* c) {
   c->retry_at = now_ + 50 * kMs;
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return;  // tried again later
-  tune(fd);
+  tune_socket(fd);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = c->ip;

@@ -59,6 +59,9 @@ struct Conn;
 struct Link;
 class TcpFabric;
 
+// A connection's options, both ends alike (TCP_NODELAY, SO_KEEPALIVE).
+void tune_socket(int fd);
+
 class TcpNet final : public Net {
  public:
   TcpNet() = default;
@@ -120,8 +123,9 @@ class TcpNet final : public Net {
   bool on_hello(Conn* c, const Hello& hello);
   // Our connect() succeeded: the opening hello is owed.
   void open_handshake(Conn* c);
-  // Connections accepted and not proven yet (kMaxStrangers at most).
-  uint32_t strangers() const;
+  // Connections accepted and not proven yet (kMaxStrangers at most);
+  // with `oldest`, also the one accepted first (nullptr when none).
+  uint32_t strangers(Conn** oldest = nullptr) const;
   // The socket broke (made again, or timed out); the peer broke the
   // protocol (given up at once).
   void broken(Conn* c, const char* why);

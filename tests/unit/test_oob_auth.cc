@@ -23,20 +23,11 @@
 
 #include "platform/os/clock.h"
 #include "platform/os/crypto.h"
+#include "tests/unit/free_port.h"
 
 namespace {
 
-uint16_t free_port() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t l = sizeof(a);
-  bind(s, reinterpret_cast<sockaddr*>(&a), l);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &l);
-  close(s);
-  return ntohs(a.sin_port);
-}
+using ucct::free_loopback_port;
 
 sockaddr_in loopback(uint16_t port) {
   sockaddr_in a{};
@@ -155,7 +146,7 @@ TEST(OobAuth, AcrossHostsWithoutAKeyIsRefused) {
 // real ep 1 comes: the old protocol's cleartext key 0, and the new
 // protocol with a made-up proof. Neither takes the ep.
 TEST(OobAuth, StrangerWithoutTheKeyCannotTakeAnEp) {
-  const uint16_t port = free_port();
+  const uint16_t port = free_loopback_port();
   const std::string server = "127.0.0.1:" + std::to_string(port);
   std::atomic<bool> root_ok{false};
   std::thread root([&] {
@@ -212,7 +203,7 @@ TEST(OobAuth, StrangerWithoutTheKeyCannotTakeAnEp) {
 // other job ids.
 TEST(OobAuth, TwoJobsOnOnePortNeverMerge) {
   for (int same_key = 0; same_key < 2; ++same_key) {
-    const uint16_t port = free_port();
+    const uint16_t port = free_loopback_port();
     const std::string server = "127.0.0.1:" + std::to_string(port);
     const uint64_t key_a = 0xAAAA0001, key_b = same_key ? key_a : 0xBBBB0002;
     const pid_t a0 = spawn_ep(server, 2, 0, key_a, "job-A", 1, 4);
@@ -233,7 +224,7 @@ TEST(OobAuth, TwoJobsOnOnePortNeverMerge) {
 // the squatter holds 80 bytes in which the key appears nowhere, and
 // nothing it could replay (the next hello has fresh nonces).
 TEST(OobAuth, SquatterLearnsNothing) {
-  const uint16_t port = free_port();
+  const uint16_t port = free_loopback_port();
   const std::string server = "127.0.0.1:" + std::to_string(port);
   const int lfd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a = loopback(port);
@@ -281,7 +272,7 @@ TEST(OobAuth, SilentConnectionsDoNotKeepTheJobOut) {
     setrlimit(RLIMIT_NOFILE, &rl);
   }
   if (rl.rlim_cur < 2048) GTEST_SKIP() << "needs 2048 file descriptors";
-  const uint16_t port = free_port();
+  const uint16_t port = free_loopback_port();
   const std::string server = "127.0.0.1:" + std::to_string(port);
   const uint32_t n = 16;
   std::atomic<bool> stop{false};

@@ -19,21 +19,12 @@
 #include <vector>
 
 #include "platform/os/clock.h"
+#include "tests/unit/free_port.h"
 
 namespace {
 
-// A port nobody listens on now (the kernel's pick; another process could
-// take it before us, which these tests do not expect on this machine).
 std::string free_server() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t l = sizeof(a);
-  bind(s, reinterpret_cast<sockaddr*>(&a), l);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &l);
-  close(s);
-  return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  return "127.0.0.1:" + std::to_string(ucct::free_loopback_port());
 }
 
 // (server must outlive the parameters)

@@ -49,14 +49,19 @@ tcp::Hdr hello_hdr() {
   return h;
 }
 
+// `summed`: with its payload's checksum, as UCC_NET_CHECKSUM=1 sends it.
 std::vector<char> hello_frame(uint8_t step, const uint8_t* nonce,
-                              const uint8_t* mac) {
+                              const uint8_t* mac, bool summed = false) {
   tcp::Hello who{};
   who.instance = 1;  // the smallest id: allowed to connect
   who.step = step;
   if (nonce != nullptr) memcpy(who.nonce, nonce, tcp::kNonceBytes);
   if (mac != nullptr) memcpy(who.mac, mac, 32);
   tcp::Hdr h = hello_hdr();
+  if (summed) {
+    h.flags |= tcp::kSummed;
+    h.body_crc = plat::crc32c(0, &who, sizeof(who));
+  }
   h.crc = tcp::hdr_crc(h);
   std::vector<char> f(sizeof(h) + sizeof(who));
   memcpy(f.data(), &h, sizeof(h));
@@ -72,6 +77,7 @@ struct Caller {
   int fd;
   uint8_t nonce[tcp::kNonceBytes];
   std::vector<char> opened, proved;  // the bytes it sent, for replays
+  bool summed = false;               // hellos with payload checksums
 
   Caller(Engines& en, tcp::TcpNet& v) : e(en), victim(v), fd(dial(v)) {
     plat::random_bytes(nonce, sizeof(nonce));
@@ -100,7 +106,7 @@ struct Caller {
   }
   // Opens; true when the engine answered with a proof of `key`.
   bool open(const uint64_t key[2], tcp::Hello* ans) {
-    opened = hello_frame(tcp::kOpen, nonce, nullptr);
+    opened = hello_frame(tcp::kOpen, nonce, nullptr, summed);
     put(opened);
     if (!answer(ans) || ans->step != tcp::kAnswer) return false;
     uint8_t want[32];
@@ -112,7 +118,7 @@ struct Caller {
   void prove(const uint64_t key[2], const tcp::Hello& ans) {
     uint8_t m[32];
     ASSERT_TRUE(tcp::hello_mac(key, 'C', 1, ans.instance, nonce, ans.nonce, m));
-    proved = hello_frame(tcp::kProve, nullptr, m);
+    proved = hello_frame(tcp::kProve, nullptr, m, summed);
     put(proved);
   }
   // Progress until the engine counts a bad frame (true) or `secs` pass.
@@ -334,28 +340,10 @@ TEST(TcpAuth, ChecksumsCatchDamage) {
                {"no payload checksum", false, false, false, false}};
   for (const Case& k : cases) {
     Caller c(e, victim);
+    c.summed = true;  // the hellos carry checksums too
     tcp::Hello ans{};
-    // The hellos themselves carry checksums now.
-    tcp::Hdr hh;
-    std::vector<char> open = hello_frame(tcp::kOpen, c.nonce, nullptr);
-    memcpy(&hh, open.data(), sizeof(hh));
-    hh.flags |= tcp::kSummed;
-    hh.body_crc = plat::crc32c(0, open.data() + sizeof(hh), sizeof(tcp::Hello));
-    hh.crc = tcp::hdr_crc(hh);
-    memcpy(open.data(), &hh, sizeof(hh));
-    c.put(open);
-    ASSERT_TRUE(c.answer(&ans)) << k.name;
-    uint8_t m[32];
-    ASSERT_TRUE(tcp::hello_mac(victim.key(), 'C', 1, ans.instance, c.nonce,
-                               ans.nonce, m));
-    std::vector<char> prove = hello_frame(tcp::kProve, nullptr, m);
-    memcpy(&hh, prove.data(), sizeof(hh));
-    hh.flags |= tcp::kSummed;
-    hh.body_crc =
-        plat::crc32c(0, prove.data() + sizeof(hh), sizeof(tcp::Hello));
-    hh.crc = tcp::hdr_crc(hh);
-    memcpy(prove.data(), &hh, sizeof(hh));
-    c.put(prove);
+    ASSERT_TRUE(c.open(victim.key(), &ans)) << k.name;
+    c.prove(victim.key(), ans);
     // A credit frame for no link: 4 release counts.
     tcp::Hdr h{};
     h.magic = tcp::kFrameMagic;
