@@ -61,6 +61,17 @@ void usage(FILE* f) {
           "                     wire to the others (default: with a wire, "
           "this daemon\n"
           "                     alone; without, the machine)\n"
+          "  --listen <h:port>  dpu mode (docs/dpu.md): also serve hosts on "
+          "other\n"
+          "                     computers over TCP here (0.0.0.0: every "
+          "interface);\n"
+          "                     needs --verbs (their memory by RDMA only) and "
+          "a key\n"
+          "  --key-file <path>  the deployment's secret for --listen (a file "
+          "of this\n"
+          "                     user's, mode 0600; default "
+          "UCC_DPU_KEY_FILE, else\n"
+          "                     UCC_DPU_KEY)\n"
           "  --has-wire         exit 0 when built with the DPDK wire, else 1\n"
           "  --help             this text\n"
           "\n%s%s",
@@ -201,6 +212,10 @@ int main(int argc, char** argv) {
       ucc::plat::log_set_level(l);
     } else if (strcmp(a, "--node") == 0) {
       node = need();
+    } else if (strcmp(a, "--listen") == 0) {
+      cfg.listen_addr = need();
+    } else if (strcmp(a, "--key-file") == 0) {
+      setenv("UCC_DPU_KEY_FILE", need(), 1);
     } else if (strcmp(a, "--has-wire") == 0) {
       return UCC_HAVE_DPDK ? 0 : 1;
     } else if (strcmp(a, "--has-verbs") == 0) {
@@ -228,6 +243,15 @@ int main(int argc, char** argv) {
     return 1;  // logged: no directory of this user's to use
   if (ask != 0) return query(path, static_cast<uint16_t>(ask));
   cfg.socket_path = path;
+  if (cfg.listen_addr != nullptr &&
+      (!ucc::plat::load_secret("dpu", "UCC_DPU_KEY_FILE", "UCC_DPU_KEY", 0,
+                               &cfg.key) ||
+       cfg.key.len == 0)) {
+    fprintf(stderr,
+            "firmware_sim: --listen needs a key: --key-file, "
+            "UCC_DPU_KEY_FILE or UCC_DPU_KEY (docs/dpu.md)\n");
+    return 2;
+  }
   if (wopt.nvdev != 0 && vopt.device != nullptr) {
     fprintf(stderr, "firmware_sim: --verbs and a wire exclude each other\n");
     return 2;

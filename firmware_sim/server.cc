@@ -14,6 +14,7 @@
 
 #include "device/engine/engine.h"
 #include "firmware_sim/client_io.h"
+#include "firmware_sim/server_client.h"
 #include "offload/channel.h"
 #include "offload/proto.h"
 #include "platform/mem/mem_access.h"
@@ -31,47 +32,11 @@ namespace ucc::fw {
 
 namespace proto = off::proto;
 
-struct Server::Client {
-  ClientIo io;  // the control socket, never blocking us
-  int pid = -1;
-  int64_t uid = -1;  // the peer's, from the socket
-  plat::ProcId id;   // its process at hello (proc_id.h)
-  uint64_t id_checked_ms = 0;
-  void* chmem = nullptr;
-  size_t chbytes = 0;
-  off::Channel ch;
-  dev::Engine engine;
-  plat::RegTable regs;  // what the host lets its engine reach
-  // Its memory by RDMA (kRdmaConnect), once asked; until then, and where
-  // not, cross-memory attach.
-  plat::RemoteMemSlot rmem;
-  bool ready = false;   // kHello done
-  uint32_t teams = 0;
-};
-
-namespace {
-
-uint64_t now_ms() { return plat::now_ns() / 1000000; }
-
-bool pow2(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
-// The channel geometry and engine configuration a host asks for, within
-// the limits the daemon accepts (the host library's own knob limits).
-bool hello_ok(const proto::Hello& h) {
-  if (h.desc_version != off::kDescVersion) return false;
-  if (!pow2(h.sq_capacity) || h.sq_capacity > 65536) return false;
-  if (h.ncomp == 0 || h.ncomp > (1u << 24)) return false;
-  if (h.channel_bytes != off::Channel::bytes_needed(h.sq_capacity, h.ncomp))
-    return false;
-  return off::engine_config_ok(h.engine);
-}
-
-}  // namespace
-
 Server::~Server() {
   while (nclients_ != 0) drop(nclients_ - 1);
   free(clients_);
   free(pfds_);
+  if (tfd_ >= 0) close(tfd_);
   if (lfd_ >= 0) {
     close(lfd_);
     unlink(cfg_.socket_path);
@@ -88,6 +53,21 @@ Status Server::start(const ServerConfig& cfg) {
     return Status::kError;
   }
   lfd_ = s;
+  if (cfg.listen_addr != nullptr) {
+    if (cfg.hostmem == nullptr || cfg.key.len == 0) {
+      UCC_ERROR(
+          "firmware_sim: --listen needs --verbs (host memory by RDMA) "
+          "and a key (--key-file)");
+      return Status::kInvalidParam;
+    }
+    const int t = plat::sock::tcp_listen(cfg.listen_addr);
+    if (t < 0) {
+      UCC_ERROR("firmware_sim: cannot listen on %s: %s", cfg.listen_addr,
+                strerror(-t));
+      return t == -EADDRINUSE ? Status::kNoResource : Status::kError;
+    }
+    tfd_ = t;
+  }
   // A daemon for every user must be reachable by them (in a directory
   // they can enter, which its administrator chose): each client is still
   // told apart by its socket credentials.
@@ -110,13 +90,13 @@ void Server::accept_clients() {
   }
 }
 
-bool Server::adopt(int fd) {
+Server::Client* Server::add_client(int fd) {
   if (nclients_ == cap_) {
     uint32_t cap = cap_ == 0 ? 16 : cap_ * 2;
     auto** n = static_cast<Client**>(realloc(clients_, cap * sizeof(void*)));
     if (n == nullptr) {
       close(fd);
-      return false;
+      return nullptr;
     }
     clients_ = n;
     cap_ = cap;
@@ -124,9 +104,15 @@ bool Server::adopt(int fd) {
   auto* c = new (std::nothrow) Client;
   if (c == nullptr) {
     close(fd);
-    return false;
+    return nullptr;
   }
   c->io.init(fd);
+  return c;
+}
+
+bool Server::adopt(int fd) {
+  Client* c = add_client(fd);
+  if (c == nullptr) return false;
   if (!plat::sock::peer_cred(fd, &c->pid, &c->uid) ||
       (!cfg_.any_user && c->uid != static_cast<int64_t>(geteuid()))) {
     UCC_INFO(
@@ -150,6 +136,7 @@ void Server::drop(uint32_t i) {
   // with this client's ranks end with an error, not a hang.
   c->engine.fini(/*lost=*/true);
   if (c->rmem.mem != nullptr) cfg_.hostmem->close(c->rmem.mem);
+  delete c->mirror;
   if (c->chmem != nullptr) munmap(c->chmem, c->chbytes);
   delete c;  // closes the socket
   clients_[i] = clients_[--nclients_];
@@ -159,6 +146,17 @@ bool Server::reply(Client& c, uint16_t type, uint32_t seq, const void* body,
                    uint32_t len) {
   proto::MsgHeader h{proto::kMagic, proto::kVersion,
                      static_cast<uint16_t>(type | proto::kReply), len, seq};
+  if (c.tcp && c.authed) {
+    // Over TCP: the body, then its tag (replies are small PODs).
+    unsigned char buf[proto::kMaxReply];
+    if (len + proto::kTagBytes > sizeof(buf)) return false;
+    h.len = static_cast<uint32_t>(len + proto::kTagBytes);
+    if (len != 0) memcpy(buf, body, len);
+    if (!proto::message_tag(c.session, proto::End::kEngine, h, buf, len,
+                            buf + len))
+      return false;
+    return c.io.send(&h, sizeof(h), buf, h.len, now_ms());
+  }
   // Queued when the socket does not take it now; a client that leaves
   // its replies unread past the buffer is dropped (client_io.h).
   return c.io.send(&h, sizeof(h), body, len, now_ms());
@@ -175,6 +173,7 @@ bool Server::handle(Client& c) {
     const ClientIo::In in = c.io.read(&m, now_ms());
     if (in == ClientIo::In::kMore) return true;
     if (in == ClientIo::In::kBroken) return false;
+    if (c.tcp && !tcp_in(c, m)) return false;
     const bool keep = dispatch(c, m);
     if (m.fd >= 0) close(m.fd);
     if (!keep) return false;
@@ -183,7 +182,8 @@ bool Server::handle(Client& c) {
 }
 
 bool Server::still_same(Client& c) {
-  if (!c.ready) return true;
+  // Over TCP the client is whoever proved the key on this connection.
+  if (!c.ready || c.tcp) return true;
   c.id_checked_ms = now_ms();
   if (plat::same_process(c.pid, c.id)) return true;
   // A client that exited before we saw its socket close is routine; one
@@ -212,6 +212,10 @@ bool Server::dispatch(Client& c, Msg& m) {
   switch (m.h.type) {
     case proto::kHello:
       return on_hello(c, m);
+    case proto::kAuth:
+      return on_auth(c, m);
+    case proto::kHelloRemote:
+      return on_hello_remote(c, m);
     case proto::kTeamOpen:
       return on_team_open(c, m);
     case proto::kTeamConnect:
@@ -249,6 +253,13 @@ bool Server::dispatch(Client& c, Msg& m) {
       break;
     case proto::kDoorbell:
       return true;  // waking us was the point; no reply
+    case proto::kBye:
+      // Answered, then dropped: its engine is gone before the host reads
+      // the answer and lets go of its memory.
+      rep.status = static_cast<int32_t>(Status::kOk);
+      c.engine.fini(/*lost=*/false);
+      reply(c, m.h.type, m.h.seq, &rep, sizeof(rep));
+      return false;
     default:
       break;
   }
@@ -347,9 +358,10 @@ bool Server::on_register(Client& c, const Msg& m) {
     memcpy(&rg, m.body, sizeof(rg));
     // Only memory the host has mapped (its own: the pid is the socket's).
     // Where /proc cannot tell, every access is still checked by the
-    // kernel.
-    if (plat::range_mapped(c.pid, rg.addr, rg.len) ==
-        plat::MapState::kUnmapped) {
+    // kernel. Over TCP there is no /proc of the host: its port checks
+    // every access against the key's registration.
+    if (!c.tcp && plat::range_mapped(c.pid, rg.addr, rg.len) ==
+                      plat::MapState::kUnmapped) {
       UCC_DEBUG(
           "firmware_sim: pid %d asked to register [%#llx, +%llu), which it "
           "has not mapped: refused",
@@ -379,8 +391,8 @@ bool Server::on_rdma_connect(Client& c, const Msg& m) {
   proto::RdmaAddr host;
   if (cfg_.hostmem == nullptr) {
     rr.status = static_cast<int32_t>(Status::kNotSupported);
-  } else if (c.ready && c.rmem.mem == nullptr && c.regs.size() == 0 &&
-             m.fixed(sizeof(host))) {
+  } else if ((c.ready || (c.tcp && c.authed)) && c.rmem.mem == nullptr &&
+             c.regs.size() == 0 && m.fixed(sizeof(host))) {
     // Before any registration: every one the engine holds has a key.
     memcpy(&host, m.body, sizeof(host));
     c.rmem.mem = cfg_.hostmem->open(host, &rr.addr);
@@ -428,7 +440,20 @@ uint64_t Server::progress() {
       ++events;
       continue;
     }
+    if (c.mirror != nullptr) {
+      events += c.mirror->pull();
+      if (!mirror_ok(c)) {
+        drop(i);
+        ++events;
+        continue;
+      }
+    }
     events += c.engine.progress();
+    if (c.mirror != nullptr && (!c.mirror->flush() || !mirror_ok(c))) {
+      drop(i);
+      ++events;
+      continue;
+    }
     if (c.ch.corrupt()) {
       // Ring indices no honest host writes: serve it no longer.
       UCC_ERROR("firmware_sim: pid %d wrote impossible ring indices; "
@@ -468,7 +493,7 @@ void Server::run() {
       // Ask hosts for a doorbell, then look once more before sleeping, so
       // a descriptor submitted in between is not left waiting.
       for (uint32_t i = 0; i < nclients_; ++i)
-        if (clients_[i]->ready) clients_[i]->ch.set_engine_idle(true);
+        if (clients_[i]->ready) set_idle(*clients_[i], true);
       sleep = progress() == 0 && (cfg_.wire == nullptr || !cfg_.wire->busy());
       if (!sleep) idle = 0;
     } else if ((idle & 15) == 0) {
@@ -486,7 +511,7 @@ void Server::run() {
     if (!io_pass(timeout)) break;
     if (sleep) {
       for (uint32_t i = 0; i < nclients_; ++i)
-        if (clients_[i]->ready) clients_[i]->ch.set_engine_idle(false);
+        if (clients_[i]->ready) set_idle(*clients_[i], false);
       idle = 0;
     }
     if (nclients_ != 0) {
@@ -501,7 +526,7 @@ void Server::run() {
 }
 
 bool Server::io_pass(int timeout_ms) {
-  if (pcap_ < nclients_ + 1) {
+  if (pcap_ < nclients_ + 2) {
     const uint32_t cap = nclients_ + 16;
     auto* n = static_cast<pollfd*>(realloc(pfds_, cap * sizeof(pollfd)));
     if (n == nullptr) return false;
@@ -509,17 +534,18 @@ bool Server::io_pass(int timeout_ms) {
     pcap_ = cap;
   }
   pfds_[0] = pollfd{lfd_, POLLIN, 0};
+  pfds_[1] = pollfd{tfd_, POLLIN, 0};  // -1: ignored
   for (uint32_t i = 0; i < nclients_; ++i)
-    pfds_[i + 1] =
+    pfds_[i + 2] =
         pollfd{clients_[i]->io.fd(),
                static_cast<short>(POLLIN |
                                   (clients_[i]->io.wants_out() ? POLLOUT : 0)),
                0};
-  const int n = poll(pfds_, nclients_ + 1, timeout_ms);
+  const int n = poll(pfds_, nclients_ + 2, timeout_ms);
   if (n > 0) {
     // Clients first (indices match pfds_ until one is dropped).
     for (uint32_t i = nclients_; i-- > 0;) {
-      short re = pfds_[i + 1].revents;
+      short re = pfds_[i + 2].revents;
       if (re == 0) continue;
       Client& c = *clients_[i];
       bool keep = true;
@@ -528,6 +554,7 @@ bool Server::io_pass(int timeout_ms) {
       if (!keep) drop(i);
     }
     if (lfd_ >= 0 && (pfds_[0].revents & POLLIN)) accept_clients();
+    if (tfd_ >= 0 && (pfds_[1].revents & POLLIN)) accept_tcp();
   }
   // A request left half-sent, or replies left unread, for too long.
   const uint64_t now = now_ms();

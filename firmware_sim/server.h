@@ -13,11 +13,13 @@
 // (/proc/<pid>/maps, platform/mem/proc_maps.h).
 #pragma once
 
-#include <cstdint>
 #include <poll.h>
+
+#include <cstdint>
 
 #include "offload/proto.h"
 #include "offload/types.h"
+#include "platform/os/crypto.h"
 
 namespace ucc::plat {
 class Net;
@@ -47,6 +49,12 @@ class HostMemPort {
 
 struct ServerConfig {
   const char* socket_path = nullptr;
+  // dpu mode (docs/dpu.md): also serve hosts over TCP on this "host:port"
+  // (remote_client.cc), each proving `key` (and the daemon proving it to
+  // them) before anything else; their engines reach their memory by RDMA
+  // only, so it needs hostmem.
+  const char* listen_addr = nullptr;
+  plat::Secret key{};
   uint32_t spin = 256;       // idle passes before sleeping
   int sleep_ms = 5;          // longest sleep while clients exist
   int exit_idle_ms = -1;     // exit after this long without clients
@@ -104,6 +112,19 @@ class Server {
   struct Client;
 
   void accept_clients();
+  // A new client on fd (ours now), not yet counted; nullptr when out of
+  // memory (fd closed).
+  Client* add_client(int fd);
+  // TCP clients (remote_client.cc): accepted, challenged; a request's tag
+  // and seq checked and the tag taken off (false: drop the client); the
+  // handshake; the dpu hello; a pass of their channels.
+  void accept_tcp();
+  bool tcp_in(Client& c, Msg& m);
+  bool on_auth(Client& c, const Msg& m);
+  bool on_hello_remote(Client& c, const Msg& m);
+  // Whether a dpu client's channel still works (false: logged; drop it).
+  bool mirror_ok(Client& c);
+  void set_idle(Client& c, bool idle);
   // Polls the listening socket and the clients for timeout_ms at most and
   // serves what is ready; drops clients that are overdue. false when out
   // of memory.
@@ -132,6 +153,7 @@ class Server {
 
   ServerConfig cfg_{};
   int lfd_ = -1;
+  int tfd_ = -1;  // TCP, with listen_addr
   Client** clients_ = nullptr;
   ::pollfd* pfds_ = nullptr;  // io_pass's, one per client + listener
   uint32_t pcap_ = 0;

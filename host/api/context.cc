@@ -276,6 +276,7 @@ ucc_status_t ucc_context_create(ucc_lib_h lib,
               has_oob ? static_cast<uint32_t>(params->oob.oob_ep) : 0);
   link.socket_path = ctx->settings.socket_path;
   link.daemon_path = ctx->settings.daemon_path;
+  link.dpu_addr = ctx->settings.dpu_addr;
   link.net.tcp.iface = ctx->settings.net_if;
   link.net.verbs.device = ctx->settings.net_devices;
   link.net.verbs.lib = ctx->settings.verbs_lib;

@@ -170,7 +170,11 @@ bool valid(Knob k, const char* v) {
       return plat::log_parse_level(v, &l);
     }
     case Knob::kOffload:
-      return strcasecmp(v, "inline") == 0 || strcasecmp(v, "emu") == 0;
+      return strcasecmp(v, "inline") == 0 || strcasecmp(v, "emu") == 0 ||
+             strcasecmp(v, "dpu") == 0;
+    case Knob::kDpuAddr:
+      return strlen(v) < 256 &&
+             (strcasecmp(v, "auto") == 0 || strchr(v, ':') != nullptr);
     case Knob::kFirmwareSocket: {
       // Each entry of the list must fit a sun_path.
       for (const char* e = v;; ++e) {
@@ -334,7 +338,7 @@ const KnobInfo& knob_info(Knob k) { return kKnobTable[static_cast<int>(k)]; }
 // configuration (so that ucc_*_config_print cannot show a secret):
 // docs/configuration.md, "The environment only".
 constexpr const char* kEnvOnly[] = {"BOOTSTRAP_KEY_FILE", "BOOTSTRAP_KEY",
-                                    "JOB_ID"};
+                                    "JOB_ID", "DPU_KEY_FILE", "DPU_KEY"};
 
 int config_unknown_env() {
   int unknown = 0;
@@ -417,6 +421,28 @@ Status lib_log_level(const ConfigValues& c, plat::LogLevel* out) {
              : Status::kInvalidParam;
 }
 
+namespace {
+
+// UCC_DPU_ADDR: as given, else the site's file, else the BlueField
+// convention (docs/dpu.md, "Addressing").
+void dpu_address(const char* v, char* out, size_t n) {
+  if (strcasecmp(v, "auto") != 0) {
+    snprintf(out, n, "%s", v);
+    return;
+  }
+  snprintf(out, n, "%s", "192.168.100.2:18700");
+  FILE* f = fopen("/etc/ucc/dpu.addr", "re");
+  if (f == nullptr) return;
+  char line[256];
+  if (fgets(line, sizeof(line), f) != nullptr) {
+    line[strcspn(line, " \t\r\n#")] = 0;
+    if (strchr(line, ':') != nullptr) snprintf(out, n, "%s", line);
+  }
+  fclose(f);
+}
+
+}  // namespace
+
 Status context_settings(const ConfigValues& c, ContextSettings* out) {
   auto num = [&](Knob k) {
     uint64_t u = 0;
@@ -425,9 +451,15 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   };
   LinkConfig& l = out->link;
   off::EngineConfig& e = l.engine;
-  l.emu = strcasecmp(c.value[static_cast<int>(Knob::kOffload)], "emu") == 0;
-  l.rdma_mem =
-      strcasecmp(c.value[static_cast<int>(Knob::kOffloadMem)], "verbs") == 0;
+  l.dpu = strcasecmp(c.value[static_cast<int>(Knob::kOffload)], "dpu") == 0;
+  // dpu is emu's engine on another computer, reaching this process's
+  // memory by RDMA only.
+  l.emu = l.dpu ||
+          strcasecmp(c.value[static_cast<int>(Knob::kOffload)], "emu") == 0;
+  l.rdma_mem = l.dpu || strcasecmp(c.value[static_cast<int>(Knob::kOffloadMem)],
+                                   "verbs") == 0;
+  dpu_address(c.value[static_cast<int>(Knob::kDpuAddr)], out->dpu_addr,
+              sizeof(out->dpu_addr));
   snprintf(out->socket_path, sizeof(out->socket_path), "%s",
            c.value[static_cast<int>(Knob::kFirmwareSocket)]);
   snprintf(out->daemon_path, sizeof(out->daemon_path), "%s",

@@ -26,6 +26,7 @@ enum class Knob : uint8_t {
   kFirmwareSocket,
   kFirmwareSim,
   kFirmwareTimeout,
+  kDpuAddr,
   kMaxTeams,
   kTeamMaxColls,
   kTeamCreateTimeout,
@@ -134,6 +135,7 @@ struct ContextSettings {
   char verbs_lib[256];    // UCC_VERBS_LIB (link.net.verbs.lib)
   char socket_path[256];
   char daemon_path[256];
+  char dpu_addr[256];        // UCC_DPU_ADDR, resolved (link.dpu_addr)
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)
   uint64_t team_timeout_ns;  // mailbox team creation gives up after this
   uint32_t mem_map_handles;  // ucc_mem_map handles per context (mem_map.h)

@@ -10,8 +10,11 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Log level: error, warn, info, debug, trace"},
     {"OFFLOAD", "inline", Scope::kContext,
      "Where the collective engine runs: inline (in this process, "
-     "progressed by ucc_context_progress) or emu (in this node's "
-     "firmware_sim daemon, the emulated DPU; started if none runs)"},
+     "progressed by ucc_context_progress), emu (in this node's "
+     "firmware_sim daemon, the emulated DPU; started if none runs) or dpu "
+     "(in a firmware_sim on another computer, this host's DPU, at "
+     "UCC_DPU_ADDR: authenticated by UCC_DPU_KEY_FILE, this process's "
+     "memory reached by RDMA only; docs/dpu.md)"},
     {"OFFLOAD_MEM", "cma", Scope::kContext,
      "emu: how the engine reaches this process's buffers: cma (cross-memory "
      "attach) or verbs (RDMA with the keys of this process's registrations; "
@@ -28,6 +31,10 @@ const KnobInfo kKnobTable[kNumKnobs] = {
     {"FIRMWARE_TIMEOUT", "10s", Scope::kContext,
      "emu: how long to wait for the daemon to start and for each of its "
      "answers (a number with ms or s; s if none)"},
+    {"DPU_ADDR", "auto", Scope::kContext,
+     "dpu: the daemon's host:port; auto: the first line of /etc/ucc/dpu.addr "
+     "where that file exists, else 192.168.100.2:18700 (the address a "
+     "BlueField host reaches its DPU's Arm cores at, over tmfifo_net0)"},
     {"MAX_TEAMS", "auto", Scope::kContext,
      "Teams a context can hold at once (1..65536); auto: 16384, fewer when "
      "UCC_TEAM_MAX_COLLS is above 1024 (at most 16 Mi completion words per "

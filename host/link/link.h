@@ -1,6 +1,7 @@
 // Opening a context's engine link (offload/engine_link.h): the engine in
-// this process (inline, link_inline.cc) or in this node's firmware_sim
-// daemon (emu, link_daemon.cc).
+// this process (inline, link_inline.cc), in this node's firmware_sim
+// daemon (emu, link_daemon.cc), or in a firmware_sim on another computer
+// (dpu, link_dpu.cc).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,10 @@ struct LinkConfig {
   const char* socket_path = nullptr;  // emu; "" = the default path
   const char* daemon_path = nullptr;  // emu autostart: binary, or "none"
   uint32_t timeout_ms = 10000;        // daemon start and each request
+  // dpu (implies emu and rdma_mem): the daemon on another computer, at
+  // this "host:port" (UCC_DPU_ADDR, resolved: link_dpu.cc).
+  bool dpu = false;
+  const char* dpu_addr = nullptr;
 };
 
 // Lays out `ch` (sq_capacity descriptors, ncomp completion words) in

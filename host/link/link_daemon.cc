@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "host/link/daemon_link.h"
 #include "host/link/link.h"
 #include "offload/proto.h"
 #include "platform/base/arena.h"
@@ -74,73 +75,6 @@ const char* pick_daemon(const char* configured) {
   return nullptr;
 }
 
-class DaemonLink final : public off::EngineLink {
- public:
-  ~DaemonLink() override;
-  Status open(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
-              off::Channel* ch);
-
-  bool remote() const override { return true; }
-  int owner_pid() const override { return daemon_pid_; }
-  uint64_t progress() override {
-    if ((++polls_ & 255) == 0) check_daemon();
-    return 0;
-  }
-  bool dead() const override { return dead_; }
-  bool submit(const off::CollDesc& d) override { return ch_->submit(d); }
-  void submitted() override;
-  Status cover(const off::CollDesc& d, uint32_t n) override;
-  Status pin(uint64_t addr, uint64_t len, uint32_t* key) override;
-  void unpin(uint32_t key) override;
-  Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
-                   off::TeamAddr* addr) override;
-  Status team_connect(uint32_t idx, uint32_t size,
-                      const off::TeamAddr* addrs) override;
-  void team_seal(uint32_t idx) override;
-  void team_close(uint32_t idx) override;
-
- private:
-  Status connect_daemon(const LinkConfig& cfg);
-  Status hello(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
-               int memfd);
-  void check_daemon();
-  Status cover_range(uint64_t addr, uint64_t len, bool quiet = false);
-  Status cover_side(const off::BufRef& b, uint64_t counts, uint64_t displs,
-                    uint32_t n, uint32_t esize);
-  // One registration request to the daemon and its key (never 0), or the
-  // daemon's refusal; and its end.
-  Status register_range(uint64_t addr, uint64_t len, uint32_t* key);
-  void deregister(uint32_t key);
-  // One request and its reply (body copied into `out`, out_len bytes).
-  Status call(uint16_t type, const void* body, uint32_t len, void* out,
-              uint32_t out_len, int pass_fd = -1);
-
-  Status connect_rdma(const LinkConfig& cfg);
-
-  plat::MemExport* rdma_ = nullptr;  // UCC_OFFLOAD_MEM=verbs
-  off::Channel* ch_ = nullptr;
-  void* mem_ = nullptr;
-  size_t bytes_ = 0;
-  int sock_ = -1;
-  uint32_t seq_ = 0;
-  uint32_t timeout_ms_ = 10000;
-  uint32_t polls_ = 0;
-  int daemon_pid_ = -1;
-  bool dead_ = false;
-
-  // Registrations the daemon holds for us: a cache of page-rounded
-  // ranges; the least recently used goes when it is full.
-  struct Reg {
-    uint64_t base, end;
-    uint32_t key;
-    uint64_t used;  // tick of the last use
-  };
-  static constexpr uint32_t kRegs = 256;
-  Reg regs_[kRegs] = {};
-  uint32_t nregs_ = 0;
-  uint64_t tick_ = 0;
-};
-
 }  // namespace
 
 Status DaemonLink::connect_daemon(const LinkConfig& cfg) {
@@ -198,24 +132,19 @@ void DaemonLink::check_daemon() {
   if (poll(&pf, 1, 0) > 0) {
     dead_ = true;
     UCC_ERROR(
-        "emu: the firmware_sim daemon has gone; collectives in flight "
-        "fail");
+        "%s: the firmware_sim daemon has gone; collectives in flight "
+        "fail",
+        what_);
   }
 }
 
 Status DaemonLink::call(uint16_t type, const void* body, uint32_t len,
                         void* out, uint32_t out_len, int pass_fd) {
   if (dead_) return Status::kError;
-  proto::MsgHeader h{proto::kMagic, proto::kVersion, type, len, ++seq_};
-  if (!plat::sock::send_all(sock_, &h, sizeof(h), body, len, pass_fd))
-    return Status::kError;
-  proto::MsgHeader rh{};
-  const int to = static_cast<int>(timeout_ms_);
-  if (plat::sock::recv_all(sock_, &rh, sizeof(rh), to) != 1 ||
-      rh.magic != proto::kMagic || rh.seq != h.seq ||
-      rh.type != (type | proto::kReply) || rh.len != out_len ||
-      plat::sock::recv_all(sock_, out, out_len, to) != 1) {
-    UCC_ERROR("emu: no valid answer from the firmware_sim daemon");
+  const uint32_t seq = ++seq_;
+  if (!send_msg(type, body, len, pass_fd)) return Status::kError;
+  if (!recv_reply(type, seq, out, out_len)) {
+    UCC_ERROR("%s: no valid answer from the firmware_sim daemon", what_);
     dead_ = true;  // the stream is out of step, if the daemon is there at all
     return Status::kError;
   }
@@ -223,8 +152,18 @@ Status DaemonLink::call(uint16_t type, const void* body, uint32_t len,
 }
 
 DaemonLink::~DaemonLink() {
+  // dpu: the engine reads our channel all the time; it stops before we
+  // deregister it (else its next read fails there, loudly).
+  if (dpu_ && sock_ >= 0 && !dead_ && daemon_pid_ != -1) {  // after hello
+    proto::Reply r{};
+    timeout_ms_ = 2000;
+    call(proto::kBye, nullptr, 0, &r, sizeof(r));
+  }
   if (sock_ >= 0) close(sock_);  // the daemon frees this context's engine
-  delete rdma_;                  // then our registrations can go
+  // Then our registrations can go. dpu: the daemon reads our channel by
+  // RDMA until it sees the socket close; a queue pair torn down first
+  // only fails its reads there.
+  delete rdma_;
   if (mem_ != nullptr) munmap(mem_, bytes_);
 }
 
@@ -233,6 +172,20 @@ Status DaemonLink::open(const LinkConfig& cfg, uint32_t sq_capacity,
   ch_ = ch;
   bytes_ = off::Channel::bytes_needed(sq_capacity, ncomp);
   timeout_ms_ = cfg.timeout_ms;
+  if (cfg.dpu) {
+    dpu_ = true;
+    what_ = "dpu";
+    mem_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem_ == MAP_FAILED) {
+      mem_ = nullptr;
+      return Status::kNoMemory;
+    }
+    ch->init(mem_, sq_capacity, ncomp);
+    Status st = open_dpu(cfg);
+    if (ok(st)) st = hello_remote(cfg, sq_capacity, ncomp);
+    return st;
+  }
   // The channel lives in a memfd the daemon maps too: sealed, so that
   // neither side can make the other's mapping fault (segment.h).
   int memfd = -1;
@@ -251,8 +204,8 @@ Status DaemonLink::open(const LinkConfig& cfg, uint32_t sq_capacity,
 
 Status DaemonLink::connect_rdma(const LinkConfig& cfg) {
   plat::RemoteMemAddr ours{};
-  Status st = plat::open_mem_export(cfg.net.verbs, kRegs + cfg.mem_map_handles,
-                                    &ours, &rdma_);
+  Status st = plat::open_mem_export(
+      cfg.net.verbs, kRegs + cfg.mem_map_handles + 1, &ours, &rdma_);
   if (failed(st)) {
     UCC_ERROR(
         "UCC_OFFLOAD_MEM=verbs: no RDMA port for the engine to reach "
@@ -286,17 +239,21 @@ Status DaemonLink::hello(const LinkConfig& cfg, uint32_t sq_capacity,
   h.channel_bytes = bytes_;
   h.engine = cfg.engine;
   proto::HelloReply r{};
-  Status st = call(proto::kHello, &h, sizeof(h), &r, sizeof(r), memfd);
+  return accept_hello(call(proto::kHello, &h, sizeof(h), &r, sizeof(r), memfd),
+                      r);
+}
+
+Status DaemonLink::accept_hello(Status st, const proto::HelloReply& r) {
   if (ok(st)) st = static_cast<Status>(r.status);
   if (ok(st) && !off::caps_ok(r.caps)) {
     UCC_ERROR(
-        "emu: the daemon's capability record is not one this library "
+        "%s: the daemon's capability record is not one this library "
         "reads (version %u)",
-        r.caps.version);
+        what_, r.caps.version);
     st = Status::kError;
   }
   if (failed(st)) {
-    UCC_ERROR("emu: the daemon refused this context");
+    UCC_ERROR("%s: the daemon refused this context", what_);
     return st;
   }
   daemon_pid_ = r.daemon_pid;
@@ -305,10 +262,45 @@ Status DaemonLink::hello(const LinkConfig& cfg, uint32_t sq_capacity,
 }
 
 void DaemonLink::submitted() {
-  if (!ch_->take_doorbell()) return;
-  proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kDoorbell, 0,
-                     ++seq_};
-  plat::sock::send_all(sock_, &h, sizeof(h), nullptr, 0);
+  if (!ch_->take_doorbell() || dead_) return;
+  ++seq_;
+  send_msg(proto::kDoorbell, nullptr, 0, -1);
+}
+
+bool DaemonLink::send_msg(uint16_t type, const void* body, uint32_t len,
+                          int pass_fd) {
+  proto::MsgHeader h{proto::kMagic, proto::kVersion, type, len, seq_};
+  if (!session_.on)
+    return plat::sock::send_all(sock_, &h, sizeof(h), body, len, pass_fd);
+  // Over TCP: the body, then its tag (control requests, not the data
+  // path; a team connect of many ranks is the large one).
+  h.len = len + static_cast<uint32_t>(proto::kTagBytes);
+  base::Array<unsigned char> buf;
+  if (!buf.init(h.len)) return false;
+  if (len != 0) memcpy(buf.data(), body, len);
+  return proto::message_tag(session_, proto::End::kHost, h, buf.data(), len,
+                            buf.data() + len) &&
+         plat::sock::send_all(sock_, &h, sizeof(h), buf.data(), h.len);
+}
+
+bool DaemonLink::recv_reply(uint16_t type, uint32_t seq, void* out,
+                            uint32_t out_len) {
+  proto::MsgHeader rh{};
+  const int to = static_cast<int>(timeout_ms_);
+  const uint32_t tag =
+      session_.on ? static_cast<uint32_t>(proto::kTagBytes) : 0;
+  if (plat::sock::recv_all(sock_, &rh, sizeof(rh), to) != 1 ||
+      rh.magic != proto::kMagic || rh.seq != seq ||
+      rh.type != (type | proto::kReply) || rh.len != out_len + tag)
+    return false;
+  if (tag == 0) return plat::sock::recv_all(sock_, out, out_len, to) == 1;
+  unsigned char buf[proto::kMaxReply];
+  if (rh.len > sizeof(buf) ||
+      plat::sock::recv_all(sock_, buf, rh.len, to) != 1 ||
+      !proto::message_ok(session_, proto::End::kEngine, rh, buf))
+    return false;
+  memcpy(out, buf, out_len);
+  return true;
 }
 
 Status DaemonLink::cover_range(uint64_t addr, uint64_t len, bool quiet) {
@@ -335,7 +327,7 @@ Status DaemonLink::cover_range(uint64_t addr, uint64_t len, bool quiet) {
   Status st = register_range(base, end - base, &key);
   if (failed(st)) {
     if (!quiet)
-      UCC_ERROR("emu: the daemon refused to register [%#llx, %#llx)",
+      UCC_ERROR("%s: the daemon refused to register [%#llx, %#llx)", what_,
                 static_cast<unsigned long long>(base),
                 static_cast<unsigned long long>(end));
     return st;
@@ -361,9 +353,9 @@ Status DaemonLink::cover_side(const off::BufRef& b, uint64_t counts,
   for (uint32_t i = 0; i < n; ++i) used += cnt[i] != 0 ? 1 : 0;
   if (used > kRegs / 2) {
     UCC_ERROR(
-        "emu: %u separate blocks are more than the registration cache "
+        "%s: %u separate blocks are more than the registration cache "
         "holds for one buffer (%u); map the memory with ucc_mem_map",
-        used, kRegs / 2);
+        what_, used, kRegs / 2);
     return Status::kNoResource;
   }
   st = Status::kOk;

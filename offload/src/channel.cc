@@ -1,5 +1,6 @@
 #include "offload/channel.h"
 
+#include <cstddef>
 #include <new>
 
 namespace ucc::off {
@@ -23,6 +24,18 @@ Offsets offsets(uint32_t sq_capacity, uint32_t ncomp) {
 }
 
 }  // namespace
+
+ChannelLayout Channel::layout(uint32_t sq_capacity, uint32_t ncomp) {
+  const Offsets o = offsets(sq_capacity, ncomp);
+  ChannelLayout l{};
+  l.idle = offsetof(ChannelHeader, engine_idle);
+  l.head = o.idx + offsetof(RingIndices, head);
+  l.tail = o.idx + offsetof(RingIndices, tail);
+  l.sq = o.sq;
+  l.comp = o.comp;
+  l.total = o.total;
+  return l;
+}
 
 size_t Channel::bytes_needed(uint32_t sq_capacity, uint32_t ncomp) {
   return offsets(sq_capacity, ncomp).total;

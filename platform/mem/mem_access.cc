@@ -21,7 +21,13 @@ bool MemAccess::check(const base::BufRef& ref, uint64_t off,
 bool MemAccess::transfer(bool to_host, const base::BufRef& ref, uint64_t addr,
                          void* local, uint64_t len) const {
   RemoteMem* rm = remote_ != nullptr ? remote_->mem : nullptr;
-  if (rm == nullptr) return cma_transfer(pid_, to_host, addr, local, len);
+  if (rm == nullptr) {
+    if (pid_ <= 0) {  // an engine that may reach its host by RDMA only
+      errno = EPERM;
+      return false;
+    }
+    return cma_transfer(pid_, to_host, addr, local, len);
+  }
   uint32_t rkey = 0;
   if (!regs_->lookup(ref.key, addr, len, &rkey)) {  // check() passed
     errno = EFAULT;

@@ -1,5 +1,10 @@
 #include "platform/os/sock.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -127,6 +132,93 @@ int connect_to(const char* path) {
     return -e;
   }
   return s;
+}
+
+namespace {
+
+// "host:port" into an IPv4 address; false when it is not one.
+bool parse_tcp(const char* addr, sockaddr_in* out) {
+  const char* colon = addr != nullptr ? strrchr(addr, ':') : nullptr;
+  if (colon == nullptr || colon == addr) return false;
+  char host[256];
+  const size_t hl = static_cast<size_t>(colon - addr);
+  if (hl >= sizeof(host)) return false;
+  memcpy(host, addr, hl);
+  host[hl] = 0;
+  char* end = nullptr;
+  const long port = strtol(colon + 1, &end, 10);
+  if (end == colon + 1 || *end != 0 || port < 1 || port > 65535) return false;
+  memset(out, 0, sizeof(*out));
+  out->sin_family = AF_INET;
+  out->sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host, &out->sin_addr) == 1) return true;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host, nullptr, &hints, &res) != 0 || res == nullptr)
+    return false;
+  out->sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
+  freeaddrinfo(res);
+  return true;
+}
+
+}  // namespace
+
+int tcp_listen(const char* addr) {
+  sockaddr_in a;
+  if (!parse_tcp(addr, &a)) return -EINVAL;
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return -errno;
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      listen(s, 256) != 0) {
+    const int e = errno;
+    close(s);
+    return -e;
+  }
+  return s;
+}
+
+int tcp_connect(const char* addr, int timeout_ms) {
+  sockaddr_in a;
+  if (!parse_tcp(addr, &a)) return -EINVAL;
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return -errno;
+  int r = connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  if (r != 0 && errno == EINPROGRESS) {
+    pollfd pf{s, POLLOUT, 0};
+    int e = 0;
+    socklen_t el = sizeof(e);
+    r = poll(&pf, 1, timeout_ms);
+    if (r == 1 && getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
+      r = 0;
+    else
+      errno = r == 0 ? ETIMEDOUT : (e != 0 ? e : errno);
+  }
+  if (r != 0) {
+    const int e = errno;
+    close(s);
+    return -e;
+  }
+  // Blocking from now on: the callers' reads and writes wait with poll.
+  fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+  return s;
+}
+
+void tcp_tune(int s, uint32_t timeout_ms) {
+  int one = 1;
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  const int idle =
+      static_cast<int>(timeout_ms / 4000 > 0 ? timeout_ms / 4000 : 1);
+  const int cnt = 3;
+  setsockopt(s, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(s, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
+  setsockopt(s, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  const unsigned user = timeout_ms;
+  setsockopt(s, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
 }
 
 bool send_all(int s, const void* hdr, size_t hlen, const void* body,

@@ -1,6 +1,7 @@
-// Unix stream sockets for the control protocol (offload/proto.h): listen,
-// connect, and whole framed messages, optionally carrying one file
-// descriptor (SCM_RIGHTS). Reads wait at most a given time, so a peer that
+// Stream sockets for the control protocol (offload/proto.h): unix
+// sockets (emu) and TCP (the remote DPU, dpu mode): listen, connect, and
+// whole framed messages, optionally carrying one file descriptor
+// (SCM_RIGHTS, unix only). Reads wait at most a given time, so a peer that
 // stops half-way through a message cannot stall the reader for good.
 #pragma once
 
@@ -22,6 +23,18 @@ int listen_at(const char* path);
 int private_socket_path(char* buf, size_t n, const char* name);
 // A connected socket, or negative errno.
 int connect_to(const char* path);
+
+// TCP, for a daemon across a network (IPv4; `addr` is "host:port", host
+// a dotted address or a name, port 1..65535).
+// A listening socket on addr (host 0.0.0.0: every interface), non-blocking
+// and close-on-exec; negative errno (-EINVAL: not host:port).
+int tcp_listen(const char* addr);
+// A connected socket within timeout_ms, or negative errno.
+int tcp_connect(const char* addr, int timeout_ms);
+// Low latency (no Nagle) and a bound on silence: a peer that vanishes
+// (power, cable, a crashed kernel) fails the socket's calls within about
+// timeout_ms (keepalive probes and TCP_USER_TIMEOUT), not hours later.
+void tcp_tune(int s, uint32_t timeout_ms);
 
 // Sends all of [hdr, hdr + hlen) and [body, body + blen) as one message;
 // with fd >= 0, passes it along. false on error (the peer is gone).

@@ -29,8 +29,30 @@ struct ChannelHeader {
   std::atomic<uint32_t> engine_idle;
 };
 
+// Where each part of a channel block lies (bytes from its start): what an
+// engine that reaches the block only by RDMA (dpu mode) reads and writes.
+struct ChannelLayout {
+  size_t idle;  // ChannelHeader::engine_idle (uint32)
+  size_t head;  // the ring's producer index (uint32)
+  size_t tail;  // the ring's consumer index (uint32)
+  size_t sq;    // sq_capacity CollDesc entries
+  size_t comp;  // ncomp completion words (uint64)
+  size_t total;
+};
+
+// Engine side, dpu mode: told of each completion word once it is written
+// in the engine's own copy of the channel, to carry it to the host's.
+class CompletionSink {
+ public:
+  virtual void completed(uint32_t slot) = 0;
+
+ protected:
+  ~CompletionSink() = default;
+};
+
 class Channel {
  public:
+  static ChannelLayout layout(uint32_t sq_capacity, uint32_t ncomp);
   // Bytes of the block for a ring of `sq_capacity` (power of two)
   // descriptors and `ncomp` completion words.
   static size_t bytes_needed(uint32_t sq_capacity, uint32_t ncomp);
@@ -73,6 +95,17 @@ class Channel {
     // before the host can see it completed.
     comp_[slot].store(completion_word(gen, st),
                       base::release_of(base::kCompletion));
+    if (sink_ != nullptr) sink_->completed(slot);
+  }
+  // Engine, dpu mode: this copy of the channel mirrors the host's
+  // (firmware_sim/remote_channel.h).
+  void set_sink(CompletionSink* s) { sink_ = s; }
+  // Descriptors in the ring not yet released by the engine (the engine's
+  // thread; in dpu mode it is the producer too).
+  uint32_t sq_pending() const { return sq_.size(); }
+  // The engine's copy of a completion word, for its sink.
+  uint64_t word(uint32_t slot) const {
+    return comp_[slot].load(std::memory_order_relaxed);
   }
   // Host: the current word of a slot.
   uint64_t read(uint32_t slot) const {
@@ -89,6 +122,7 @@ class Channel {
   ChannelHeader* hdr_ = nullptr;
   std::atomic<uint64_t>* comp_ = nullptr;
   uint32_t ncomp_ = 0;
+  CompletionSink* sink_ = nullptr;
 };
 
 }  // namespace ucc::off

@@ -1,8 +1,10 @@
 // The control protocol between a host library and the firmware_sim daemon
-// (the emulated DPU), over a unix stream socket. Collectives never use it:
-// they go through the channel (submission ring and completion words in a
-// memfd the host passes in kHello). It carries what the inline engine's
-// team control calls carry, plus registrations and status queries.
+// (the emulated DPU), over a unix stream socket (emu), or over TCP to a
+// daemon on another computer (dpu mode; see "Over a network" below).
+// Collectives never use it: they go through the channel (submission ring and
+// completion words in a memfd the host passes in kHello). It carries what the
+// inline engine's team control calls carry, plus registrations and status
+// queries.
 //
 // Every message is a MsgHeader followed by `len` bytes of body; each
 // request gets exactly one reply of type (request type | kReply) with the
@@ -29,8 +31,25 @@ namespace ucc::off::proto {
 
 inline constexpr uint32_t kMagic = 0x55434350u;  // "UCCP"
 inline constexpr uint16_t kVersion = 5;
-// Largest body accepted: a kTeamConnect for 65536 ranks.
-inline constexpr uint32_t kMaxBody = 16 + 65536u * sizeof(TeamAddr);
+// Over a network (dpu mode, docs/dpu.md). A network has no peer
+// credentials, so both ends prove that they hold the deployment's secret
+// K without sending it, and every later message carries a tag:
+//   daemon -> host  kChallenge (seq 0, unasked, as soon as it accepts):
+//                   AuthChallenge {nonce_e}
+//   host -> daemon  kAuth: AuthProof {nonce_h, MAC(K, "host", e, h)}
+//   daemon -> host  AuthReply {status, MAC(K, "engine", h, e)}; the host
+//                   checks it before it sends anything else.
+// Both then hold the session key S = MAC(K, "session", e, h), fresh for
+// each connection. From then on every message, both ways, ends with
+// kTagBytes of MAC(S, direction, header, body), counted in the header's
+// len; requests' seq must grow. A replayed hello fails its nonce, a
+// replayed or injected message its tag or its seq, and a message of one
+// connection is worth nothing on another (control_auth.h).
+inline constexpr size_t kTagBytes = 16;
+inline constexpr size_t kNonceBytes = 32;
+
+// Largest body accepted: a kTeamConnect for 65536 ranks, and a tag.
+inline constexpr uint32_t kMaxBody = 16 + 65536u * sizeof(TeamAddr) + 16;
 
 // Where a daemon listens unless told otherwise (one per user and node),
 // in a directory only its user can use (plat::sock::private_socket_path).
@@ -52,6 +71,14 @@ enum Type : uint16_t {
   kRdmaConnect,  // RdmaConnect -> RdmaConnectReply: the engine reaches the
                  // host's memory by RDMA from now on (kNotSupported from a
                  // daemon without verbs); registrations must carry rkeys
+  kAuth,         // AuthProof -> AuthReply: TCP only, the first request
+  kHelloRemote,  // HelloRemote -> HelloReply: dpu mode's kHello, after
+                 // kAuth and kRdmaConnect: the channel stays in host
+                 // memory, which the engine reaches by RDMA only
+  kChallenge,    // AuthChallenge, daemon -> host, unasked (TCP only)
+  kBye,          // (empty) -> Reply: the host leaves; once answered, the
+                 // engine touches none of its memory again (dpu mode: the
+                 // host then deregisters it)
   kReply = 0x8000,
 };
 
@@ -74,6 +101,30 @@ struct Hello {
   uint32_t pad2;
   uint64_t channel_bytes;  // size of the memfd
   EngineConfig engine;
+};
+
+// dpu mode: the channel block (Channel::layout) at host address
+// `channel_addr`, registered with the host's RDMA port under `rkey`.
+struct HelloRemote {
+  Hello hello;
+  uint64_t channel_addr;
+  uint32_t rkey;
+  uint32_t pad;
+};
+
+struct AuthChallenge {
+  uint32_t version;  // kVersion
+  uint32_t pad;
+  uint8_t nonce[kNonceBytes];
+};
+struct AuthProof {
+  uint8_t nonce[kNonceBytes];
+  uint8_t mac[32];
+};
+struct AuthReply {
+  int32_t status;
+  uint32_t pad;
+  uint8_t mac[32];
 };
 
 struct Reply {
@@ -165,5 +216,11 @@ struct StatsReply {
 };
 
 static_assert(std::is_trivially_copyable_v<Hello>);
+// Every reply is a fixed-size POD; the largest, with its tag, fits this.
+inline constexpr size_t kMaxReply = 2048;
+static_assert(sizeof(HelloReply) + kTagBytes <= kMaxReply);
+static_assert(sizeof(StatsReply) + kTagBytes <= kMaxReply);
+static_assert(sizeof(TeamOpenReply) + kTagBytes <= kMaxReply);
+static_assert(sizeof(HelloRemote) == sizeof(Hello) + 16);
 
 }  // namespace ucc::off::proto

@@ -1,0 +1,84 @@
+#include "firmware_sim/remote_channel.h"
+
+#include "platform/mem/remote_mem.h"
+#include "platform/os/log.h"
+
+namespace ucc::fw {
+
+void RemoteChannel::init(plat::RemoteMem* mem, uint64_t addr, uint32_t rkey,
+                         uint32_t cap, uint32_t ncomp, off::Channel* local) {
+  mem_ = mem;
+  addr_ = addr;
+  rkey_ = rkey;
+  lay_ = off::Channel::layout(cap, ncomp);
+  mask_ = cap - 1;
+  ncomp_ = ncomp;
+  local_ = local;
+  local_->set_sink(this);
+}
+
+bool RemoteChannel::read(uint64_t off, void* dst, uint64_t len) {
+  if (broken_) return false;
+  broken_ = !mem_->read(addr_ + off, rkey_, dst, len);
+  return !broken_;
+}
+
+bool RemoteChannel::write(uint64_t off, const void* src, uint64_t len) {
+  if (broken_) return false;
+  broken_ = !mem_->write(addr_ + off, rkey_, src, len);
+  return !broken_;
+}
+
+uint32_t RemoteChannel::pull() {
+  if (broken_ || corrupt_) return 0;
+  uint32_t head = 0;
+  if (!read(lay_.head, &head, sizeof(head))) return 0;
+  const uint32_t ahead = head - taken_;
+  if (ahead == 0) return 0;
+  if (ahead > mask_ + 1) {
+    UCC_ERROR("dpu: the host's ring is %u descriptors ahead of a ring of %u",
+              ahead, mask_ + 1);
+    corrupt_ = true;
+    return 0;
+  }
+  // Room in our copy (the engine releases what it has taken).
+  const uint32_t room = mask_ + 1 - local_->sq_pending();
+  uint32_t n = ahead < room ? ahead : room;
+  if (n > kBatch) n = kBatch;
+  if (n == 0) return 0;
+  // At most two pieces: up to the end of the host's array, then from 0.
+  const uint32_t first = taken_ & mask_;
+  const uint32_t n1 = mask_ + 1 - first < n ? mask_ + 1 - first : n;
+  const uint64_t dsz = sizeof(off::CollDesc);
+  if (!read(lay_.sq + first * dsz, batch_, n1 * dsz)) return 0;
+  if (n1 < n && !read(lay_.sq, batch_ + n1, (n - n1) * dsz)) return 0;
+  for (uint32_t i = 0; i < n; ++i) local_->submit(batch_[i]);
+  taken_ += n;
+  // The host may reuse the slots: we have our copies.
+  write(lay_.tail, &taken_, sizeof(taken_));
+  return broken_ ? 0 : n;
+}
+
+void RemoteChannel::completed(uint32_t slot) {
+  if (npending_ == kPending) flush();
+  if (npending_ < kPending) pending_[npending_++] = slot;
+}
+
+bool RemoteChannel::flush() {
+  for (uint32_t i = 0; i < npending_ && !broken_; ++i) {
+    const uint32_t s = pending_[i];
+    if (s >= ncomp_) continue;  // the engine checked it already
+    const uint64_t w = local_->word(s);
+    write(lay_.comp + uint64_t{s} * sizeof(w), &w, sizeof(w));
+  }
+  npending_ = 0;
+  return !broken_;
+}
+
+void RemoteChannel::set_idle(bool idle) {
+  local_->set_engine_idle(idle);
+  const uint32_t v = idle ? 1 : 0;
+  write(lay_.idle, &v, sizeof(v));
+}
+
+}  // namespace ucc::fw

@@ -1,0 +1,81 @@
+// The engine's end of a host channel in dpu mode: the host keeps its
+// channel (offload/channel.h) in its own memory, registered with its RDMA
+// port, and never learns where the engine is. The engine runs on its own
+// copy of the channel and mirrors the host's by RDMA only:
+//
+//   descriptors  pull(): one RDMA READ of the host ring's producer index;
+//                when it moved, RDMA READs of the new descriptors (as
+//                many as the engine's copy has room for, at most kBatch
+//                a pass) into the engine's ring, then one RDMA WRITE of
+//                the consumer index into the host's ring, so the host may
+//                reuse those slots (the engine has its copies).
+//   completions  the engine's copy tells completed() of each word it
+//                writes; flush() carries them to the host's completion
+//                words by RDMA WRITE, after every write of the collective
+//                into host memory has completed (the same queue pair,
+//                each transfer waited for), so a host that sees the word
+//                sees the data.
+//   doorbell     set_idle() writes the engine's idle flag into the host's
+//                channel header; a host that finds it set after posting
+//                rings the doorbell over the control connection.
+//
+// Everything read from the host is untrusted: a producer index more than
+// a ring ahead of what was taken breaks the channel (corrupt()), and each
+// descriptor is validated by the engine as from any host. A transfer that
+// fails (the host or its port is gone) breaks it too; the daemon then
+// drops the client.
+//
+// Threads: the daemon's. Memory: the engine's copy is the caller's.
+#pragma once
+
+#include <cstdint>
+
+#include "offload/channel.h"
+#include "offload/descriptor.h"
+
+namespace ucc::plat {
+class RemoteMem;
+}
+
+namespace ucc::fw {
+
+class RemoteChannel final : public off::CompletionSink {
+ public:
+  static constexpr uint32_t kBatch = 16;    // descriptors read per pass
+  static constexpr uint32_t kPending = 64;  // completions queued per flush
+
+  // Mirrors the host's channel at `addr` (rkey) with geometry (cap, ncomp)
+  // into `local`, laid out with the same geometry.
+  void init(plat::RemoteMem* mem, uint64_t addr, uint32_t rkey, uint32_t cap,
+            uint32_t ncomp, off::Channel* local);
+
+  // New descriptors from the host; how many (0: none, or broken).
+  uint32_t pull();
+  // Completion words not yet carried to the host.
+  void completed(uint32_t slot) override;
+  // Carries them; false when broken.
+  bool flush();
+  void set_idle(bool idle);
+  bool broken() const { return broken_; }
+  bool corrupt() const { return corrupt_; }
+
+ private:
+  bool read(uint64_t off, void* dst, uint64_t len);
+  bool write(uint64_t off, const void* src, uint64_t len);
+
+  plat::RemoteMem* mem_ = nullptr;
+  uint64_t addr_ = 0;
+  uint32_t rkey_ = 0;
+  off::ChannelLayout lay_{};
+  uint32_t mask_ = 0;
+  uint32_t ncomp_ = 0;
+  uint32_t taken_ = 0;  // descriptors copied from the host's ring
+  off::Channel* local_ = nullptr;
+  uint32_t pending_[kPending] = {};
+  uint32_t npending_ = 0;
+  bool broken_ = false;
+  bool corrupt_ = false;
+  off::CollDesc batch_[kBatch];
+};
+
+}  // namespace ucc::fw

@@ -1,0 +1,167 @@
+// The daemon's clients over TCP (dpu mode, docs/dpu.md): hosts on other
+// computers. Nothing they say is taken on trust: they prove the key
+// first (offload/proto.h, "Over a network"), every request after that
+// carries a tag under the connection's session key and a growing seq,
+// and their engines reach their memory by RDMA only, through the keys of
+// their own registrations (no pid, no /proc, no cross-memory attach).
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+
+#include "firmware_sim/server.h"
+#include "firmware_sim/server_client.h"
+#include "platform/mem/mem_access.h"
+#include "platform/os/log.h"
+#include "platform/os/sock.h"
+#include "platform/wire/wire.h"
+
+namespace ucc::fw {
+
+namespace proto = off::proto;
+
+void Server::accept_tcp() {
+  for (;;) {
+    const int fd =
+        accept4(tfd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    plat::sock::tcp_tune(fd, static_cast<uint32_t>(cfg_.io_timeout_ms) * 4);
+    Client* c = add_client(fd);
+    if (c == nullptr) return;
+    c->tcp = true;  // no pid, no uid: it must prove the key
+    proto::AuthChallenge ch{};
+    ch.version = proto::kVersion;
+    proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kChallenge,
+                       sizeof(ch), 0};
+    bool sent = plat::random_bytes(c->nonce, sizeof(c->nonce));
+    if (sent) {
+      memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
+      sent = c->io.send(&h, sizeof(h), &ch, sizeof(ch), now_ms());
+    }
+    if (!sent) {
+      delete c;
+      continue;
+    }
+    clients_[nclients_++] = c;
+    UCC_DEBUG("firmware_sim: a TCP client connected");
+  }
+}
+
+bool Server::tcp_in(Client& c, Msg& m) {
+  if (!c.authed) return m.h.type == proto::kAuth;
+  if (!proto::message_ok(c.session, proto::End::kHost, m.h, m.body) ||
+      m.h.seq <= c.last_seq) {
+    UCC_INFO(
+        "firmware_sim: a TCP client sent a message with a bad tag or "
+        "an old seq; dropping it");
+    return false;
+  }
+  c.last_seq = m.h.seq;
+  m.h.len -= static_cast<uint32_t>(proto::kTagBytes);
+  return true;
+}
+
+bool Server::on_auth(Client& c, const Msg& m) {
+  proto::AuthProof p;
+  proto::AuthReply r{};
+  r.status = static_cast<int32_t>(Status::kInvalidParam);
+  uint8_t want[32];
+  if (!c.tcp || c.authed || !m.fixed(sizeof(p))) return false;
+  memcpy(&p, m.body, sizeof(p));
+  if (!proto::auth_proof(cfg_.key, proto::End::kHost, c.nonce, p.nonce, want) ||
+      !plat::mac_equal(want, p.mac)) {
+    UCC_INFO("firmware_sim: a TCP client did not prove the key; refused");
+    reply(c, m.h.type, m.h.seq, &r, sizeof(r));
+    return false;
+  }
+  if (!proto::auth_proof(cfg_.key, proto::End::kEngine, c.nonce, p.nonce,
+                         r.mac) ||
+      !proto::auth_session(cfg_.key, c.nonce, p.nonce, &c.session))
+    return false;
+  r.status = static_cast<int32_t>(Status::kOk);
+  const bool sent = reply(c, m.h.type, m.h.seq, &r, sizeof(r));
+  c.authed = true;  // after the reply: it has no tag
+  c.last_seq = m.h.seq;
+  UCC_DEBUG("firmware_sim: a TCP client proved the key");
+  return sent;
+}
+
+bool Server::on_hello_remote(Client& c, const Msg& m) {
+  proto::HelloReply hr{};
+  hr.status = static_cast<int32_t>(Status::kInvalidParam);
+  hr.daemon_pid = static_cast<int32_t>(getpid());
+  proto::HelloRemote hello;
+  // The engine reaches this host by RDMA only: it must have connected
+  // its channel (kRdmaConnect) first.
+  if (c.tcp && !c.ready && c.rmem.mem != nullptr && m.fixed(sizeof(hello))) {
+    memcpy(&hello, m.body, sizeof(hello));
+    off::EngineConfig ec = hello.hello.engine;
+    ec.cma_min = 0;  // no single copy: host memory is not ours to map
+    proto::Hello h = hello.hello;
+    h.engine = ec;
+    const off::ChannelLayout lay = off::Channel::layout(h.sq_capacity, h.ncomp);
+    uint64_t end = 0;
+    if (hello_ok(h) && hello.rkey != 0 &&
+        !__builtin_add_overflow(hello.channel_addr, lay.total, &end)) {
+      // Our copy of its channel (completion words touched only where
+      // used, as on the host).
+      void* p = mmap(nullptr, lay.total, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      Status st = p != MAP_FAILED ? Status::kOk : Status::kNoMemory;
+      if (ok(st)) {
+        c.chmem = p;
+        c.chbytes = lay.total;
+        c.ch.init(p, h.sq_capacity, h.ncomp);
+        c.mirror = new (std::nothrow) RemoteChannel;
+        if (c.mirror == nullptr) st = Status::kNoMemory;
+      }
+      if (ok(st)) {
+        c.mirror->init(c.rmem.mem, hello.channel_addr, hello.rkey,
+                       h.sq_capacity, h.ncomp, &c.ch);
+        st = c.regs.init();
+      }
+      if (ok(st)) {
+        dev::EngineEnv env;
+        env.net = cfg_.wire != nullptr ? cfg_.wire : cfg_.net;
+        env.where.host[0] = cfg_.node[0];
+        env.where.host[1] = cfg_.node[1];
+        // pid 0: never cross-memory attach; the slot holds the RDMA
+        // channel already.
+        env.mem = plat::MemAccess::cross_process(0, &c.regs, &c.rmem);
+        st = c.engine.init(ec, env, &c.ch);
+      }
+      if (ok(st)) hr.caps = c.engine.caps();
+      hr.status = static_cast<int32_t>(st);
+      c.ready = ok(st);
+    }
+  }
+  return reply(c, m.h.type, m.h.seq, &hr, sizeof(hr)) && c.ready;
+}
+
+bool Server::mirror_ok(Client& c) {
+  if (!c.mirror->broken() && !c.mirror->corrupt()) return true;
+  // A host that died takes its port's registrations with it: the failed
+  // read is how we hear of it first, when its socket has closed too.
+  char b;
+  const bool left = !c.mirror->corrupt() &&
+                    recv(c.io.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  if (left) {
+    UCC_INFO("firmware_sim: a dpu client has gone; dropping it");
+  } else {
+    UCC_ERROR("firmware_sim: a dpu client's channel broke (%s); dropping it",
+              c.mirror->corrupt() ? "impossible ring indices"
+                                  : "an RDMA transfer failed");
+  }
+  return false;
+}
+
+void Server::set_idle(Client& c, bool idle) {
+  if (c.mirror != nullptr)
+    c.mirror->set_idle(idle);
+  else
+    c.ch.set_engine_idle(idle);
+}
+
+}  // namespace ucc::fw

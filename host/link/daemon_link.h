@@ -1,0 +1,106 @@
+// The link to an engine in a firmware_sim daemon: emu (this node's
+// daemon over a unix socket, the channel in a memfd both map:
+// link_daemon.cc) and dpu (a daemon on another computer over TCP, the
+// channel in our memory, reached by the engine by RDMA only:
+// link_dpu.cc). One class: the two differ in how they connect and say
+// hello, and share the requests, the registrations and team control.
+#pragma once
+
+#include <cstdint>
+
+#include "host/link/link.h"
+#include "offload/control_auth.h"
+#include "offload/engine_link.h"
+#include "offload/proto.h"
+#include "platform/mem/remote_mem.h"
+#include "platform/os/crypto.h"
+
+namespace ucc::host {
+
+class DaemonLink final : public off::EngineLink {
+ public:
+  ~DaemonLink() override;
+  Status open(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
+              off::Channel* ch);
+
+  bool remote() const override { return true; }
+  int owner_pid() const override { return daemon_pid_; }
+  uint64_t progress() override {
+    if ((++polls_ & 255) == 0) check_daemon();
+    return 0;
+  }
+  bool dead() const override { return dead_; }
+  bool submit(const off::CollDesc& d) override { return ch_->submit(d); }
+  void submitted() override;
+  Status cover(const off::CollDesc& d, uint32_t n) override;
+  Status pin(uint64_t addr, uint64_t len, uint32_t* key) override;
+  void unpin(uint32_t key) override;
+  Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
+                   off::TeamAddr* addr) override;
+  Status team_connect(uint32_t idx, uint32_t size,
+                      const off::TeamAddr* addrs) override;
+  void team_seal(uint32_t idx) override;
+  void team_close(uint32_t idx) override;
+
+ private:
+  Status connect_daemon(const LinkConfig& cfg);
+  Status hello(const LinkConfig& cfg, uint32_t sq_capacity, uint32_t ncomp,
+               int memfd);
+  void check_daemon();
+  // A hello's reply: the engine's capabilities, or its refusal (logged).
+  Status accept_hello(Status st, const off::proto::HelloReply& r);
+  Status cover_range(uint64_t addr, uint64_t len, bool quiet = false);
+  Status cover_side(const off::BufRef& b, uint64_t counts, uint64_t displs,
+                    uint32_t n, uint32_t esize);
+  // One registration request to the daemon and its key (never 0), or the
+  // daemon's refusal; and its end.
+  Status register_range(uint64_t addr, uint64_t len, uint32_t* key);
+  void deregister(uint32_t key);
+  // One request and its reply (body copied into `out`, out_len bytes).
+  Status call(uint16_t type, const void* body, uint32_t len, void* out,
+              uint32_t out_len, int pass_fd = -1);
+
+  Status connect_rdma(const LinkConfig& cfg);
+
+  // dpu mode (link_dpu.cc): the daemon across the network; both prove
+  // the key, then every message carries a tag (offload/proto.h); the
+  // channel stays in our memory, registered with our RDMA port.
+  Status open_dpu(const LinkConfig& cfg);
+  Status connect_tcp(const LinkConfig& cfg);
+  Status authenticate(const plat::Secret& key);
+  Status hello_remote(const LinkConfig& cfg, uint32_t sq_capacity,
+                      uint32_t ncomp);
+  // One framed message out (sealed when the session is on), and one
+  // reply of type `type` and seq `seq`, whose body must be out_len bytes.
+  bool send_msg(uint16_t type, const void* body, uint32_t len, int pass_fd);
+  bool recv_reply(uint16_t type, uint32_t seq, void* out, uint32_t out_len);
+
+  off::proto::Session session_;  // dpu mode, once authenticated
+  bool dpu_ = false;
+  const char* what_ = "emu";  // for log lines
+
+  plat::MemExport* rdma_ = nullptr;  // UCC_OFFLOAD_MEM=verbs
+  off::Channel* ch_ = nullptr;
+  void* mem_ = nullptr;
+  size_t bytes_ = 0;
+  int sock_ = -1;
+  uint32_t seq_ = 0;
+  uint32_t timeout_ms_ = 10000;
+  uint32_t polls_ = 0;
+  int daemon_pid_ = -1;
+  bool dead_ = false;
+
+  // Registrations the daemon holds for us: a cache of page-rounded
+  // ranges; the least recently used goes when it is full.
+  struct Reg {
+    uint64_t base, end;
+    uint32_t key;
+    uint64_t used;  // tick of the last use
+  };
+  static constexpr uint32_t kRegs = 256;
+  Reg regs_[kRegs] = {};
+  uint32_t nregs_ = 0;
+  uint64_t tick_ = 0;
+};
+
+}  // namespace ucc::host

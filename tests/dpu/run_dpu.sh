@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Runs a command in dpu mode with each emulated host's DPU a computer of
+# its own, the way a BlueField-class card is one:
+#
+#   tests/multihost/hosts.sh $((2*H)) tests/dpu/run_dpu.sh BUILD H -- CMD...
+#
+# hosts.sh makes 2*H hosts (network, UTS and mount namespaces of their
+# own, private /dev/shm, joined by a bridge on 10.77.0.0/24). The first H
+# are hosts; host h's DPU is namespace H+h. Each host-DPU pair gets a
+# private link of its own, named and addressed as on BlueField
+# (tmfifo_net0: the host 192.168.100.1, the DPU 192.168.100.2), and the
+# DPU's firmware_sim serves it there (--listen 192.168.100.2:18700, the
+# address UCC_DPU_ADDR=auto picks) with a fresh key, its engines reaching
+# the other DPUs' over verbs (connection setup on the bridge) and its
+# hosts' memory over verbs only. The daemon's unix socket sits in the
+# DPU's private /dev/shm: nothing on a host can reach it. CMD's ranks
+# join the H host namespaces (UCCT_HOST_PIDS is cut to them).
+#
+# What the namespaces do not separate here: the verbs test provider is
+# the "NIC" of every namespace, and it needs one /tmp (its fabric file)
+# and one pid namespace (it moves bytes with process_vm_*), docs/dpu.md.
+#
+# Needs UCC_VERBS_LIB (tests/verbs_loop's provider, or a real one).
+# Exit: CMD's status; 1 when a daemon died or never listened.
+set -u
+build=$(cd "$1" && pwd) n=$2
+shift 2
+[ "${1:-}" = "--" ] && shift
+fw="$build/firmware_sim/firmware_sim"
+: "${UCC_VERBS_LIB:?run_dpu.sh needs UCC_VERBS_LIB}"
+if ! "$fw" --has-verbs; then
+  echo "SKIP: firmware_sim built without verbs (install libibverbs-dev)"
+  exit 77
+fi
+IFS=, read -ra pids <<<"${UCCT_HOST_PIDS:?run under tests/multihost/hosts.sh}"
+IFS=, read -ra addrs <<<"$UCCT_HOST_ADDRS"
+if [ "${#pids[@]}" -ne $((2 * n)) ]; then
+  echo "run_dpu.sh: needs hosts.sh $((2 * n)) for $n hosts" >&2
+  exit 2
+fi
+dir=$(mktemp -d /tmp/ucc-dpu.XXXXXX)
+daemons=()
+cleanup() {
+  for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+key="$dir/key"
+(umask 077 && head -c 32 /dev/urandom | base64 >"$key")
+for ((h = 0; h < n; h++)); do
+  hp=${pids[h]} dp=${pids[n + h]}
+  ip link add "ucc-dh$h-$$" type veth peer name "ucc-dd$h-$$" &&
+    ip link set "ucc-dh$h-$$" netns "$hp" name tmfifo_net0 &&
+    ip link set "ucc-dd$h-$$" netns "$dp" name tmfifo_net0 &&
+    nsenter -t "$hp" -n ip addr add 192.168.100.1/30 dev tmfifo_net0 &&
+    nsenter -t "$hp" -n ip link set tmfifo_net0 up &&
+    nsenter -t "$dp" -n ip addr add 192.168.100.2/30 dev tmfifo_net0 &&
+    nsenter -t "$dp" -n ip link set tmfifo_net0 up ||
+    { echo "run_dpu.sh: cannot link host $h to its DPU" >&2; exit 1; }
+  nsenter -t "$dp" -n -m -u "$fw" --socket /dev/shm/firmware-sim.sock \
+    --verbs auto --verbs-lib "$UCC_VERBS_LIB" --net-if eth0 \
+    --listen 192.168.100.2:18700 --key-file "$key" --node "dpu$h" \
+    --sleep-ms 1 >"$dir/dpu$h.log" 2>&1 &
+  daemons+=($!)
+done
+for ((h = 0; h < n; h++)); do
+  up=0
+  for ((i = 0; i < 500; i++)); do
+    if nsenter -t "${pids[h]}" -n bash -c \
+      'exec 3<>/dev/tcp/192.168.100.2/18700' 2>/dev/null; then
+      up=1
+      break
+    fi
+    sleep 0.01
+  done
+  if [ $up = 0 ]; then
+    echo "run_dpu.sh: the DPU of host $h does not listen" >&2
+    cat "$dir/dpu$h.log" >&2
+    exit 1
+  fi
+done
+UCCT_HOST_PIDS=$(IFS=,; echo "${pids[*]:0:n}")
+UCCT_HOST_ADDRS=$(IFS=,; echo "${addrs[*]:0:n}")
+export UCCT_HOST_PIDS UCCT_HOST_ADDRS UCC_OFFLOAD=dpu UCC_DPU_KEY_FILE="$key"
+# The default address is the point; a site file on this machine would
+# change it.
+[ -e /etc/ucc/dpu.addr ] && export UCC_DPU_ADDR=192.168.100.2:18700
+"$@"
+rc=$?
+for ((h = 0; h < n; h++)); do
+  if ! kill -0 "${daemons[h]}" 2>/dev/null; then
+    echo "run_dpu.sh: the DPU of host $h died" >&2
+    cat "$dir/dpu$h.log" >&2
+    rc=1
+  fi
+done
+[ $rc = 0 ] || tail -n 20 "$dir"/dpu*.log >&2
+exit $rc

@@ -1,0 +1,382 @@
+// dpu mode (UCC_OFFLOAD=dpu, docs/dpu.md): the engine in a firmware_sim
+// that serves hosts over TCP (--listen) and reaches their memory by verbs
+// RDMA only, here on tests/verbs_loop's provider. Each test starts its own
+// daemon on a free loopback port, so it can kill it or talk to it
+// directly: the attacks of the threat model (no key, a wrong key, an
+// impostor daemon, a replayed proof, a forged or replayed message) end in
+// a refusal, and the faults (the daemon or a host killed mid-collective)
+// in an error or freed resources, never a hang. The collectives matrix
+// runs in dpu mode with each host's daemon in namespaces of its own
+// (ctest dpu_ns, tests/dpu/run_dpu.sh).
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "offload/control_auth.h"
+#include "offload/proto.h"
+#include "platform/os/crypto.h"
+#include "platform/os/sock.h"
+#include "tests/common/harness.h"
+#include "tests/mp/emu_daemon.h"
+#include "tests/unit/free_port.h"
+
+namespace {
+
+namespace proto = ucc::off::proto;
+using ucct::allreduce_i32;
+
+#ifdef UCCT_VERBS_LOOP_LIB
+constexpr const char* kLoopLib = UCCT_VERBS_LOOP_LIB;
+#else
+constexpr const char* kLoopLib = "";
+#endif
+
+#define NEEDS_DPU()                                                         \
+  do {                                                                      \
+    if (!ucct::have_firmware_sim() || *kLoopLib == 0)                       \
+      GTEST_SKIP() << "needs firmware_sim and tests/verbs_loop (rdma-core " \
+                      "headers: libibverbs-dev)";                           \
+    if (!ucc::plat::crypto_available())                                     \
+      GTEST_SKIP() << "needs libcrypto (libssl3)";                          \
+  } while (0)
+
+// A key file of the test's (mode 0600) holding `text`.
+std::string key_file(const char* tag, const char* text) {
+  std::string p = std::string("/tmp/ucct-dpu-") + tag + "-" +
+                  std::to_string(getpid()) + ".key";
+  FILE* f = fopen(p.c_str(), "w");
+  if (f == nullptr) return "";
+  fputs(text, f);
+  fclose(f);
+  chmod(p.c_str(), 0600);
+  return p;
+}
+
+// A daemon serving dpu hosts on a loopback port of its own.
+struct DpuDaemon {
+  ucct::Daemon d;
+  std::string addr, key;
+  bool start(const char* tag) {
+    key = key_file(tag, "the deployment's secret, for tests only");
+    addr = "127.0.0.1:" + std::to_string(ucct::free_loopback_port());
+    if (key.empty() ||
+        !d.start(tag,
+                 {"--verbs", "auto", "--verbs-lib", kLoopLib, "--listen", addr,
+                  "--key-file", key, "--node", std::string("ucct-dpu-") + tag}))
+      return false;
+    // Up once the TCP port answers too.
+    for (int i = 0; i < 2500; ++i) {
+      const int s = ucc::plat::sock::tcp_connect(addr.c_str(), 100);
+      if (s >= 0) {
+        close(s);
+        return true;
+      }
+      usleep(2000);
+    }
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> env(
+      const std::string& keyfile) const {
+    return {{"UCC_OFFLOAD", "dpu"},
+            {"UCC_DPU_ADDR", addr},
+            {"UCC_DPU_KEY_FILE", keyfile},
+            {"UCC_VERBS_LIB", kLoopLib},
+            {"UCC_FIRMWARE_TIMEOUT", "5s"}};
+  }
+  ~DpuDaemon() {
+    d.stop();
+    unlink(key.c_str());
+  }
+};
+
+ucc::plat::Secret secret_of(const std::string& path) {
+  ucc::plat::Secret k{};
+  setenv("UCCT_KEYFILE_FOR_TEST", path.c_str(), 1);
+  ucc::plat::load_secret("test", "UCCT_KEYFILE_FOR_TEST", "UCCT_NONE", 0, &k);
+  unsetenv("UCCT_KEYFILE_FOR_TEST");
+  return k;
+}
+
+bool recv_msg(int s, proto::MsgHeader* h, void* body, size_t len) {
+  return ucc::plat::sock::recv_all(s, h, sizeof(*h), 5000) == 1 &&
+         h->len == len && ucc::plat::sock::recv_all(s, body, len, 5000) == 1;
+}
+
+// Whether the peer closed the connection (within 5 s) without another
+// message.
+bool closed(int s) {
+  char b;
+  return ucc::plat::sock::recv_all(s, &b, 1, 5000) == 0;
+}
+
+// A raw connection's handshake: the challenge, and our proof (made with
+// `k`, or `replay` when given) -> the daemon's verdict.
+struct Raw {
+  int s = -1;
+  proto::AuthChallenge ch{};
+  proto::AuthProof proof{};
+  proto::AuthReply reply{};
+  bool hello(const std::string& addr, const ucc::plat::Secret& k,
+             const proto::AuthProof* replay = nullptr) {
+    s = ucc::plat::sock::tcp_connect(addr.c_str(), 2000);
+    proto::MsgHeader h{};
+    if (s < 0 || !recv_msg(s, &h, &ch, sizeof(ch)) ||
+        h.type != proto::kChallenge)
+      return false;
+    if (replay != nullptr) {
+      proof = *replay;
+    } else {
+      ucc::plat::random_bytes(proof.nonce, sizeof(proof.nonce));
+      proto::auth_proof(k, proto::End::kHost, ch.nonce, proof.nonce, proof.mac);
+    }
+    proto::MsgHeader q{proto::kMagic, proto::kVersion, proto::kAuth,
+                       sizeof(proof), 1};
+    return ucc::plat::sock::send_all(s, &q, sizeof(q), &proof, sizeof(proof)) &&
+           recv_msg(s, &h, &reply, sizeof(reply));
+  }
+  ~Raw() {
+    if (s >= 0) close(s);
+  }
+};
+
+bool ended_in_error(ucc_status_t st, double took) {
+  return st != UCC_OK && st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT &&
+         took < 15;
+}
+
+TEST(Dpu, AllreduceServedOverTheNetwork) {
+  NEEDS_DPU();
+  DpuDaemon dd;
+  ASSERT_TRUE(dd.start("serve"));
+  bool ok = ucct::run_ranks(2, [&](ucct::Rank& r) {
+    ucct::World w;
+    w.env = dd.env(dd.key);
+    if (w.init(r) != UCC_OK) return 1;
+    for (size_t n : {size_t{1}, size_t{1000}, size_t{1} << 18}) {
+      std::vector<int32_t> s(n), d(n, -7);
+      for (size_t i = 0; i < n; ++i)
+        s[i] = static_cast<int32_t>(i % 977) + r.rank;
+      ucc_coll_args_t a = allreduce_i32(s, d);
+      if (w.run(a, 60) != UCC_OK) return 2;
+      for (size_t i = 0; i < n; ++i)
+        if (d[i] != 2 * static_cast<int32_t>(i % 977) + 1) return 3;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ok);
+  // Served by the daemon: the ranks' buffers were registered with it.
+  proto::StatsReply st{};
+  ASSERT_TRUE(dd.d.stats(&st));
+  EXPECT_GE(st.registered, 2u);
+  EXPECT_EQ(st.clients, 0u);
+}
+
+TEST(Dpu, NoKeyOrAWrongKeyIsRefused) {
+  NEEDS_DPU();
+  DpuDaemon dd;
+  ASSERT_TRUE(dd.start("wrongkey"));
+  const std::string other = key_file("other", "somebody else's secret");
+  for (const std::string& k : {std::string(), other}) {
+    bool ok = ucct::run_ranks(1, [&](ucct::Rank& r) {
+      ucct::World w;
+      w.env = dd.env(k);
+      const double t0 = ucct::now_s();
+      const ucc_status_t st = w.init(r);
+      if (st == UCC_OK || ucct::now_s() - t0 > 10) return 1;
+      return 0;
+    });
+    EXPECT_TRUE(ok) << (k.empty() ? "no key" : "a wrong key");
+  }
+  unlink(other.c_str());
+  proto::StatsReply st{};
+  ASSERT_TRUE(dd.d.stats(&st));
+  EXPECT_EQ(st.clients, 0u);
+}
+
+// A listener that answers the handshake with a made-up proof: the host
+// says nothing more to it (no queue pair, no memory).
+TEST(Dpu, ImpostorDaemonIsRefused) {
+  NEEDS_DPU();
+  const std::string key = key_file("impostor", "the deployment's secret");
+  const std::string addr =
+      "127.0.0.1:" + std::to_string(ucct::free_loopback_port());
+  const int l = ucc::plat::sock::tcp_listen(addr.c_str());
+  ASSERT_GE(l, 0);
+  int after_auth = -1;  // what came after our verdict: 0 = closed
+  std::thread fake([&] {
+    pollfd pf{l, POLLIN, 0};
+    if (poll(&pf, 1, 10000) != 1) return;
+    const int c = accept(l, nullptr, nullptr);
+    if (c < 0) return;
+    proto::AuthChallenge ch{proto::kVersion, 0, {}};
+    proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kChallenge,
+                       sizeof(ch), 0};
+    ucc::plat::sock::send_all(c, &h, sizeof(h), &ch, sizeof(ch));
+    proto::AuthProof p{};
+    if (recv_msg(c, &h, &p, sizeof(p))) {
+      proto::AuthReply r{0, 0, {}};  // "kOk", and no proof of the key
+      proto::MsgHeader rh{proto::kMagic, proto::kVersion,
+                          static_cast<uint16_t>(proto::kAuth | proto::kReply),
+                          sizeof(r), h.seq};
+      ucc::plat::sock::send_all(c, &rh, sizeof(rh), &r, sizeof(r));
+      char b;
+      after_auth = ucc::plat::sock::recv_all(c, &b, 1, 5000);
+    }
+    close(c);
+  });
+  bool ok = ucct::run_ranks(1, [&](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_OFFLOAD", "dpu"},
+             {"UCC_DPU_ADDR", addr},
+             {"UCC_DPU_KEY_FILE", key},
+             {"UCC_VERBS_LIB", kLoopLib},
+             {"UCC_FIRMWARE_TIMEOUT", "5s"}};
+    return w.init(r) == UCC_OK ? 1 : 0;
+  });
+  fake.join();
+  close(l);
+  unlink(key.c_str());
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(after_auth, 0) << "the host went on talking to an impostor";
+}
+
+// A proof seen on one connection is worth nothing on another.
+TEST(Dpu, ReplayedProofIsRefused) {
+  NEEDS_DPU();
+  DpuDaemon dd;
+  ASSERT_TRUE(dd.start("replay"));
+  const ucc::plat::Secret k = secret_of(dd.key);
+  ASSERT_NE(k.len, 0u);
+  Raw first;
+  ASSERT_TRUE(first.hello(dd.addr, k));
+  EXPECT_EQ(first.reply.status, 0);  // the honest one is accepted
+  Raw again;
+  const bool answered = again.hello(dd.addr, k, &first.proof);
+  EXPECT_TRUE(!answered || again.reply.status != 0);
+  EXPECT_TRUE(closed(again.s));
+}
+
+// After the handshake: a message without its tag, with a forged one, or
+// sent again (same seq) ends the connection; a tagged one is answered.
+TEST(Dpu, ForgedOrReplayedMessageEndsTheConnection) {
+  NEEDS_DPU();
+  DpuDaemon dd;
+  ASSERT_TRUE(dd.start("forge"));
+  const ucc::plat::Secret k = secret_of(dd.key);
+  for (int how = 0; how < 3; ++how) {
+    Raw c;
+    ASSERT_TRUE(c.hello(dd.addr, k));
+    ASSERT_EQ(c.reply.status, 0);
+    proto::Session sess;
+    ASSERT_TRUE(proto::auth_session(k, c.ch.nonce, c.proof.nonce, &sess));
+    auto send_stats = [&](uint32_t seq, bool forge) {
+      proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kStats,
+                         static_cast<uint32_t>(proto::kTagBytes), seq};
+      uint8_t tag[proto::kTagBytes];
+      proto::message_tag(sess, proto::End::kHost, h, nullptr, 0, tag);
+      if (forge) tag[0] ^= 1;
+      return ucc::plat::sock::send_all(c.s, &h, sizeof(h), tag, sizeof(tag));
+    };
+    proto::MsgHeader rh{};
+    unsigned char body[sizeof(proto::StatsReply) + proto::kTagBytes];
+    ASSERT_TRUE(send_stats(2, how == 0));
+    if (how == 0) {
+      EXPECT_TRUE(closed(c.s)) << "a forged tag was answered";
+      continue;
+    }
+    ASSERT_TRUE(recv_msg(c.s, &rh, body, sizeof(body)));
+    EXPECT_TRUE(proto::message_ok(sess, proto::End::kEngine, rh, body));
+    if (how == 2) {
+      ASSERT_TRUE(send_stats(2, false));  // the same message once more
+      EXPECT_TRUE(closed(c.s)) << "a replayed message was answered";
+    }
+  }
+}
+
+TEST(Dpu, DaemonKilledMidCollectiveFailsTheHosts) {
+  NEEDS_DPU();
+  DpuDaemon dd;
+  ASSERT_TRUE(dd.start("kill"));
+  const pid_t dpid = dd.d.pid;
+  bool ok = ucct::run_ranks(2, [&](ucct::Rank& r) {
+    ucct::World w;
+    w.env = dd.env(dd.key);
+    w.env.emplace_back("UCC_NET_PEER_TIMEOUT", "3s");
+    if (w.init(r) != UCC_OK) return 1;
+    std::vector<int32_t> s(100000, 1), dst(100000, 0);
+    ucc_coll_args_t a = allreduce_i32(s, dst);
+    ucc_coll_req_h req = nullptr;
+    if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 2;
+    // Rank 1 never posts: the collective is in flight when it dies.
+    if (r.rank == 0) {
+      if (ucc_collective_post(req) != UCC_OK) return 3;
+      for (int i = 0; i < 1000; ++i) ucc_context_progress(w.ctx);
+      kill(dpid, SIGKILL);
+    } else {
+      // Posts once the daemon has gone (its port refuses us).
+      int c;
+      const double t0 = ucct::now_s();
+      while ((c = ucc::plat::sock::tcp_connect(dd.addr.c_str(), 100)) >= 0 &&
+             ucct::now_s() - t0 < 20) {
+        close(c);
+        usleep(1000);
+      }
+      if (ucc_collective_post(req) != UCC_OK) {
+        ucc_collective_finalize(req);
+        return 0;  // refused at once: an error too
+      }
+    }
+    const double t0 = ucct::now_s();
+    const ucc_status_t st = w.wait(req, 30);
+    const double took = ucct::now_s() - t0;
+    ucc_collective_finalize(req);
+    if (!ended_in_error(st, took)) {
+      std::fprintf(stderr, "rank %d: %s after %.2f s\n", r.rank,
+                   ucct::status_name(st), took);
+      return 4;
+    }
+    return 0;
+  });
+  waitpid(dpid, nullptr, 0);
+  dd.d.pid = -1;
+  EXPECT_TRUE(ok);
+}
+
+// A host that dies (SIGKILL, no goodbye) frees what it held on the DPU.
+TEST(Dpu, HostKilledFreesItsResources) {
+  NEEDS_DPU();
+  DpuDaemon dd;
+  ASSERT_TRUE(dd.start("hostkill"));
+  ucct::run_ranks(1, [&](ucct::Rank& r) {
+    ucct::World w;
+    w.env = dd.env(dd.key);
+    if (w.init(r) != UCC_OK) return 1;
+    std::vector<int32_t> s(1000, 1), d(1000, 0);
+    ucc_coll_args_t a = allreduce_i32(s, d);
+    if (w.run(a, 30) != UCC_OK) return 2;
+    kill(getpid(), SIGKILL);
+    return 3;
+  });
+  proto::StatsReply st{};
+  bool freed = false;
+  for (int i = 0; i < 500 && !freed; ++i) {
+    freed = dd.d.stats(&st) && st.clients == 0 && st.registrations == 0 &&
+            st.teams == 0;
+    if (!freed) usleep(10000);
+  }
+  EXPECT_TRUE(freed) << st.clients << " clients, " << st.teams << " teams, "
+                     << st.registrations << " registrations left";
+  EXPECT_TRUE(dd.d.alive());
+}
+
+}  // namespace
