@@ -1,5 +1,5 @@
 // Issue 4: a forged descriptor cannot read (or write) another process's
-// memory through the firmware_sim daemon.
+// memory through the firmware_sim daemon; in dpu mode, another tenant's.
 //
 // Two host processes share one daemon: B, an ordinary UCC process holding
 // a secret in memory it has mapped with ucc_mem_map (so the daemon holds
@@ -41,13 +41,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "host/link/link.h"
 #include "offload/channel.h"
 #include "offload/descriptor.h"
 #include "tests/common/harness.h"
+#include "tests/mp/dpu_daemon.h"
 #include "tests/mp/emu_daemon.h"
 
 namespace {
@@ -85,11 +89,8 @@ bool contains_word(const void* p, size_t bytes, uint32_t v) {
 // team of one rank, and descriptors written by hand.
 class Forger {
  public:
-  bool init(const char* sock) {
-    ucc::host::LinkConfig cfg;
-    cfg.emu = true;
-    cfg.socket_path = sock;
-    cfg.daemon_path = "none";
+  // `cfg`: where the daemon is (emu: its socket; dpu: its address).
+  bool init(ucc::host::LinkConfig cfg) {
     cfg.engine.max_teams = 1;
     cfg.engine.team_queue = kQueue;
     cfg.engine.slot_size = 4096;
@@ -157,7 +158,7 @@ off::BufRef ref(const void* p, uint64_t bytes, uint32_t key = 0) {
 }
 
 // Rank 0: the forger.
-int forge(const ucct::Daemon& d, char* S, char* R) {
+int forge(const ucc::host::LinkConfig& where, char* S, char* R) {
   const size_t bytes = kPages * page();
   int bad = 0;
   auto expect = [&](bool c, const char* what) {
@@ -167,7 +168,7 @@ int forge(const ucct::Daemon& d, char* S, char* R) {
     }
   };
   Forger f;
-  if (!f.init(d.sock.c_str())) return 100;
+  if (!f.init(where)) return 100;
   // A's own memory: output (registered, poisoned), input (registered), and
   // memory it never registers.
   auto* out = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
@@ -238,10 +239,11 @@ int forge(const ucct::Daemon& d, char* S, char* R) {
   return bad;
 }
 
-TEST(EmuForged, DescriptorCannotReachAnotherProcess) {
-  if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim";
-  ucct::Daemon d;
-  ASSERT_TRUE(d.start("forged"));
+// B and A (the forger) on one daemon, reached as `env` says (A's raw
+// link as `where` says); the daemon is alive afterwards.
+void forgery(const std::vector<std::pair<std::string, std::string>>& env,
+             const ucc::host::LinkConfig& where,
+             const std::function<bool()>& alive) {
   const size_t bytes = kPages * page();
   // Both numbers exist before the fork: R mapped, S reserved.
   auto* R = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
@@ -252,7 +254,7 @@ TEST(EmuForged, DescriptorCannotReachAnotherProcess) {
   ASSERT_NE(S, MAP_FAILED);
   bool ok = ucct::run_ranks(2, [&](ucct::Rank& r) {
     ucct::World w;
-    w.env = d.env();
+    w.env = env;
     if (w.init(r) != UCC_OK) return 1;
     ucc_mem_map_mem_h h = nullptr;
     if (r.rank == 1) {  // B
@@ -268,7 +270,7 @@ TEST(EmuForged, DescriptorCannotReachAnotherProcess) {
       fill(R, bytes, kMine);
     }
     if (w.barrier() != UCC_OK) return 4;  // B's memory is registered
-    int bad = r.rank == 0 ? forge(d, S, R) : 0;
+    int bad = r.rank == 0 ? forge(where, S, R) : 0;
     if (w.barrier() != UCC_OK) return 5;
     if (r.rank == 1 &&
         (!all_are(S, bytes, kSecret) || !all_are(R, bytes, kSecret))) {
@@ -303,11 +305,39 @@ TEST(EmuForged, DescriptorCannotReachAnotherProcess) {
     if (h != nullptr && ucc_mem_unmap(&h) != UCC_OK) ++bad;
     return bad == 0 ? 0 : 6;
   });
-  EXPECT_TRUE(d.alive());
-  d.stop();
+  EXPECT_TRUE(alive());
   munmap(R, bytes);
   munmap(S, bytes);
   EXPECT_TRUE(ok);
+}
+
+TEST(EmuForged, DescriptorCannotReachAnotherProcess) {
+  if (!ucct::have_firmware_sim()) GTEST_SKIP() << "no firmware_sim";
+  ucct::Daemon d;
+  ASSERT_TRUE(d.start("forged"));
+  ucc::host::LinkConfig where;
+  where.emu = true;
+  where.socket_path = d.sock.c_str();
+  where.daemon_path = "none";
+  forgery(d.env(), where, [&] { return d.alive(); });
+  d.stop();
+}
+
+// The same in dpu mode: A and B are two tenants of one DPU, each proved
+// the key; A's forged descriptors and guessed keys reach nothing of B's
+// (each connection's engine checks its own registrations; the NIC checks
+// A's rkeys, which name only A's memory).
+TEST(DpuForged, DescriptorCannotReachAnotherTenant) {
+  NEEDS_DPU();
+  ucct::DpuDaemon d;
+  ASSERT_TRUE(d.start("forged"));
+  setenv("UCC_DPU_KEY_FILE", d.key.c_str(), 1);  // for A's raw link
+  ucc::host::LinkConfig where;
+  where.emu = where.dpu = where.rdma_mem = true;
+  where.dpu_addr = d.addr.c_str();
+  where.net.verbs.lib = ucct::kLoopLib;
+  forgery(d.env(d.key), where, [&] { return d.d.alive(); });
+  unsetenv("UCC_DPU_KEY_FILE");
 }
 
 }  // namespace
