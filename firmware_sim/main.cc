@@ -104,7 +104,7 @@ int query(const char* path, uint16_t type) {
         "registered %llu\nregistrations %llu\n"
         "wire_tx_frames %llu\nwire_rx_frames %llu\nwire_tx_bytes %llu\n"
         "wire_retransmits %llu\nwire_bad_frames %llu\nwire_dup_rx %llu\n"
-        "wire_injected %llu\n",
+        "wire_injected %llu\nforeign_reaches %llu\n",
         sr.clients, static_cast<unsigned long long>(sr.teams),
         static_cast<unsigned long long>(sr.descriptors),
         static_cast<unsigned long long>(sr.uptime_ms),
@@ -116,7 +116,8 @@ int query(const char* path, uint16_t type) {
         static_cast<unsigned long long>(sr.wire_retransmits),
         static_cast<unsigned long long>(sr.wire_bad_frames),
         static_cast<unsigned long long>(sr.wire_dup_rx),
-        static_cast<unsigned long long>(sr.wire_injected));
+        static_cast<unsigned long long>(sr.wire_injected),
+        static_cast<unsigned long long>(sr.foreign_reaches));
   }
   return sr.status == 0 ? 0 : 1;
 }

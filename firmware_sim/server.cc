@@ -414,6 +414,7 @@ bool Server::on_stats(Client& c, const Msg& m) {
   sr.uptime_ms = s.uptime_ms;
   sr.registered = s.registered;
   sr.registrations = s.registrations;
+  sr.foreign_reaches = plat::foreign_reaches();
   if (cfg_.wire != nullptr) {
     const plat::wire::WireStats& w = cfg_.wire->stats();
     sr.wire_tx_frames = w.tx_frames;

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "platform/os/proc_id.h"
+
 namespace ucc::plat {
 namespace {
 
@@ -101,6 +103,7 @@ class Walk {
 }  // namespace
 
 MapState range_mapped(pid_t pid, uint64_t addr, uint64_t len) {
+  note_foreign_reach(pid);
   uint64_t end;
   if (__builtin_add_overflow(addr, len, &end)) return MapState::kUnmapped;
   if (len == 0) return MapState::kMapped;

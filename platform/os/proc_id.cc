@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +40,18 @@ const char* stat_state(pid_t pid, char* buf, size_t n) {
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> g_foreign{0};
+}  // namespace
+
+void note_foreign_reach(pid_t pid) {
+  if (pid != getpid()) g_foreign.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t foreign_reaches() { return g_foreign.load(std::memory_order_relaxed); }
+
 ProcId proc_id(pid_t pid) {
+  note_foreign_reach(pid);
   ProcId id;
   char path[64], buf[2048];
   // starttime is field 22.
@@ -67,6 +79,7 @@ ProcId proc_id(pid_t pid) {
 }
 
 bool same_process(pid_t pid, const ProcId& was) {
+  note_foreign_reach(pid);
   const ProcId now = proc_id(pid);
   return now.valid && was.valid && now.start == was.start &&
          now.exe_dev == was.exe_dev && now.exe_ino == was.exe_ino &&
@@ -74,6 +87,7 @@ bool same_process(pid_t pid, const ProcId& was) {
 }
 
 bool process_exited(pid_t pid) {
+  note_foreign_reach(pid);
   char path[64], buf[2048];
   const char* state = stat_state(pid, buf, sizeof(buf));
   if (state == nullptr) return true;

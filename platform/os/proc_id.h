@@ -36,4 +36,12 @@ bool same_process(pid_t pid, const ProcId& was);
 // executable any more).
 bool process_exited(pid_t pid);
 
+// Every function of the library that reaches into another process by the
+// kernel (cross-memory attach, /proc/<pid>, another process's fds) counts
+// the call here when that process is not this one: what dpu mode must
+// never do (docs/dpu.md, "Only the NIC reaches host memory"). They are
+// the only places that do (tests/tools/check_host_reach.sh).
+void note_foreign_reach(pid_t pid);
+uint64_t foreign_reaches();
+
 }  // namespace ucc::plat

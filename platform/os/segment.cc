@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "platform/os/log.h"
+#include "platform/os/proc_id.h"
 
 namespace ucc::plat {
 namespace {
@@ -103,6 +104,7 @@ Status seg_map_fd(int fd, size_t bytes, int64_t uid, void** mem) {
 Status seg_open_peer(int pid, int peer_fd, size_t bytes, int64_t uid,
                      const char* what, void** mem) {
   *mem = nullptr;
+  note_foreign_reach(pid);
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, peer_fd);
   // Look before opening for I/O: a read-write open of what is not a

@@ -19,6 +19,8 @@
 # What the namespaces do not separate here: the verbs test provider is
 # the "NIC" of every namespace, and it needs one /tmp (its fabric file)
 # and one pid namespace (it moves bytes with process_vm_*), docs/dpu.md.
+# Afterwards each daemon must report no reach of its own into a host
+# process (--stats: foreign_reaches).
 #
 # Needs UCC_VERBS_LIB (tests/verbs_loop's provider, or a real one).
 # Exit: CMD's status; 1 when a daemon died or never listened.
@@ -92,6 +94,18 @@ for ((h = 0; h < n; h++)); do
   if ! kill -0 "${daemons[h]}" 2>/dev/null; then
     echo "run_dpu.sh: the DPU of host $h died" >&2
     cat "$dir/dpu$h.log" >&2
+    rc=1
+    continue
+  fi
+  # The daemon served, and never reached into a host process itself: only
+  # the NIC moved host bytes (docs/dpu.md).
+  stats=$(nsenter -t "${pids[n + h]}" -n -m -u "$fw" \
+    --socket /dev/shm/firmware-sim.sock --stats)
+  reg=$(awk '$1 == "registered" {print $2}' <<<"$stats")
+  reach=$(awk '$1 == "foreign_reaches" {print $2}' <<<"$stats")
+  echo "run_dpu.sh: DPU $h: $reg registrations served, $reach reaches into host processes"
+  if [ "${reach:-x}" != 0 ]; then
+    echo "run_dpu.sh: the DPU of host $h reached into a host process" >&2
     rc=1
   fi
 done

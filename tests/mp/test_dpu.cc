@@ -121,6 +121,51 @@ TEST(Dpu, AllreduceServedOverTheNetwork) {
   EXPECT_EQ(st.clients, 0u);
 }
 
+// The daemon's own code never reaches into a host process: no cross-memory
+// attach, no /proc/<pid>, no fd of the host's (its counter of such calls
+// stays 0 while it serves collectives of every kind of buffer handling),
+// where an emu daemon serving the same collective makes such calls at
+// once: the counter counts. What moves host bytes is the NIC (the
+// provider) alone. tests/tools/check_host_reach.sh shows the counted
+// functions are the only ones that could.
+TEST(Dpu, OnlyTheNicReachesHostMemory) {
+  NEEDS_DPU();
+  auto served =
+      [](const std::vector<std::pair<std::string, std::string>>& env) {
+        return ucct::run_ranks(2, [&](ucct::Rank& r) {
+          ucct::World w;
+          w.env = env;
+          if (w.init(r) != UCC_OK) return 1;
+          std::vector<int32_t> s(1 << 16, r.rank + 1), d(1 << 16, 0);
+          ucc_coll_args_t a = allreduce_i32(s, d);
+          if (w.run(a, 60) != UCC_OK) return 2;
+          for (int32_t v : d)
+            if (v != 3) return 3;
+          ucc_coll_args_t b{};
+          b.coll_type = UCC_COLL_TYPE_BCAST;
+          b.root = 1;
+          b.src.info = {s.data(), s.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+          if (w.run(b, 60) != UCC_OK) return 4;
+          for (int32_t v : s)
+            if (v != 2) return 5;
+          return 0;
+        });
+      };
+  ucct::Daemon emu;
+  ASSERT_TRUE(emu.start("reach-emu"));
+  EXPECT_TRUE(served(emu.env()));
+  proto::StatsReply st{};
+  ASSERT_TRUE(emu.stats(&st));
+  EXPECT_GT(st.foreign_reaches, 0u) << "the counter does not count";
+  emu.stop();
+  DpuDaemon dd;
+  ASSERT_TRUE(dd.start("reach"));
+  EXPECT_TRUE(served(dd.env(dd.key)));
+  ASSERT_TRUE(dd.d.stats(&st));
+  EXPECT_GE(st.registered, 2u);
+  EXPECT_EQ(st.foreign_reaches, 0u);
+}
+
 TEST(Dpu, NoKeyOrAWrongKeyIsRefused) {
   NEEDS_DPU();
   DpuDaemon dd;

@@ -213,6 +213,10 @@ struct StatsReply {
   uint64_t wire_bad_frames;
   uint64_t wire_dup_rx;
   uint64_t wire_injected;
+  // Calls of the daemon's into another process by the kernel (cross-
+  // memory attach, /proc/<pid>, another process's fds) so far: 0 for a
+  // daemon that served only dpu hosts (platform/os/proc_id.h).
+  uint64_t foreign_reaches;
 };
 
 static_assert(std::is_trivially_copyable_v<Hello>);
