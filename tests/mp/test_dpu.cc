@@ -364,4 +364,56 @@ TEST(Dpu, HostKilledFreesItsResources) {
   EXPECT_TRUE(dd.d.alive());
 }
 
+// The host's link to its DPU cut mid-collective (the control link:
+// tmfifo_net0 of tests/dpu/run_dpu.sh, taken down from inside the host's
+// namespace): the host's collectives end in an error within the peer
+// timeout, never a hang. Runs under run_dpu.sh only (ctest dpu_ns_cut),
+// where each host reaches its own DPU; it leaves that link down.
+TEST(DpuCut, LinkCutMidCollectiveFailsTheHost) {
+  const char* off = getenv("UCC_OFFLOAD");
+  const char* pids = getenv("UCCT_HOST_PIDS");
+  if (off == nullptr || strcmp(off, "dpu") != 0 || pids == nullptr ||
+      *pids == 0)
+    GTEST_SKIP() << "runs under tests/dpu/run_dpu.sh (ctest dpu_ns_cut)";
+  bool ok = ucct::run_ranks(2, [&](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_NET_PEER_TIMEOUT", "3s"}};
+    if (w.init(r) != UCC_OK) return 1;
+    std::vector<int32_t> s(1 << 16, 1), dst(1 << 16, 0);
+    ucc_coll_args_t a = allreduce_i32(s, dst);
+    if (w.run(a, 30) != UCC_OK) return 2;  // served before the cut
+    ucc_coll_req_h req = nullptr;
+    if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 3;
+    double t0 = ucct::now_s();
+    ucc_status_t st = UCC_OK;
+    if (r.rank == 0) {
+      // In flight (rank 1 never posts it) when the link goes.
+      if (ucc_collective_post(req) != UCC_OK) return 4;
+      for (int i = 0; i < 1000; ++i) ucc_context_progress(w.ctx);
+      if (system("ip link set tmfifo_net0 down") != 0) return 5;
+      t0 = ucct::now_s();
+      st = w.wait(req, 30);
+    } else {
+      // Never posts (the provider has no link state: RDMA between the
+      // engines goes on, and a matching post could complete rank 0's).
+      // Its context must still go down cleanly afterwards.
+      while (ucct::now_s() - t0 < 8) {
+        ucc_context_progress(w.ctx);
+        usleep(1000);
+      }
+      ucc_collective_finalize(req);
+      return 0;
+    }
+    const double took = ucct::now_s() - t0;
+    ucc_collective_finalize(req);
+    if (!ended_in_error(st, took)) {
+      std::fprintf(stderr, "rank %d: %s after %.2f s\n", r.rank,
+                   ucct::status_name(st), took);
+      return 6;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ok);
+}
+
 }  // namespace
