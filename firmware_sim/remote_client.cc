@@ -28,25 +28,30 @@ void Server::accept_tcp() {
         accept4(tfd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
     plat::sock::tcp_tune(fd, static_cast<uint32_t>(cfg_.io_timeout_ms) * 4);
-    Client* c = add_client(fd);
-    if (c == nullptr) return;
-    c->tcp = true;  // no pid, no uid: it must prove the key
-    proto::AuthChallenge ch{};
-    ch.version = proto::kVersion;
-    proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kChallenge,
-                       sizeof(ch), 0};
-    bool sent = plat::random_bytes(c->nonce, sizeof(c->nonce));
-    if (sent) {
-      memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
-      sent = c->io.send(&h, sizeof(h), &ch, sizeof(ch), now_ms());
-    }
-    if (!sent) {
-      delete c;
-      continue;
-    }
-    clients_[nclients_++] = c;
-    UCC_DEBUG("firmware_sim: a TCP client connected");
+    if (!adopt_remote(fd)) return;
   }
+}
+
+bool Server::adopt_remote(int fd) {
+  Client* c = add_client(fd);
+  if (c == nullptr) return false;
+  c->tcp = true;  // no pid, no uid: it must prove the key
+  proto::AuthChallenge ch{};
+  ch.version = proto::kVersion;
+  proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kChallenge,
+                     sizeof(ch), 0};
+  bool sent = plat::random_bytes(c->nonce, sizeof(c->nonce));
+  if (sent) {
+    memcpy(ch.nonce, c->nonce, sizeof(ch.nonce));
+    sent = c->io.send(&h, sizeof(h), &ch, sizeof(ch), now_ms());
+  }
+  if (!sent) {
+    delete c;  // closes the socket
+    return true;
+  }
+  clients_[nclients_++] = c;
+  UCC_DEBUG("firmware_sim: a TCP client connected");
+  return true;
 }
 
 bool Server::tcp_in(Client& c, Msg& m) {

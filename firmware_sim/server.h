@@ -105,6 +105,9 @@ class Server {
   // memory), one pass of the loop without sleeping (engines, then the
   // sockets), and how many clients are being served.
   bool adopt(int fd);
+  // The same for a client over a network (dpu mode): it is challenged at
+  // once and must prove the key (remote_client.cc; fuzz_remote.cc).
+  bool adopt_remote(int fd);
   uint64_t pass();
   uint32_t clients() const { return nclients_; }
 

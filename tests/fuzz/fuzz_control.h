@@ -27,4 +27,9 @@ const ControlStats& control_stats();
 // a property is violated.
 int control_one(const uint8_t* data, size_t size);
 
+// The same for a client across the network (dpu mode, fuzz_remote.cc),
+// with its own daemon and counts.
+int remote_one(const uint8_t* data, size_t size);
+const ControlStats& remote_stats();
+
 }  // namespace ucc::fuzz

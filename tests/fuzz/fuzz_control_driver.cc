@@ -2,8 +2,12 @@
 // (fuzz_control.cc), for compilers without libFuzzer (g++): deterministic
 // pseudo-random programs, each one hostile client.
 //
-//   fuzz_control_driver [-n INPUTS] [-t SECONDS] [-s SEED] [-o CRASH_FILE]
-//   fuzz_control_driver FILE...               replay inputs (e.g. a crash)
+//   fuzz_control_driver [-r] [-n INPUTS] [-t SECONDS] [-s SEED] [-o CRASH_FILE]
+//   fuzz_control_driver [-r] FILE...          replay inputs (e.g. a crash)
+//
+// -r: the network side (dpu mode) instead of the unix socket's
+// (fuzz_remote.cc): a client that must prove the key, tags its requests,
+// and whose memory the engine reaches through a NIC of the fuzzer's.
 //
 // The target reads any bytes as a program. First the seeds run (honest
 // programs, below), each of which must get collectives completed by the
@@ -26,9 +30,9 @@ namespace {
 
 int usage() {
   fprintf(stderr,
-          "usage: fuzz_control_driver [-n INPUTS] [-t SECONDS] [-s SEED] "
+          "usage: fuzz_control_driver [-r] [-n INPUTS] [-t SECONDS] [-s SEED] "
           "[-o CRASH_FILE]\n"
-          "       fuzz_control_driver FILE...\n");
+          "       fuzz_control_driver [-r] FILE...\n");
   return 2;
 }
 
@@ -58,6 +62,28 @@ std::vector<Bytes> seeds() {
   out.push_back(b);
   return out;
 }
+
+// The remote target's honest program (fuzz_remote.cc, run_op): the
+// handshake, the RDMA connect, the hello, the arena registered under its
+// rkey, a 1-rank team opened and connected, then a barrier and an
+// allreduce on the channel with passes between.
+std::vector<Bytes> remote_seeds() {
+  const Bytes a = {1, 3, 0, 0, 0, 0,  4, 0,  12, 1,  5, 1,  0,
+                   0, 0, 0, 1, 1, 12, 1, 6,  12, 1,  6, 12, 1,
+                   7, 0, 0, 0, 7, 1,  1, 15, 0,  12, 7, 12, 7};
+  Bytes b = a;  // then stats, a doorbell, a forged message
+  for (uint8_t x : {11, 0, 11, 1, 12, 1, 10, 12, 1}) b.push_back(x);
+  return {a, b};
+}
+
+struct Target {
+  int (*one)(const uint8_t*, size_t);
+  const ucc::fuzz::ControlStats& (*stats)();
+  std::vector<Bytes> (*seeds)();
+  uint64_t seed_completions;  // each seed must get this many done
+};
+
+const Target* g_target = nullptr;
 
 void mutate(ucc::fuzz::Rng& r, const std::vector<Bytes>& pool, Bytes* in) {
   *in = pool[r.below(pool.size())];
@@ -98,7 +124,7 @@ void next_input(ucc::fuzz::Rng& r, const std::vector<Bytes>& pool, Bytes* in) {
 }
 
 void report(uint64_t seed, uint64_t done, double secs) {
-  const ucc::fuzz::ControlStats& st = ucc::fuzz::control_stats();
+  const ucc::fuzz::ControlStats& st = g_target->stats();
   printf(
       "fuzz_control_driver: seed %llu, %llu clients in %.1f s: %llu replies "
       "checked, %llu hellos taken, %llu teams opened, %llu connected, %llu "
@@ -123,10 +149,17 @@ int main(int argc, char** argv) {
   double seconds = 0;
   const char* crash_file = "fuzz_control_crash.bin";
   std::vector<const char*> files;
+  static const Target kUnix{&ucc::fuzz::control_one, &ucc::fuzz::control_stats,
+                            &seeds, 3};
+  static const Target kRemote{&ucc::fuzz::remote_one, &ucc::fuzz::remote_stats,
+                              &remote_seeds, 2};
+  g_target = &kUnix;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_val = i + 1 < argc;
-    if (a == "-n" && has_val) {
+    if (a == "-r") {
+      g_target = &kRemote;
+    } else if (a == "-n" && has_val) {
       inputs = strtoull(argv[++i], nullptr, 10);
     } else if (a == "-t" && has_val) {
       seconds = strtod(argv[++i], nullptr);
@@ -149,19 +182,19 @@ int main(int argc, char** argv) {
         fprintf(stderr, "cannot read %s\n", path);
         return 1;
       }
-      ucc::fuzz::control_one(in.data(), in.size());
+      g_target->one(in.data(), in.size());
     }
     report(0, files.size(), 0);
     printf("replayed %zu input(s): no property violated\n", files.size());
     return 0;
   }
 
-  std::vector<Bytes> pool = seeds();
+  std::vector<Bytes> pool = g_target->seeds();
   for (const Bytes& s : pool) {
-    const uint64_t before = ucc::fuzz::control_stats().completed;
+    const uint64_t before = g_target->stats().completed;
     ucc::fuzz::set_current(s.data(), s.size());
-    ucc::fuzz::control_one(s.data(), s.size());
-    if (ucc::fuzz::control_stats().completed < before + 3) {
+    g_target->one(s.data(), s.size());
+    if (g_target->stats().completed < before + g_target->seed_completions) {
       fprintf(stderr,
               "fuzz_control_driver: a seed no longer gets its collectives "
               "completed: update seeds()\n");
@@ -178,10 +211,10 @@ int main(int argc, char** argv) {
     if ((done & 63) == 0 && seconds > 0 && ucc::fuzz::now_s() - start > seconds)
       break;
     next_input(rng, pool, &in);
-    const ucc::fuzz::ControlStats before = ucc::fuzz::control_stats();
+    const ucc::fuzz::ControlStats before = g_target->stats();
     ucc::fuzz::set_current(in.data(), in.size());
-    ucc::fuzz::control_one(in.data(), in.size());
-    const ucc::fuzz::ControlStats& after = ucc::fuzz::control_stats();
+    g_target->one(in.data(), in.size());
+    const ucc::fuzz::ControlStats& after = g_target->stats();
     if (after.completed != before.completed ||
         after.teams_connected != before.teams_connected) {
       // Went deep: kept (the pool holds 64, seeds always among them).
