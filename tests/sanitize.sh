@@ -108,7 +108,7 @@ asan_stage() {
     -o ./build-asan/fuzz_engine_crash.bin
   $t/fuzz_control_driver -n 1000000 -t 20 -s 11 \
     -o ./build-asan/fuzz_control_crash.bin
-  $t/fuzz_control_driver -r -n 1000000 -t 10 -s 11 \
+  $t/fuzz_control_driver -r -n 1000000 -t 5 -s 11 \
     -o ./build-asan/fuzz_remote_crash.bin
   check_logs "the fuzz drivers"
 }
