@@ -54,8 +54,11 @@ uint32_t RemoteChannel::pull() {
   if (n1 < n && !read(lay_.sq, batch_ + n1, (n - n1) * dsz)) return 0;
   for (uint32_t i = 0; i < n; ++i) local_->submit(batch_[i]);
   taken_ += n;
-  // The host may reuse the slots: we have our copies.
-  write(lay_.tail, &taken_, sizeof(taken_));
+  // The host may reuse the slots: we have our copies. It is told once a
+  // quarter of the ring has been taken since it last was, and whenever we
+  // nap (set_idle), so it never sees less than three quarters free
+  // beyond what we hold: one transfer in four descriptors or fewer.
+  if (taken_ - told_ >= (mask_ + 1) / 4) tell_tail();
   return broken_ ? 0 : n;
 }
 
@@ -75,7 +78,12 @@ bool RemoteChannel::flush() {
   return !broken_;
 }
 
+void RemoteChannel::tell_tail() {
+  if (write(lay_.tail, &taken_, sizeof(taken_))) told_ = taken_;
+}
+
 void RemoteChannel::set_idle(bool idle) {
+  if (idle && told_ != taken_) tell_tail();
   local_->set_engine_idle(idle);
   const uint32_t v = idle ? 1 : 0;
   write(lay_.idle, &v, sizeof(v));

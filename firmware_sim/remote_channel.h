@@ -6,9 +6,10 @@
 //   descriptors  pull(): one RDMA READ of the host ring's producer index;
 //                when it moved, RDMA READs of the new descriptors (as
 //                many as the engine's copy has room for, at most kBatch
-//                a pass) into the engine's ring, then one RDMA WRITE of
-//                the consumer index into the host's ring, so the host may
-//                reuse those slots (the engine has its copies).
+//                a pass) into the engine's ring, then, once a quarter of
+//                the ring has been taken (or before a nap), one RDMA WRITE
+//                of the consumer index into the host's ring, so the host
+//                may reuse those slots (the engine has its copies).
 //   completions  the engine's copy tells completed() of each word it
 //                writes; flush() carries them to the host's completion
 //                words by RDMA WRITE, after every write of the collective
@@ -70,6 +71,8 @@ class RemoteChannel final : public off::CompletionSink {
   uint32_t mask_ = 0;
   uint32_t ncomp_ = 0;
   uint32_t taken_ = 0;  // descriptors copied from the host's ring
+  uint32_t told_ = 0;   // the tail the host was last told
+  void tell_tail();
   off::Channel* local_ = nullptr;
   uint32_t pending_[kPending] = {};
   uint32_t npending_ = 0;
