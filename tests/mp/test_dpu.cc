@@ -302,6 +302,8 @@ TEST(Dpu, DaemonKilledMidCollectiveFailsTheHosts) {
     ucc_coll_args_t a = allreduce_i32(s, dst);
     ucc_coll_req_h req = nullptr;
     if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 2;
+    // Both requests exist (their buffers registered) before the kill.
+    if (w.barrier() != UCC_OK) return 7;
     // Rank 1 never posts: the collective is in flight when it dies.
     if (r.rank == 0) {
       if (ucc_collective_post(req) != UCC_OK) return 3;
@@ -384,6 +386,7 @@ TEST(DpuCut, LinkCutMidCollectiveFailsTheHost) {
     if (w.run(a, 30) != UCC_OK) return 2;  // served before the cut
     ucc_coll_req_h req = nullptr;
     if (ucc_collective_init(&a, &req, w.team) != UCC_OK) return 3;
+    if (w.barrier() != UCC_OK) return 7;  // both requests made before the cut
     double t0 = ucct::now_s();
     ucc_status_t st = UCC_OK;
     if (r.rank == 0) {
