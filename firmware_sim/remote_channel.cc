@@ -63,11 +63,11 @@ uint32_t RemoteChannel::pull() {
 }
 
 void RemoteChannel::completed(uint32_t slot) {
-  if (npending_ == kPending) flush();
-  if (npending_ < kPending) pending_[npending_++] = slot;
+  if (npending_ == kPending) flush();  // empties it, broken or not
+  pending_[npending_++] = slot;
 }
 
-bool RemoteChannel::flush() {
+void RemoteChannel::flush() {
   for (uint32_t i = 0; i < npending_ && !broken_; ++i) {
     const uint32_t s = pending_[i];
     if (s >= ncomp_) continue;  // the engine checked it already
@@ -75,7 +75,6 @@ bool RemoteChannel::flush() {
     write(lay_.comp + uint64_t{s} * sizeof(w), &w, sizeof(w));
   }
   npending_ = 0;
-  return !broken_;
 }
 
 void RemoteChannel::tell_tail() {

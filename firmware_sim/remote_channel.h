@@ -54,8 +54,8 @@ class RemoteChannel final : public off::CompletionSink {
   uint32_t pull();
   // Completion words not yet carried to the host.
   void completed(uint32_t slot) override;
-  // Carries them; false when broken.
-  bool flush();
+  // Carries them (a failure breaks the channel: broken()).
+  void flush();
   void set_idle(bool idle);
   bool broken() const { return broken_; }
   bool corrupt() const { return corrupt_; }

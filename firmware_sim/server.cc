@@ -450,7 +450,8 @@ uint64_t Server::progress() {
       }
     }
     events += c.engine.progress();
-    if (c.mirror != nullptr && (!c.mirror->flush() || !mirror_ok(c))) {
+    if (c.mirror != nullptr) c.mirror->flush();
+    if (c.mirror != nullptr && !mirror_ok(c)) {
       drop(i);
       ++events;
       continue;

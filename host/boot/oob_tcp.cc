@@ -43,6 +43,7 @@
 #include "platform/os/clock.h"
 #include "platform/os/crypto.h"
 #include "platform/os/log.h"
+#include "platform/os/sock.h"
 
 namespace {
 
@@ -142,29 +143,6 @@ const char* job_id_string() {
     if (s != nullptr && s[0] != '\0') return s;
   }
   return "";
-}
-
-// "HOST:PORT" into an IPv4 address; false when it is not one.
-bool parse_server(const char* s, sockaddr_in* out) {
-  const char* colon = s != nullptr ? strrchr(s, ':') : nullptr;
-  if (colon == nullptr || colon == s || colon - s >= 256) return false;
-  char host[256];
-  memcpy(host, s, static_cast<size_t>(colon - s));
-  host[colon - s] = '\0';
-  char* end = nullptr;
-  const unsigned long port = strtoul(colon + 1, &end, 10);
-  if (colon[1] == '\0' || *end != '\0' || port == 0 || port > 65535)
-    return false;
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host, nullptr, &hints, &res) != 0 || res == nullptr)
-    return false;
-  *out = *reinterpret_cast<sockaddr_in*>(res->ai_addr);
-  out->sin_port = htons(static_cast<uint16_t>(port));
-  freeaddrinfo(res);
-  return true;
 }
 
 // The job's secret and id; false (logged) where a multi-host rendezvous
@@ -517,7 +495,7 @@ extern "C" ucc_status_t ucc_ext_oob_tcp_create(
   sockaddr_in at{};
   if (params == nullptr || oob == nullptr || params->n_oob_eps == 0 ||
       params->oob_ep >= params->n_oob_eps ||
-      !parse_server(params->server, &at)) {
+      !ucc::plat::sock::parse_tcp(params->server, &at)) {
     UCC_ERROR(
         "ucc_ext_oob_tcp_create: invalid parameters (server '%s' must be "
         "HOST:PORT, oob_ep < n_oob_eps)",

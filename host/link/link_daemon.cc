@@ -272,15 +272,21 @@ bool DaemonLink::send_msg(uint16_t type, const void* body, uint32_t len,
   proto::MsgHeader h{proto::kMagic, proto::kVersion, type, len, seq_};
   if (!session_.on)
     return plat::sock::send_all(sock_, &h, sizeof(h), body, len, pass_fd);
-  // Over TCP: the body, then its tag (control requests, not the data
-  // path; a team connect of many ranks is the large one).
+  // Over TCP: the body, then its tag. Small messages (the doorbell, which
+  // a post may send, and every request but a large team connect) go from
+  // the stack; only team creation allocates.
   h.len = len + static_cast<uint32_t>(proto::kTagBytes);
-  base::Array<unsigned char> buf;
-  if (!buf.init(h.len)) return false;
-  if (len != 0) memcpy(buf.data(), body, len);
-  return proto::message_tag(session_, proto::End::kHost, h, buf.data(), len,
-                            buf.data() + len) &&
-         plat::sock::send_all(sock_, &h, sizeof(h), buf.data(), h.len);
+  unsigned char small[proto::kMaxReply];
+  base::Array<unsigned char> big;
+  unsigned char* buf = small;
+  if (h.len > sizeof(small)) {
+    if (!big.init(h.len)) return false;
+    buf = big.data();
+  }
+  if (len != 0) memcpy(buf, body, len);
+  return proto::message_tag(session_, proto::End::kHost, h, buf, len,
+                            buf + len) &&
+         plat::sock::send_all(sock_, &h, sizeof(h), buf, h.len);
 }
 
 bool DaemonLink::recv_reply(uint16_t type, uint32_t seq, void* out,

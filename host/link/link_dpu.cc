@@ -60,8 +60,10 @@ Status DaemonLink::authenticate(const plat::Secret& key) {
       h.len != sizeof(ch) ||
       plat::sock::recv_all(sock_, &ch, sizeof(ch), to) != 1 ||
       ch.version != proto::kVersion) {
-    UCC_ERROR("dpu: %s does not speak this library's protocol (version %u)",
-              "the daemon", static_cast<unsigned>(proto::kVersion));
+    UCC_ERROR(
+        "dpu: the daemon does not speak this library's protocol "
+        "(version %u)",
+        static_cast<unsigned>(proto::kVersion));
     return Status::kError;
   }
   proto::AuthProof p{};

@@ -79,7 +79,6 @@ ProcId proc_id(pid_t pid) {
 }
 
 bool same_process(pid_t pid, const ProcId& was) {
-  note_foreign_reach(pid);
   const ProcId now = proc_id(pid);
   return now.valid && was.valid && now.start == was.start &&
          now.exe_dev == was.exe_dev && now.exe_ino == was.exe_ino &&

@@ -134,8 +134,6 @@ int connect_to(const char* path) {
   return s;
 }
 
-namespace {
-
 // "host:port" into an IPv4 address; false when it is not one.
 bool parse_tcp(const char* addr, sockaddr_in* out) {
   const char* colon = addr != nullptr ? strrchr(addr, ':') : nullptr;
@@ -162,8 +160,6 @@ bool parse_tcp(const char* addr, sockaddr_in* out) {
   freeaddrinfo(res);
   return true;
 }
-
-}  // namespace
 
 int tcp_listen(const char* addr) {
   sockaddr_in a;

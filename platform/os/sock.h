@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+struct sockaddr_in;
+
 namespace ucc::plat::sock {
 
 // A listening socket bound to `path` (a stale socket file left by a dead
@@ -26,6 +28,9 @@ int connect_to(const char* path);
 
 // TCP, for a daemon across a network (IPv4; `addr` is "host:port", host
 // a dotted address or a name, port 1..65535).
+// "host:port" into an IPv4 address (a name is resolved); false when it
+// is not one.
+bool parse_tcp(const char* addr, sockaddr_in* out);
 // A listening socket on addr (host 0.0.0.0: every interface), non-blocking
 // and close-on-exec; negative errno (-EINVAL: not host:port).
 int tcp_listen(const char* addr);

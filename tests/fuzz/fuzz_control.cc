@@ -40,6 +40,7 @@
 #include "offload/proto.h"
 #include "platform/os/log.h"
 #include "platform/os/segment.h"
+#include "tests/fuzz/fuzz_program.h"
 
 namespace ucc::fuzz {
 namespace {
@@ -55,31 +56,11 @@ constexpr size_t kArenaBytes = 256 * 1024;
   abort();
 }
 
-// The input, read front to back; zeros once it runs out.
-struct Input {
-  const uint8_t* p;
-  size_t left;
-  bool empty() const { return left == 0; }
-  uint64_t take(size_t n) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < n && left != 0; ++i, --left)
-      v |= uint64_t{*p++} << (8 * i);
-    return v;
-  }
-  uint8_t u8() { return static_cast<uint8_t>(take(1)); }
-  uint16_t u16() { return static_cast<uint16_t>(take(2)); }
-  uint32_t u32() { return static_cast<uint32_t>(take(4)); }
-  uint64_t u64() { return take(8); }
-  // Up to n bytes into out (the rest zero); how many came from the input.
-  size_t bytes(void* out, size_t n) {
-    const size_t k = n < left ? n : left;
-    memcpy(out, p, k);
-    memset(static_cast<uint8_t*>(out) + k, 0, n - k);
-    p += k;
-    left -= k;
-    return k;
-  }
-};
+int checked_free_fd() {
+  const int fd = lowest_free_fd();
+  if (fd < 0) violated("no descriptor left");
+  return fd;
+}
 
 // What lives for the whole run: the daemon and memory for registrations
 // (an arena between two inaccessible guard pages, which /proc lists as
@@ -93,13 +74,6 @@ struct World {
 };
 
 World* g_world = nullptr;
-
-int lowest_free_fd() {
-  const int fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) violated("no descriptor left");
-  close(fd);
-  return fd;
-}
 
 // Mappings of memfds (channels, team segments): /proc/self/maps names
 // them "/memfd:...".
@@ -128,7 +102,7 @@ World& world() {
   g_world->arena = static_cast<uint8_t*>(m) + 4096;
   mprotect(m, 4096, PROT_NONE);
   mprotect(g_world->arena + kArenaBytes, 4096, PROT_NONE);
-  g_world->free_fd = lowest_free_fd();
+  g_world->free_fd = checked_free_fd();
   g_world->shared_maps = count_shared_maps();
   return *g_world;
 }
@@ -576,7 +550,7 @@ int control_one(const uint8_t* data, size_t size) {
     for (int i = 0; i < 4 && w.server.clients() != 0; ++i) w.server.pass();
     if (w.server.clients() != 0) violated("a client that hung up still served");
   }
-  if (lowest_free_fd() != w.free_fd) violated("a descriptor leaked");
+  if (checked_free_fd() != w.free_fd) violated("a descriptor leaked");
   if ((w.stats.inputs & 63) == 0 && count_shared_maps() != w.shared_maps)
     violated("a shared mapping leaked");
   return 0;

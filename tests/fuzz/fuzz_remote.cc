@@ -44,6 +44,7 @@
 #include "platform/mem/remote_mem.h"
 #include "platform/os/log.h"
 #include "tests/fuzz/fuzz_control.h"
+#include "tests/fuzz/fuzz_program.h"
 
 namespace ucc::fuzz {
 namespace {
@@ -58,6 +59,12 @@ constexpr uint32_t kChanKey = 0x1111, kArenaKey = 0x2222;
 [[noreturn]] void violated(const char* what) {
   fprintf(stderr, "fuzz_remote: property violated: %s\n", what);
   abort();
+}
+
+int checked_free_fd() {
+  const int fd = lowest_free_fd();
+  if (fd < 0) violated("no descriptor left");
+  return fd;
 }
 
 // The NIC: copies within the windows it registered, refuses the rest.
@@ -122,13 +129,6 @@ struct World {
 
 World* g_world = nullptr;
 
-int lowest_free_fd() {
-  const int fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) violated("no descriptor left");
-  close(fd);
-  return fd;
-}
-
 World& world() {
   if (g_world != nullptr) return *g_world;
   plat::log_init();
@@ -150,24 +150,9 @@ World& world() {
   cfg.key = w.key;
   cfg.hostmem = &w.port;
   if (failed(w.server.start(cfg))) violated("server start");
-  w.free_fd = lowest_free_fd();
+  w.free_fd = checked_free_fd();
   return w;
 }
-
-struct Input {
-  const uint8_t* p;
-  size_t left;
-  bool empty() const { return left == 0; }
-  uint64_t take(size_t n) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < n && left != 0; ++i, --left)
-      v |= uint64_t{*p++} << (8 * i);
-    return v;
-  }
-  uint8_t u8() { return static_cast<uint8_t>(take(1)); }
-  uint32_t u32() { return static_cast<uint32_t>(take(4)); }
-  uint64_t u64() { return take(8); }
-};
 
 struct Client {
   World& w;
@@ -512,7 +497,7 @@ int remote_one(const uint8_t* data, size_t size) {
     if (w.server.clients() != 0) violated("a client that hung up still served");
     w.port.nic = nullptr;
   }
-  if (lowest_free_fd() != w.free_fd) violated("a descriptor leaked");
+  if (checked_free_fd() != w.free_fd) violated("a descriptor leaked");
   return 0;
 }
 
