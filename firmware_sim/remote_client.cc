@@ -32,10 +32,27 @@ void Server::accept_tcp() {
   }
 }
 
+bool Server::stranger_overdue(const Client& c, uint64_t now) const {
+  return c.tcp && !c.authed &&
+         now - c.since_ms > static_cast<uint64_t>(cfg_.io_timeout_ms);
+}
+
 bool Server::adopt_remote(int fd) {
+  // Connections that have not proved the key yet are bounded: a new one
+  // displaces the oldest, so strangers holding silent connections cannot
+  // fill the daemon, and each goes after io_timeout_ms anyway.
+  constexpr uint32_t kMaxStrangers = 64;
+  uint32_t strangers = 0, oldest = 0;
+  for (uint32_t i = 0; i < nclients_; ++i) {
+    const Client& o = *clients_[i];
+    if (!o.tcp || o.authed) continue;
+    if (strangers++ == 0 || o.since_ms < clients_[oldest]->since_ms) oldest = i;
+  }
+  if (strangers >= kMaxStrangers) drop(oldest);
   Client* c = add_client(fd);
   if (c == nullptr) return false;
   c->tcp = true;  // no pid, no uid: it must prove the key
+  c->since_ms = now_ms();
   proto::AuthChallenge ch{};
   ch.version = proto::kVersion;
   proto::MsgHeader h{proto::kMagic, proto::kVersion, proto::kChallenge,

@@ -561,7 +561,14 @@ bool Server::io_pass(int timeout_ms) {
   // A request left half-sent, or replies left unread, for too long.
   const uint64_t now = now_ms();
   for (uint32_t i = nclients_; i-- > 0;) {
-    if (clients_[i]->io.overdue(now, static_cast<uint64_t>(cfg_.io_timeout_ms))) {
+    if (stranger_overdue(*clients_[i], now)) {
+      UCC_INFO(
+          "firmware_sim: a TCP client did not prove the key within %d "
+          "ms; dropping it",
+          cfg_.io_timeout_ms);
+      drop(i);
+    } else if (clients_[i]->io.overdue(
+                   now, static_cast<uint64_t>(cfg_.io_timeout_ms))) {
       UCC_INFO("firmware_sim: pid %d kept a request or its replies pending "
                "past %d ms; dropping it",
                clients_[i]->pid, cfg_.io_timeout_ms);

@@ -125,6 +125,9 @@ class Server {
   bool tcp_in(Client& c, Msg& m);
   bool on_auth(Client& c, const Msg& m);
   bool on_hello_remote(Client& c, const Msg& m);
+  // A TCP client that has not proved the key within io_timeout_ms (it
+  // may not hold a place for longer; remote_client.cc).
+  bool stranger_overdue(const Client& c, uint64_t now) const;
   // Whether a dpu client's channel still works (false: logged; drop it).
   bool mirror_ok(Client& c);
   void set_idle(Client& c, bool idle);

@@ -42,6 +42,7 @@ struct Server::Client {
   uint8_t nonce[off::proto::kNonceBytes] = {};  // our challenge
   off::proto::Session session;
   uint32_t last_seq = 0;
+  uint64_t since_ms = 0;            // accepted at
   RemoteChannel* mirror = nullptr;  // its channel, by RDMA
 };
 

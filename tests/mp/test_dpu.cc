@@ -235,6 +235,50 @@ TEST(Dpu, ImpostorDaemonIsRefused) {
   EXPECT_EQ(after_auth, 0) << "the host went on talking to an impostor";
 }
 
+// Strangers holding silent connections (they never prove the key) do not
+// keep a host out, and the daemon lets go of each of them: at once beyond
+// its bound of unproven connections, after its io timeout otherwise.
+TEST(Dpu, SilentStrangersAreDropped) {
+  NEEDS_DPU();
+  DpuDaemon dd;
+  ASSERT_TRUE(dd.start("silent"));
+  std::vector<int> silent;
+  for (int i = 0; i < 200; ++i) {
+    const int s = ucc::plat::sock::tcp_connect(dd.addr.c_str(), 2000);
+    ASSERT_GE(s, 0);
+    silent.push_back(s);
+  }
+  bool ok = ucct::run_ranks(2, [&](ucct::Rank& r) {
+    ucct::World w;
+    w.env = dd.env(dd.key);
+    if (w.init(r, 10) != UCC_OK) return 1;
+    std::vector<int32_t> s(1000, r.rank + 1), d(1000, 0);
+    ucc_coll_args_t a = allreduce_i32(s, d);
+    if (w.run(a, 10) != UCC_OK) return 2;
+    return d[999] == 3 ? 0 : 3;
+  });
+  EXPECT_TRUE(ok) << "a host was kept out";
+  // Every silent connection is closed by the daemon (its challenge, then
+  // the end) within the io timeout (2 s) and some slack.
+  const double deadline = ucct::now_s() + 8;
+  size_t closed_n = 0;
+  for (int s : silent) {
+    char b[256];
+    for (;;) {
+      const int left = static_cast<int>((deadline - ucct::now_s()) * 1000);
+      pollfd pf{s, POLLIN, 0};
+      if (left <= 0 || poll(&pf, 1, left) != 1) break;
+      const ssize_t n = recv(s, b, sizeof(b), 0);
+      if (n <= 0) {
+        ++closed_n;
+        break;
+      }
+    }
+    close(s);
+  }
+  EXPECT_EQ(closed_n, silent.size());
+}
+
 // A proof seen on one connection is worth nothing on another.
 TEST(Dpu, ReplayedProofIsRefused) {
   NEEDS_DPU();
