@@ -9,7 +9,8 @@
 // Every function is branch-free (selects, not jumps) and inline so that
 // block loops over them auto-vectorise: they are the inner loop of every
 // 16-bit reduction. No compiler _Float16 or F16C dependency, so the same
-// bits come out on the host and on a device core without those.
+// bits come out on the host, on a device core without those, and in the
+// CUDA kernels (device/gpu), which include this file.
 //
 // Threads: pure functions, callable from anywhere.
 #pragma once
@@ -17,15 +18,17 @@
 #include <cstdint>
 #include <cstring>
 
+#include "device/reduce/hd.h"
+
 namespace ucc::dev {
 
-inline uint32_t f32_bits(float f) {
+UCC_HD inline uint32_t f32_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof(u));
   return u;
 }
 
-inline float f32_from_bits(uint32_t u) {
+UCC_HD inline float f32_from_bits(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof(f));
   return f;
@@ -34,7 +37,7 @@ inline float f32_from_bits(uint32_t u) {
 // cond ? a : b, as masks rather than a ternary: GCC would sink the float
 // arithmetic feeding a ternary into a branch, and then refuse to if-convert
 // that branch (float ops may trap), leaving the loop scalar.
-inline uint32_t select_u32(bool cond, uint32_t a, uint32_t b) {
+UCC_HD inline uint32_t select_u32(bool cond, uint32_t a, uint32_t b) {
   const uint32_t m = 0u - static_cast<uint32_t>(cond);
   return (a & m) | (b & ~m);
 }
@@ -47,7 +50,7 @@ inline uint32_t select_u32(bool cond, uint32_t a, uint32_t b) {
 // signed (SSE2 has no unsigned 32-bit compare or int-to-float convert).
 
 // Widening is exact for every input.
-inline float half_bits_to_float(uint32_t h) {
+UCC_HD inline float half_bits_to_float(uint32_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;
   // Exponent and mantissa moved to their float32 positions.
   const uint32_t t = (h & 0x7FFFu) << 13;
@@ -66,7 +69,7 @@ inline float half_bits_to_float(uint32_t h) {
 }
 
 // Returns the binary16 pattern in the low 16 bits.
-inline uint32_t float_to_half_bits(float f) {
+UCC_HD inline uint32_t float_to_half_bits(float f) {
   const uint32_t x = f32_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t ax = x & 0x7FFFFFFFu;
@@ -91,10 +94,12 @@ inline uint32_t float_to_half_bits(float f) {
 }
 
 // Widening is exact for every input.
-inline float bf16_bits_to_float(uint32_t b) { return f32_from_bits(b << 16); }
+UCC_HD inline float bf16_bits_to_float(uint32_t b) {
+  return f32_from_bits(b << 16);
+}
 
 // Returns the bfloat16 pattern in the low 16 bits.
-inline uint32_t float_to_bf16_bits(float f) {
+UCC_HD inline uint32_t float_to_bf16_bits(float f) {
   const uint32_t x = f32_bits(f);
   // A NaN must neither round into infinity nor (all-ones payload) carry
   // into the sign: it gets no rounding increment, and the quiet bit.
@@ -106,12 +111,12 @@ inline uint32_t float_to_bf16_bits(float f) {
   return ((x + inc) >> 16) | quiet;
 }
 
-inline float half_to_float(uint16_t h) { return half_bits_to_float(h); }
-inline uint16_t float_to_half(float f) {
+UCC_HD inline float half_to_float(uint16_t h) { return half_bits_to_float(h); }
+UCC_HD inline uint16_t float_to_half(float f) {
   return static_cast<uint16_t>(float_to_half_bits(f));
 }
-inline float bf16_to_float(uint16_t b) { return bf16_bits_to_float(b); }
-inline uint16_t float_to_bf16(float f) {
+UCC_HD inline float bf16_to_float(uint16_t b) { return bf16_bits_to_float(b); }
+UCC_HD inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(float_to_bf16_bits(f));
 }
 

@@ -30,6 +30,7 @@
 
 #include "device/reduce/half.h"
 #include "device/reduce/reduce_loc.h"
+#include "device/reduce/reduce_ops.h"
 #include "device/reduce/reduce_wide.h"
 
 namespace ucc::dev {
@@ -37,75 +38,6 @@ namespace {
 
 using off::DType;
 using off::ROp;
-
-// Arithmetic type for T: narrow unsigned types would promote to (signed)
-// int, where uint16 * uint16 can overflow; widen them to unsigned instead.
-template <typename T>
-using Arith =
-    std::conditional_t<std::is_integral_v<T> && (sizeof(T) < sizeof(unsigned)),
-                       unsigned, T>;
-
-struct Sum {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(static_cast<Arith<T>>(a) + static_cast<Arith<T>>(b));
-  }
-};
-struct Prod {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(static_cast<Arith<T>>(a) * static_cast<Arith<T>>(b));
-  }
-};
-struct Max {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a > b ? a : b;
-  }
-};
-struct Min {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return a < b ? a : b;
-  }
-};
-// Logical ops use non-short-circuit & | ^ on bools: no branch to vectorise.
-struct Land {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>((a != 0) & (b != 0));
-  }
-};
-struct Lor {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>((a != 0) | (b != 0));
-  }
-};
-struct Lxor {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>((a != 0) ^ (b != 0));
-  }
-};
-struct Band {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a & b);
-  }
-};
-struct Bor {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a | b);
-  }
-};
-struct Bxor {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a ^ b);
-  }
-};
 
 template <typename T, typename Op>
 void loop(void* dst, const void* a, const void* b, size_t n) {
@@ -162,17 +94,6 @@ void reduce_float(ROp op, void* d, const void* a, const void* b, size_t n) {
       return;  // logical and bitwise ops are integer-only
   }
 }
-
-// Codecs see a 16-bit value in the low half of a uint32 and return one
-// there: the loops below keep every lane 32 bits wide.
-struct Fp16Codec {
-  static float widen(uint32_t v) { return half_bits_to_float(v); }
-  static uint32_t narrow(float f) { return float_to_half_bits(f); }
-};
-struct Bf16Codec {
-  static float widen(uint32_t v) { return bf16_bits_to_float(v); }
-  static uint32_t narrow(float f) { return float_to_bf16_bits(f); }
-};
 
 inline uint32_t load_pair(const uint16_t* p) {
   uint32_t w;
