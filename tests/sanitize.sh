@@ -68,6 +68,13 @@ asan_stage() {
   $t/ucc_mp_tests --gtest_brief=1 \
     --gtest_filter='-Mp/Collectives*.Matrix/*_n8:Mp/Collectives*.Matrix/*_n5'
   check_logs "the multi-process suite, inline ($((SECONDS - t0)) s)"
+  # GPU buffers on tests/cuda_loop's driver: the direct path (IPC cache,
+  # kernel launches, flag pages) and the staged one.
+  t0=$SECONDS
+  UCCT_MEM=cuda LD_LIBRARY_PATH=$PWD/build-asan/tests/cuda_loop \
+    $t/ucc_mp_tests --gtest_brief=1 --gtest_filter="GpuDirect.*:$(printf \
+    'Mp/Collectives.Matrix/%s_default_n3:' allreduce allgather alltoall bcast reduce)"
+  check_logs "the GPU cases on tests/cuda_loop ($((SECONDS - t0)) s)"
 
   # The suite again with every collective run by an ASan firmware_sim:
   # the library starts it from the build tree on first use; it must exit

@@ -372,6 +372,7 @@ ucc_status_t ucc_context_destroy(ucc_context_h ctx) {
   }
   if (ctx->nteams != 0) reap_teams(ctx);
   ucc::host::ee_context_gone(ctx);
+  ucc::host::gpu_direct_context_fini(ctx);
   ucc::host::gpu_context_fini(&ctx->gpu);
   ctx->magic = ucc::host::kDeadMagic;
   ucc::host::memmaps_fini(ctx);  // handles still mapped: unmapped now

@@ -16,6 +16,7 @@
 #include "host/boot/mailbox.h"
 #include "host/config/config.h"
 #include "host/exec/ee_cuda.h"
+#include "host/exec/gpu_direct.h"
 #include "host/exec/gpu_stage.h"
 #include "host/link/link.h"
 #include "host/mem/mem_map.h"
@@ -104,6 +105,7 @@ struct Request {
   ucc_status_t list_st;  // the first error of a member, or UCC_OK
   off::CollDesc desc;
   GpuStage gpu;   // GPU buffers staged through host memory (gpu_stage.h)
+  GpuDirectReq gd;  // or read and written in place (gpu_direct.h)
   Request* next;  // posted list, or free list while unused
   Request* prev;
 };
@@ -314,4 +316,5 @@ struct ucc_team {
   uint64_t destroy_deadline_ns;  // destroy stops waiting for collectives
   bool queued;                   // on the context's boot_queue
   ucc_team* boot_next;
+  ucc::host::GpuDirectTeam* gd;  // GPU-direct flag page and tokens, or null
 };

@@ -112,10 +112,15 @@ UCC_HOT uint64_t reap(ucc_context* ctx, Request** callbacks) {
       ended = true;  // nobody will complete it now
       st = off::Status::kError;
     }
+    ucc_status_t us = to_ucc(st);
+    if (r->gd.on) {
+      // GPU direct: the engine carried the exchange; the rest is polled.
+      us = gpu_direct_progress(ctx, r, ended ? us : UCC_INPROGRESS);
+      ended = us != UCC_INPROGRESS;
+    }
     if (ended) {
       unlink_posted(ctx, r);
       ++done;
-      ucc_status_t us = to_ucc(st);
       if (r->gpu.n != 0) {
         us = gpu_copy_out(ctx, r, us);  // GPU buffers: before the status
         r->gpu.on_stream = false;
@@ -178,8 +183,14 @@ ucc_status_t init_request(const ucc_coll_args_t& args, ucc_team* team,
   // Buffers in memory mapped with ucc_mem_map: checked against their
   // handles and, in emu, named by their pinned registrations.
   if (st == UCC_OK) st = memh_resolve(ctx, args, &d);
-  // GPU buffers: the descriptor names their host staging from here on.
-  if (st == UCC_OK) st = gpu_stage(ctx, r, &d);
+  // GPU buffers: read and written in place by the ranks' GPU (the
+  // descriptor is then the exchange of their tokens), or staged (it names
+  // their host staging from here on).
+  if (st == UCC_OK) st = gpu_direct_init(ctx, team, r, &d);
+  if (st == UCC_OK && !r->gd.on)
+    st = gpu_stage(ctx, r, &d);
+  else if (st == UCC_OK)
+    r->gpu.n = 0;
   // Emu: the daemon reaches only registered memory.
   if (st == UCC_OK)
     st = to_ucc(
@@ -233,6 +244,9 @@ UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
   if (r->gpu.n != 0) {
     const ucc_status_t st = gpu_copy_in(ctx, r);  // GPU buffers (staged)
     if (st != UCC_OK) return st;
+  } else if (r->gd.on) {
+    const ucc_status_t st = gpu_direct_post(ctx, r);  // never waits
+    if (st != UCC_OK) return st;
   }
   r->desc.gen = ++r->gen;
   ctx->ch.arm(r->desc.comp_slot, r->gen);
@@ -266,7 +280,7 @@ UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
   // learns of completions from progress), and not for requests that
   // progress must finish (callbacks, task lists, GPU buffers copied back).
   if (may_end && !r->has_cb && r->lead == nullptr && r->list_n == 0 &&
-      r->gpu.n == 0) {
+      r->gpu.n == 0 && !r->gd.on) {
     off::Status st;
     if (post_ended(ctx, r, &st)) {
       publish_status(r, to_ucc(st));

@@ -225,6 +225,10 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u <= 4096;
     case Knob::kMemMapHandles:
       return parse_size(v, &u) && u <= 4096;
+    case Knob::kGpuDirect:
+      return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
+    case Knob::kGpuIpcCache:
+      return parse_size(v, &u) && u >= 8 && u <= 4096;
     case Knob::kPollSpin:
       return strcasecmp(v, "auto") == 0 || (parse_size(v, &u) && u <= 1000000);
     case Knob::kHostCpus:
@@ -539,6 +543,9 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   const bool cma = strcasecmp(c.value[static_cast<int>(Knob::kCma)], "no") != 0;
   e.cma_min = cma ? std::max<uint64_t>(1, num(Knob::kCmaMin)) : 0;
   out->mem_map_handles = static_cast<uint32_t>(num(Knob::kMemMapHandles));
+  out->gpu_direct =
+      strcasecmp(c.value[static_cast<int>(Knob::kGpuDirect)], "no") != 0;
+  out->gpu_ipc_cache = static_cast<uint32_t>(num(Knob::kGpuIpcCache));
   for (int i = 0; i < kNumKnobs; ++i) {
     CollType coll = alg_knob_coll(static_cast<Knob>(i));
     if (coll == CollType::kCount) continue;

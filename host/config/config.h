@@ -35,6 +35,8 @@ enum class Knob : uint8_t {
   kTeamInflight,
   kUnexpectedSlots,
   kMemMapHandles,
+  kGpuDirect,
+  kGpuIpcCache,
   kPollSpin,
   kHostCpus,
   kHostId,
@@ -139,6 +141,8 @@ struct ContextSettings {
   uint32_t poll_spin;        // kPollSpinAuto: chosen per team size (context.cc)
   uint64_t team_timeout_ns;  // mailbox team creation gives up after this
   uint32_t mem_map_handles;  // ucc_mem_map handles per context (mem_map.h)
+  bool gpu_direct;           // UCC_GPU_DIRECT (host/exec/gpu_direct.h)
+  uint32_t gpu_ipc_cache;    // UCC_GPU_IPC_CACHE: opened peer allocations
   uint64_t coll_timeout_ns;  // UCC_COLL_TIMEOUT: 0, or every collective's
   ErrorTypeMode error_type;  // UCC_COLL_ERROR_TYPE
 };

@@ -59,6 +59,16 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Handles ucc_mem_map can hand out per context at once (0..4096), each "
      "of up to 16 segments; taken at context creation. emu: every segment "
      "is a registration the daemon holds until ucc_mem_unmap"},
+    {"GPU_DIRECT", "auto", Scope::kContext,
+     "GPU buffers of a team whose ranks share one host: auto reads and "
+     "writes the peers' GPU buffers directly (CUDA IPC, copy engines, "
+     "reduction kernels) where the driver, the datatype and the collective "
+     "allow; no stages every GPU buffer through pinned host memory "
+     "(docs/gpu.md)"},
+    {"GPU_IPC_CACHE", "128", Scope::kContext,
+     "Peers' GPU allocations a context keeps open (CUDA IPC), and its own "
+     "allocations' IPC handles it keeps (8..4096); the least recently "
+     "used one not in use is closed to make room"},
     {"POLL_SPIN", "auto", Scope::kContext,
      "Idle ucc_context_progress calls before each further idle call "
      "yields the CPU; auto: 2 when a team has more ranks on this machine "

@@ -59,9 +59,11 @@ struct GpuStage {
 // The context's GPU state: the CUDA context its GPU buffers belong to and
 // the non-blocking stream its copies run on (made with the first GPU
 // collective).
+struct GpuDirectCtx;
 struct GpuContext {
   plat::cuda::CuCtx cuctx;
   plat::cuda::CuStream copy;
+  GpuDirectCtx* direct;  // kernels and IPC caches (gpu_direct.h)
 };
 
 // Memory-type values the host keeps in a BufRef's mem_type between

@@ -82,6 +82,7 @@ ucc_team* team_alloc(ucc_context*) {
 void team_free(ucc_context* ctx, ucc_team* t, uint32_t magic) {
   mbox_end(t);
   if (t->eng_idx != UINT32_MAX) ctx->engine->team_close(t->eng_idx);
+  gpu_direct_team_fini(t);  // while its context is there
   // The request pool stays with the buried object until it is reused:
   // a request handle kept past destroy (ucc_collective_test is an inline
   // read of it) finds a dead magic and its last status, not freed memory.

@@ -35,6 +35,14 @@ bool resolve(void* lib, const char* name, Fn* out) {
   return sym != nullptr;
 }
 
+// An entry point the library can do without (no log line when missing:
+// load() says once what its absence turns off).
+template <typename Fn>
+bool optional(void* lib, const char* name, Fn* out) {
+  *out = reinterpret_cast<Fn>(dlsym(lib, name));
+  return *out != nullptr;
+}
+
 void load() {
   void* lib = dlopen(kLib, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
@@ -68,6 +76,27 @@ void load() {
     resolve(lib, "cuStreamWaitValue32_v2", &d.stream_wait_value32);
   else
     resolve(lib, "cuStreamWaitValue32", &d.stream_wait_value32);
+  d.direct = optional(lib, "cuIpcGetMemHandle", &d.ipc_get_mem_handle);
+  d.direct &= optional(lib, "cuIpcOpenMemHandle_v2", &d.ipc_open_mem_handle);
+  d.direct &= optional(lib, "cuIpcCloseMemHandle", &d.ipc_close_mem_handle);
+  d.direct &=
+      optional(lib, "cuMemGetAddressRange_v2", &d.mem_get_address_range);
+  d.direct &= optional(lib, "cuMemcpyDtoDAsync_v2", &d.memcpy_dtod_async);
+  d.direct &= optional(lib, "cuModuleLoadData", &d.module_load_data);
+  d.direct &= optional(lib, "cuModuleUnload", &d.module_unload);
+  d.direct &= optional(lib, "cuModuleGetFunction", &d.module_get_function);
+  d.direct &= optional(lib, "cuLaunchKernel", &d.launch_kernel);
+  d.direct &= optional(lib, "cuCtxGetDevice", &d.ctx_get_device);
+  d.direct &= optional(lib, "cuMemAlloc_v2", &d.mem_alloc);
+  d.direct &= optional(lib, "cuMemFree_v2", &d.mem_free);
+  d.direct &= optional(lib, "cuMemsetD32_v2", &d.memset_d32);
+  if (!optional(lib, "cuDeviceGetUuid_v2", &d.device_get_uuid))
+    d.direct &= optional(lib, "cuDeviceGetUuid", &d.device_get_uuid);
+  if (!d.direct)
+    UCC_INFO(
+        "CUDA: %s lacks what peers' GPU buffers need (IPC, kernels): "
+        "GPU buffers are staged",
+        kLib);
   if (!ok) {
     UCC_INFO("CUDA: %s is too old: GPU memory is not supported", kLib);
     return;

@@ -15,6 +15,13 @@ using CuDevPtr = uint64_t;  // CUdeviceptr
 using CuCtx = void*;        // CUcontext
 using CuStream = void*;     // CUstream (cudaStream_t is the same handle)
 using CuEvent = void*;      // CUevent
+using CuModule = void*;     // CUmodule
+using CuFunction = void*;   // CUfunction
+
+// CUipcMemHandle and CUipcEventHandle: 64 opaque bytes, passed by value.
+struct IpcHandle {
+  unsigned char bytes[64];
+};
 
 inline constexpr CuResult kSuccess = 0;
 inline constexpr CuResult kNotReady = 600;  // CUDA_ERROR_NOT_READY
@@ -45,6 +52,28 @@ struct Driver {
   CuResult (*launch_host_func)(CuStream s, void (*fn)(void*), void* data);
   CuResult (*stream_get_ctx)(CuStream s, CuCtx* ctx);
   CuResult (*get_error_string)(CuResult r, const char** s);
+  // Optional: where any is missing the GPU-direct path (peers' buffers
+  // through CUDA IPC, reductions by kernels: host/exec/gpu_direct.h) is
+  // off and GPU buffers are staged.
+  CuResult (*ipc_get_mem_handle)(IpcHandle* h, CuDevPtr p);
+  CuResult (*ipc_open_mem_handle)(CuDevPtr* p, IpcHandle h, unsigned flags);
+  CuResult (*ipc_close_mem_handle)(CuDevPtr p);
+  CuResult (*mem_get_address_range)(CuDevPtr* base, size_t* size, CuDevPtr p);
+  CuResult (*memcpy_dtod_async)(CuDevPtr dst, CuDevPtr src, size_t n,
+                                CuStream s);
+  CuResult (*module_load_data)(CuModule* m, const void* image);
+  CuResult (*module_unload)(CuModule m);
+  CuResult (*module_get_function)(CuFunction* f, CuModule m, const char* name);
+  CuResult (*launch_kernel)(CuFunction f, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared, CuStream s, void** params,
+                            void** extra);
+  CuResult (*ctx_get_device)(int* dev);
+  CuResult (*mem_alloc)(CuDevPtr* p, size_t n);
+  CuResult (*mem_free)(CuDevPtr p);
+  CuResult (*memset_d32)(CuDevPtr p, unsigned v, size_t words);
+  CuResult (*device_get_uuid)(unsigned char uuid[16], int dev);
+  bool direct;  // every optional entry above resolved
 };
 
 // Where a pointer lives, as the driver sees it.
@@ -99,5 +128,7 @@ inline constexpr unsigned kEventDisableTiming = 0x2;  // CU_EVENT_DISABLE_TIMING
 inline constexpr unsigned kHostRegisterPortable = 0x1;
 inline constexpr unsigned kHostRegisterDeviceMap = 0x2;
 inline constexpr unsigned kWaitValueGeq = 0x0;  // CU_STREAM_WAIT_VALUE_GEQ
+inline constexpr unsigned kIpcLazyPeerAccess = 0x1;
+inline constexpr int kAttrBufferId = 7;  // CU_POINTER_ATTRIBUTE_BUFFER_ID
 
 }  // namespace ucc::plat::cuda

@@ -32,6 +32,7 @@ struct Api {
   Res (*memset32_async)(DevPtr, unsigned, size_t, void*);
   Res (*dtoh_async)(void*, DevPtr, size_t, void*);
   Res (*htod_async)(DevPtr, const void*, size_t, void*);
+  Res (*dtod_async)(DevPtr, DevPtr, size_t, void*);
   Res (*host_alloc)(void**, size_t, unsigned);
   Res (*host_free)(void*);
   Res (*error_string)(Res, const char**);
@@ -72,6 +73,7 @@ bool load(const char** why) {
   ok &= sym(lib, "cuMemsetD32Async", &a.memset32_async);
   ok &= sym(lib, "cuMemcpyDtoHAsync_v2", &a.dtoh_async);
   ok &= sym(lib, "cuMemcpyHtoDAsync_v2", &a.htod_async);
+  ok &= sym(lib, "cuMemcpyDtoDAsync_v2", &a.dtod_async);
   ok &= sym(lib, "cuMemHostAlloc", &a.host_alloc);
   ok &= sym(lib, "cuMemFreeHost", &a.host_free);
   ok &= sym(lib, "cuGetErrorString", &a.error_string);
@@ -202,6 +204,10 @@ bool to_host_async(void* dst, uint64_t dev, size_t bytes, void* stream) {
 bool to_device_async(uint64_t dev, const void* src, size_t bytes,
                      void* stream) {
   return check(g_api.htod_async(dev, src, bytes, stream), "cuMemcpyHtoDAsync");
+}
+
+bool dtod_async(uint64_t dst, uint64_t src, size_t bytes, void* stream) {
+  return check(g_api.dtod_async(dst, src, bytes, stream), "cuMemcpyDtoDAsync");
 }
 
 void* host_alloc(size_t bytes) {

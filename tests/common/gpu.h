@@ -40,6 +40,7 @@ bool memset32_async(uint64_t dev, uint32_t value, size_t words, void* stream);
 bool to_host_async(void* dst, uint64_t dev, size_t bytes, void* stream);
 bool to_device_async(uint64_t dev, const void* src, size_t bytes,
                      void* stream);
+bool dtod_async(uint64_t dst, uint64_t src, size_t bytes, void* stream);
 // Pinned host memory (for asynchronous copies).
 void* host_alloc(size_t bytes);
 void host_free(void* p);

@@ -10,36 +10,9 @@
 
 #include "tests/common/gpu.h"
 #include "tests/common/harness.h"
+#include "tests/mp/gpu_test.h"
 
 namespace {
-
-#define CK(call)                                                          \
-  do {                                                                    \
-    ucc_status_t s_ = (call);                                             \
-    if (s_ != UCC_OK) {                                                   \
-      std::fprintf(stderr, "rank %d: %s:%d: %s = %s\n", w.rank, __FILE__, \
-                   __LINE__, #call, ucct::status_name(s_));               \
-      return 1;                                                           \
-    }                                                                     \
-  } while (0)
-
-#define EXPECT(cond, ...)                                        \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::fprintf(stderr, "rank %d: %s:%d: ", w.rank, __FILE__, \
-                   __LINE__);                                    \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, "\n");                                \
-      return 1;                                                  \
-    }                                                            \
-  } while (0)
-
-#define NEED_GPU()                                                  \
-  do {                                                              \
-    const char* why_ = "";                                          \
-    if (!ucct::gpu::available(&why_))                               \
-      GTEST_SKIP() << "SKIPPED: no CUDA GPU here (" << why_ << ")"; \
-  } while (0)
 
 ucc_coll_args_t allreduce_i32(void* src, void* dst, size_t n,
                               ucc_memory_type_t mt) {

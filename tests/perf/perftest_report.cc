@@ -21,15 +21,18 @@ double busbw_factor(const CollSpec& s, int n) {
 }
 
 // -m cuda: the copy engines' bandwidth on this GPU (pinned host memory,
-// 64 MiB, best of 5 each way), in GB/s; false on a CUDA error.
-bool copy_engine_gbs(double* htod, double* dtoh) {
+// 64 MiB, best of 5 each way; and GPU to GPU within device memory, bytes
+// copied a second), in GB/s; false on a CUDA error.
+bool copy_engine_gbs(double* htod, double* dtoh, double* dtod) {
   constexpr size_t kBytes = size_t{64} << 20;
   void* h = ucct::gpu::host_alloc(kBytes);
   uint64_t d = 0;
   void* s = nullptr;
   bool ok = h != nullptr && ucct::gpu::alloc(kBytes, false, &d) &&
             ucct::gpu::stream_create(&s);
-  *htod = *dtoh = 0;
+  uint64_t d2 = 0;
+  ok = ok && ucct::gpu::alloc(kBytes, false, &d2);
+  *htod = *dtoh = *dtod = 0;
   for (int i = 0; ok && i < 5; ++i) {
     double t0 = now_s();
     ok = ucct::gpu::to_device_async(d, h, kBytes, s) &&
@@ -39,9 +42,15 @@ bool copy_engine_gbs(double* htod, double* dtoh) {
     ok = ok && ucct::gpu::to_host_async(h, d, kBytes, s) &&
          ucct::gpu::stream_sync(s);
     const double down = kBytes / (now_s() - t0) / 1e9;
+    t0 = now_s();
+    ok = ok && ucct::gpu::dtod_async(d2, d, kBytes, s) &&
+         ucct::gpu::stream_sync(s);
+    const double within = kBytes / (now_s() - t0) / 1e9;
     *htod = up > *htod ? up : *htod;
     *dtoh = down > *dtoh ? down : *dtoh;
+    *dtod = within > *dtod ? within : *dtod;
   }
+  ucct::gpu::release(d2);
   if (s != nullptr) ucct::gpu::stream_destroy(s);
   ucct::gpu::release(d);
   ucct::gpu::host_free(h);
@@ -127,12 +136,12 @@ void print_header(const Config& cfg, int n, ucc_team_h team,
   std::printf("# ucc_perftest, library %s\n", ucc_get_version_string());
   std::printf("# %-20s %s\n", "Collective:", coll_name(cs.type));
   if (cfg.cuda) {
-    double up = 0, down = 0;
-    if (copy_engine_gbs(&up, &down))
+    double up = 0, down = 0, within = 0;
+    if (copy_engine_gbs(&up, &down, &within))
       std::printf(
           "# %-20s cuda (GPU 0; copy engines: host to GPU %.1f GB/s, "
-          "GPU to host %.1f GB/s)\n",
-          "Memory type:", up, down);
+          "GPU to host %.1f GB/s, GPU to GPU %.1f GB/s)\n",
+          "Memory type:", up, down, within);
     else
       std::printf("# %-20s cuda (copy engines not measured)\n", "Memory type:");
   } else {

@@ -1,0 +1,151 @@
+// The GPU kernels (see gpu_kernels.h): grid-stride loops over the shared
+// element bodies. Built by nvcc into a fatbin (sm_80, sm_90, and PTX for
+// later GPUs) that CMake embeds in libucc.a; the library loads it with
+// cuModuleLoadData, so nothing here needs the CUDA runtime at link time.
+//
+// A reduction reads 16 bytes of every source at a time where every buffer
+// is 16-byte aligned (one 128-bit load each instead of up to 16 narrow
+// ones: more bytes in flight per thread), element by element for the
+// tail and for unaligned buffers; the arithmetic is the shared step
+// either way.
+#include "device/gpu/gpu_kernels.h"
+
+namespace {
+
+using ucc::gpu::CopyArgs;
+using ucc::gpu::FlagArgs;
+using ucc::gpu::ReduceArgs;
+
+__device__ uint64_t first_index() {
+  return static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ uint64_t stride() {
+  return static_cast<uint64_t>(gridDim.x) * blockDim.x;
+}
+
+template <typename S>
+union Vec {
+  uint4 q;
+  S e[16 / sizeof(S)];
+};
+
+template <typename V, typename Op>
+__device__ void reduce_all(const ReduceArgs& a) {
+  using S = typename V::Store;
+  constexpr uint32_t kW = 16 / sizeof(S);
+  bool aligned = true;
+  for (uint32_t k = 0; k < a.nsrc; ++k) aligned &= a.src[k] % 16 == 0;
+  for (uint32_t k = 0; k < a.ndst; ++k) aligned &= a.dst[k] % 16 == 0;
+  const uint64_t nvec = aligned ? a.count / kW : 0;
+  for (uint64_t v = first_index(); v < nvec; v += stride()) {
+    Vec<S> acc, x;
+    acc.q = reinterpret_cast<const uint4*>(a.src[0])[v];
+    for (uint32_t k = 1; k < a.nsrc; ++k) {
+      x.q = reinterpret_cast<const uint4*>(a.src[k])[v];
+      for (uint32_t w = 0; w < kW; ++w)
+        acc.e[w] = V::template step<Op>(acc.e[w], x.e[w]);
+    }
+    if (a.div != 0)
+      for (uint32_t w = 0; w < kW; ++w) acc.e[w] = V::scale(acc.e[w], a.div);
+    for (uint32_t k = 0; k < a.ndst; ++k)
+      reinterpret_cast<uint4*>(a.dst[k])[v] = acc.q;
+  }
+  for (uint64_t i = nvec * kW + first_index(); i < a.count; i += stride())
+    ucc::gpu::reduce_elem_op<V, Op>(a, i);
+}
+
+// The op's switch once per thread, as reduce_elem does per element.
+template <typename V, bool kInteger>
+__device__ void reduce_dispatch(const ReduceArgs& a) {
+  using ucc::off::ROp;
+  switch (static_cast<ROp>(a.op)) {
+    case ROp::kSum:
+    case ROp::kAvg:
+      return reduce_all<V, ucc::dev::Sum>(a);
+    case ROp::kProd:
+      return reduce_all<V, ucc::dev::Prod>(a);
+    case ROp::kMax:
+      return reduce_all<V, ucc::dev::Max>(a);
+    case ROp::kMin:
+      return reduce_all<V, ucc::dev::Min>(a);
+    default:
+      break;
+  }
+  if constexpr (kInteger) {
+    switch (static_cast<ROp>(a.op)) {
+      case ROp::kLand:
+        return reduce_all<V, ucc::dev::Land>(a);
+      case ROp::kLor:
+        return reduce_all<V, ucc::dev::Lor>(a);
+      case ROp::kLxor:
+        return reduce_all<V, ucc::dev::Lxor>(a);
+      case ROp::kBand:
+        return reduce_all<V, ucc::dev::Band>(a);
+      case ROp::kBor:
+        return reduce_all<V, ucc::dev::Bor>(a);
+      case ROp::kBxor:
+        return reduce_all<V, ucc::dev::Bxor>(a);
+      default:
+        break;
+    }
+  }
+}
+
+// Thread k < n of the calling block raises flag k, after a system-wide
+// fence: whoever sees the flag sees what the stream wrote before it.
+__device__ void raise(const FlagArgs& f) {
+  __threadfence_system();
+  if (threadIdx.x < f.n)
+    *reinterpret_cast<volatile uint32_t*>(f.flag[threadIdx.x]) = f.value;
+}
+
+// The last block of a reduction to finish raises the flags: each block
+// fences its writes and counts itself; the one that counts last knows
+// every block's writes are visible, and puts the counter back to 0 for
+// the next kernel on the stream.
+__device__ void raise_when_last(const FlagArgs& flags, uint64_t counter) {
+  if (flags.n == 0) return;
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    auto* c = reinterpret_cast<unsigned*>(counter);
+    last = atomicAdd(c, 1u) == gridDim.x - 1;
+    if (last) *c = 0;
+  }
+  __syncthreads();
+  if (last) raise(flags);
+}
+
+}  // namespace
+
+#define UCC_GPU_KERNEL(sfx, V, integer)                                 \
+  extern "C" __global__ void ucc_gpu_reduce_##sfx(const ReduceArgs a) { \
+    reduce_dispatch<V, integer>(a);                                     \
+    raise_when_last(a.flags, a.counter);                                \
+  }
+UCC_GPU_REDUCE_KERNELS(UCC_GPU_KERNEL)
+#undef UCC_GPU_KERNEL
+
+// Every copy is spread over the whole grid: 16 bytes a thread where the
+// copy's ends allow, a byte a thread otherwise.
+extern "C" __global__ void ucc_gpu_copy(const CopyArgs a) {
+  for (uint32_t k = 0; k < a.n; ++k) {
+    const uint64_t s = a.src[k], d = a.dst[k];
+    const bool wide = (s | d | a.bytes) % 16 == 0;
+    if (wide) {
+      for (uint64_t i = first_index(); i < a.bytes / 16; i += stride())
+        reinterpret_cast<uint4*>(d)[i] = reinterpret_cast<const uint4*>(s)[i];
+    } else {
+      for (uint64_t i = first_index(); i < a.bytes; i += stride())
+        reinterpret_cast<uint8_t*>(d)[i] =
+            reinterpret_cast<const uint8_t*>(s)[i];
+    }
+  }
+  raise_when_last(a.flags, a.counter);
+}
+
+extern "C" __global__ void ucc_gpu_flags_set(const FlagArgs a) {
+  // The stream ran everything queued before this kernel.
+  raise(a);
+}

@@ -1,0 +1,401 @@
+// GPU buffers read and written in place across the ranks of one host
+// (see gpu_direct.h).
+#include "host/exec/gpu_direct.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "device/gpu/gpu_fatbin.h"
+#include "device/gpu/gpu_kernels.h"
+#include "host/api/objects.h"
+#include "host/coll/coll_args.h"
+#include "host/coll/request.h"
+#include "host/exec/gpu_direct_impl.h"
+#include "offload/coll_traits.h"
+#include "platform/os/log.h"
+
+namespace ucc::host {
+using namespace gd;
+using cu::CtxScope;
+
+namespace {
+
+// Loads the kernels into the buffers' CUDA context, once per UCC context.
+bool load_kernels(ucc_context* ctx, GpuDirectCtx& g, cu::CuCtx cuctx) {
+  if (g.tried) return g.ok && g.cuctx == cuctx;
+  g.tried = true;
+  const cu::Driver& d = drv();
+  if (gpu::fatbin_size() == 0) {
+    UCC_INFO(
+        "GPU direct: libucc was built without nvcc, so it has no kernels: "
+        "GPU buffers are staged");
+    return false;
+  }
+  CtxScope in(d, cuctx);
+  cu::CuResult cr = in.ok() ? d.module_load_data(&g.mod, gpu::fatbin()) : 1;
+  for (int t = 0; t < static_cast<int>(off::DType::kCount) && cr == 0; ++t) {
+    const char* name = gpu::reduce_kernel_name(static_cast<off::DType>(t));
+    if (name != nullptr)
+      cr = d.module_get_function(&g.reduce_fn[t], g.mod, name);
+  }
+  if (cr == cu::kSuccess)
+    cr = d.module_get_function(&g.flag_fn, g.mod, gpu::kFlagKernel);
+  if (cr == cu::kSuccess)
+    cr = d.module_get_function(&g.copy_fn, g.mod, gpu::kCopyKernel);
+  int dev = 0;
+  if (cr == cu::kSuccess) cr = d.ctx_get_device(&dev);
+  if (cr == cu::kSuccess) cr = d.device_get_uuid(g.uuid, dev);
+  if (cr == cu::kSuccess) cr = d.mem_alloc(&g.counter, 64);
+  if (cr == cu::kSuccess) cr = d.memset_d32(g.counter, 0, 16);
+  if (cr != cu::kSuccess) {
+    UCC_INFO(
+        "GPU direct: loading the kernels failed (%s): GPU buffers are "
+        "staged",
+        cu::error_name(d, cr));
+    return false;
+  }
+  g.cap = ctx->settings.gpu_ipc_cache;
+  g.exp = static_cast<Export*>(calloc(g.cap, sizeof(Export)));
+  g.imp = static_cast<Import*>(calloc(g.cap, sizeof(Import)));
+  if (g.exp == nullptr || g.imp == nullptr) return false;
+  g.cuctx = cuctx;
+  g.ok = true;
+  return true;
+}
+
+GpuDirectCtx* context_state(ucc_context* ctx) {
+  if (ctx->gpu.direct == nullptr)
+    ctx->gpu.direct =
+        static_cast<GpuDirectCtx*>(calloc(1, sizeof(GpuDirectCtx)));
+  return ctx->gpu.direct;
+}
+
+// The team's flag page and token area (its first direct collective).
+GpuDirectTeam* team_state(ucc_team* team) {
+  if (team->gd != nullptr) return team->gd;
+  auto* t = static_cast<GpuDirectTeam*>(calloc(1, sizeof(GpuDirectTeam)));
+  if (t == nullptr) return nullptr;
+  t->fd = -1;
+  const long pg = sysconf(_SC_PAGESIZE);
+  const size_t want = size_t{team->nreqs} * kSlotBytes;
+  t->page_bytes = static_cast<uint32_t>((want + pg - 1) / pg * pg);
+  t->tokens_bytes = size_t{team->nreqs} * (team->size + 1) * kTokenBytes;
+  t->fd = memfd_create("ucc-gpu-flags", MFD_CLOEXEC);
+  struct stat sb {};
+  bool ok = t->fd >= 0 && ftruncate(t->fd, t->page_bytes) == 0 &&
+            fstat(t->fd, &sb) == 0;
+  if (ok) {
+    void* p = mmap(nullptr, t->page_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   t->fd, 0);
+    t->page = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+    t->ino = sb.st_ino;
+    t->dev = sb.st_dev;
+    t->tokens = static_cast<uint8_t*>(calloc(1, t->tokens_bytes));
+    t->peers = static_cast<PeerPage*>(calloc(team->size, sizeof(PeerPage)));
+    ok = t->page != nullptr && t->tokens != nullptr && t->peers != nullptr;
+  }
+  if (!ok) {
+    UCC_ERROR("GPU direct: cannot make the team's flag page (%s)",
+              strerror(errno));
+    team->gd = t;  // freed by gpu_direct_team_fini
+    gpu_direct_team_fini(team);
+    return nullptr;
+  }
+  team->gd = t;
+  return t;
+}
+
+// Where the collective reads and writes on this rank: the sides that are
+// GPU memory, or nothing when the direct path does not apply to it.
+bool coll_applies(const off::CollDesc& d, uint32_t n) {
+  if (d.flags & (off::kDescTagged | off::kDescOneSided)) return false;
+  if (d.set_size != 0 || d.count == 0 || n < 2 || n > gpu::kMaxPeers)
+    return false;
+  switch (d.coll) {
+    case off::CollType::kAllreduce:
+      return gpu::kernel_reduces(d.dtype, d.op);
+    case off::CollType::kAllgather:
+    case off::CollType::kBcast:
+      return true;
+    case off::CollType::kAlltoall:
+      return !(d.flags & off::kDescInPlace);
+    default:
+      return false;
+  }
+}
+
+// Checks the tokens of every rank and, on the worker, opens what the work
+// needs. False (logged) on a token that does not fit.
+bool check_tokens(GpuDirectTeam& t, Request* r, const Token* tok) {
+  const uint32_t n = r->team->size;
+  for (uint32_t p = 0; p < n; ++p) {
+    const Token& k = tok[p];
+    if (k.magic != kTokenMagic || k.seq != r->gd.seq ||
+        k.slot >= k.flag_bytes / kSlotBytes) {
+      UCC_ERROR(
+          "GPU direct: rank %u's token for collective %llu does not fit "
+          "(magic %#x, collective %llu, slot %u; did every rank declare the "
+          "same memory types?)",
+          p, static_cast<unsigned long long>(r->gd.seq), k.magic,
+          static_cast<unsigned long long>(k.seq), k.slot);
+      return false;
+    }
+    if (r->gd.worker && p != r->team->rank && !map_peer_page(t.peers[p], k))
+      return false;
+  }
+  return true;
+}
+
+// Whether a process still exists (a peer the wait depends on).
+bool alive(uint32_t pid) {
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
+}
+
+}  // namespace
+
+ucc_status_t gpu_direct_init(ucc_context* ctx, ucc_team* team, Request* r,
+                             off::CollDesc* d) {
+  GpuDirectReq& q = r->gd;
+  q.on = false;
+  if (!ctx->settings.gpu_direct || !team->one_host) return UCC_OK;
+  if (!coll_applies(*d, team->size)) return UCC_OK;
+  // Every side this collective names must be device memory of one context.
+  const uint8_t declared[2] = {d->src.mem_type, d->dst.mem_type};
+  const off::BufRef* side[2] = {&d->src, &d->dst};
+  cu::CuCtx cuctx = nullptr;
+  for (int i = 0; i < 2; ++i) {
+    if (side[i]->bytes == 0) continue;
+    if (declared[i] == kMemHost) return UCC_OK;
+    if (declared[i] == kMemUnknown && !cu::driver_in_process()) return UCC_OK;
+    const cu::Driver* dr = cu::driver();
+    if (dr == nullptr || !dr->direct) return UCC_OK;
+    cu::CuCtx c = nullptr;
+    if (cu::classify(*dr, reinterpret_cast<const void*>(side[i]->addr), &c) !=
+        cu::MemKind::kDevice)
+      return UCC_OK;
+    if (cuctx != nullptr && c != cuctx) return UCC_OK;
+    cuctx = c;
+  }
+  if (cuctx == nullptr) return UCC_OK;
+  GpuDirectCtx* g = context_state(ctx);
+  if (g == nullptr || !load_kernels(ctx, *g, cuctx)) return UCC_OK;
+  // The context's stream (the worker's work runs there), made once.
+  if (ctx->gpu.copy == nullptr) {
+    CtxScope in(drv(), cuctx);
+    if (!in.ok() ||
+        drv().stream_create(&ctx->gpu.copy, cu::kStreamNonBlocking) != 0) {
+      ctx->gpu.copy = nullptr;
+      return UCC_OK;
+    }
+    ctx->gpu.cuctx = cuctx;
+  }
+  if (ctx->gpu.cuctx != cuctx) return UCC_OK;  // a second GPU: staged
+  GpuDirectTeam* t = team_state(team);
+  if (t == nullptr) return UCC_ERR_NO_MEMORY;
+  CtxScope in(drv(), cuctx);
+  if (q.in_ev == nullptr &&
+      drv().event_create(&q.in_ev, cu::kEventDisableTiming) != cu::kSuccess)
+    return UCC_ERR_NO_MESSAGE;
+  if (q.done_ev == nullptr &&
+      drv().event_create(&q.done_ev, cu::kEventDisableTiming) != cu::kSuccess)
+    return UCC_ERR_NO_MESSAGE;
+  q.user = *d;
+  q.user.src.mem_type = q.user.dst.mem_type = kMemHost;
+  q.worker = team->rank == 0;
+  q.phase = kIdle;
+  q.nrefs = 0;
+  // The engine carries an allgather of the tokens instead.
+  off::CollDesc x = *d;
+  x.flags = 0;
+  x.coll = off::CollType::kAllgather;
+  x.dtype = off::DType::kUint8;
+  x.op = off::ROp::kNone;
+  x.alg = 0;
+  x.root = 0;
+  x.count = kTokenBytes;
+  Token* mine = token_at(*t, r, team->size);
+  x.src = off::BufRef{reinterpret_cast<uintptr_t>(mine), kTokenBytes, 0, 0, {}};
+  x.dst = off::BufRef{reinterpret_cast<uintptr_t>(token_at(*t, r, 0)),
+                      kTokenBytes * team->size,
+                      0,
+                      0,
+                      {}};
+  x.src_counts = x.src_displs = x.dst_counts = x.dst_displs = 0;
+  *d = x;
+  q.on = true;
+  return UCC_OK;
+}
+
+ucc_status_t gpu_direct_post(ucc_context* ctx, Request* r) {
+  GpuDirectReq& q = r->gd;
+  GpuDirectCtx& g = *ctx->gpu.direct;
+  GpuDirectTeam& t = *r->team->gd;
+  const cu::Driver& d = drv();
+  q.seq = ++t.seq;
+  q.polls = 0;
+  q.input_ok = false;
+  q.err = UCC_OK;
+  release_refs(&g, q);
+  CtxScope in(d, g.cuctx);
+  // The caller's work on the buffers so far (legacy stream: it waits for
+  // every blocking stream, as a plain post's staging copy does).
+  cu::CuResult cr = in.ok() ? d.event_record(q.in_ev, nullptr) : 1;
+  if (cr != cu::kSuccess) {
+    UCC_ERROR("GPU direct: cuEventRecord failed (%s)", cu::error_name(d, cr));
+    return UCC_ERR_NO_MESSAGE;
+  }
+  if (!fill_token(g, t, r, token_at(t, r, r->team->size)))
+    return UCC_ERR_NO_MESSAGE;
+  q.phase = kExchange;
+  ++g.stats.collectives;
+  return UCC_OK;
+}
+
+ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
+                                 ucc_status_t xst) {
+  GpuDirectReq& q = r->gd;
+  GpuDirectCtx& g = *ctx->gpu.direct;
+  GpuDirectTeam& t = *r->team->gd;
+  const uint32_t n = r->team->size;
+  const Token* tok = token_at(t, r, 0);
+  const cu::Driver& d = drv();
+  auto fail = [&](ucc_status_t st) {
+    release_refs(&g, q);
+    q.phase = kIdle;
+    return st;
+  };
+  // Whether the caller's work on the buffers has ended; a peer says so in
+  // its ready word at once, even before the exchange ends (the worker
+  // reads it only after).
+  auto input = [&]() {
+    if (q.input_ok) return cu::kSuccess;
+    CtxScope in(d, g.cuctx);
+    const cu::CuResult cr = d.event_query(q.in_ev);
+    if (cr != cu::kSuccess) return cr;
+    q.input_ok = true;
+    if (!q.worker)
+      slot_at(t.page, r->index)->ready.store(q.seq, std::memory_order_release);
+    return cr;
+  };
+  switch (q.phase) {
+    case kExchange: {
+      const cu::CuResult cr = input();
+      if (cr != cu::kSuccess && cr != cu::kNotReady)
+        return fail(UCC_ERR_NO_MESSAGE);
+      if (xst == UCC_INPROGRESS) return UCC_INPROGRESS;
+      if (xst != UCC_OK) return fail(xst);
+      if (!check_tokens(t, r, tok)) return fail(UCC_ERR_NO_MESSAGE);
+      q.phase = kInput;
+      [[fallthrough]];
+    }
+    case kInput: {
+      const cu::CuResult cr = input();
+      if (cr == cu::kNotReady) return UCC_INPROGRESS;
+      if (cr != cu::kSuccess) return fail(UCC_ERR_NO_MESSAGE);
+      if (!q.worker) {
+        q.phase = kWait;
+        return UCC_INPROGRESS;
+      }
+      for (uint32_t p = 0; p < n; ++p) {
+        if (p == r->team->rank) continue;
+        const Slot* s = slot_at(t.peers[p].map, tok[p].slot);
+        if (s->ready.load(std::memory_order_acquire) < q.seq) {
+          if (++q.polls % kLivenessEvery == 0 && !alive(tok[p].pid)) {
+            UCC_ERROR("GPU direct: rank %u (process %u) has gone", p,
+                      tok[p].pid);
+            return fail(UCC_ERR_NO_MESSAGE);
+          }
+          return UCC_INPROGRESS;
+        }
+      }
+      if (!queue_work(ctx, g, r, tok, n)) return fail(UCC_ERR_NO_MESSAGE);
+      q.phase = kRun;
+      return UCC_INPROGRESS;
+    }
+    case kWait: {
+      const uint32_t w =
+          slot_at(t.page, r->index)->done.load(std::memory_order_acquire);
+      if (static_cast<int32_t>(w - static_cast<uint32_t>(q.seq)) >= 0)
+        return fail(UCC_OK);
+      if (++q.polls % kLivenessEvery == 0 && !alive(tok[0].pid)) {
+        UCC_ERROR("GPU direct: the worker (process %u) has gone", tok[0].pid);
+        return fail(UCC_ERR_NO_MESSAGE);
+      }
+      return UCC_INPROGRESS;
+    }
+    case kRun: {
+      CtxScope in(d, g.cuctx);
+      const cu::CuResult cr = d.event_query(q.done_ev);
+      if (cr == cu::kNotReady) return UCC_INPROGRESS;
+      return fail(cr == cu::kSuccess ? UCC_OK : UCC_ERR_NO_MESSAGE);
+    }
+    default:
+      return fail(UCC_ERR_NO_MESSAGE);
+  }
+}
+
+void gpu_direct_team_fini(ucc_team* team) {
+  GpuDirectTeam* t = team->gd;
+  ucc_context* ctx = team->ctx;
+  GpuDirectCtx* g = ctx != nullptr ? ctx->gpu.direct : nullptr;
+  const cu::Driver* d = cu::driver();
+  for (uint32_t i = 0; team->reqs != nullptr && i < team->nreqs; ++i) {
+    GpuDirectReq& q = team->reqs[i].gd;
+    if (d == nullptr || (q.in_ev == nullptr && q.done_ev == nullptr)) continue;
+    CtxScope in(*d, g != nullptr ? g->cuctx : nullptr);
+    // Work a worker queued may still run: wait for it before its
+    // mappings go.
+    if (q.phase == kRun)
+      while (d->event_query(q.done_ev) == cu::kNotReady) sched_yield();
+    release_refs(g, q);
+    if (q.in_ev != nullptr) d->event_destroy(q.in_ev);
+    if (q.done_ev != nullptr) d->event_destroy(q.done_ev);
+    q.in_ev = q.done_ev = nullptr;
+    q.on = false;
+  }
+  if (t == nullptr) return;
+  for (uint32_t p = 0; t->peers != nullptr && p < team->size; ++p) {
+    PeerPage& pp = t->peers[p];
+    if (pp.map == nullptr) continue;
+    if (d != nullptr) d->host_unregister(pp.map);
+    munmap(pp.map, pp.bytes);
+  }
+  if (t->page != nullptr) munmap(t->page, t->page_bytes);
+  if (t->fd >= 0) close(t->fd);
+  free(t->tokens);
+  free(t->peers);
+  free(t);
+  team->gd = nullptr;
+}
+
+void gpu_direct_context_fini(ucc_context* ctx) {
+  GpuDirectCtx* g = ctx->gpu.direct;
+  if (g == nullptr) return;
+  UCC_DEBUG("GPU direct: %llu collectives, %llu peer allocations opened",
+            static_cast<unsigned long long>(g->stats.collectives),
+            static_cast<unsigned long long>(g->stats.opens));
+  const cu::Driver* d = cu::driver();
+  if (d != nullptr && g->ok) {
+    CtxScope in(*d, g->cuctx);
+    for (uint32_t i = 0; i < g->cap; ++i)
+      if (g->imp[i].live) close_import(*g, g->imp[i]);
+    d->module_unload(g->mod);
+    if (g->counter != 0) d->mem_free(g->counter);
+  }
+  free(g->exp);
+  free(g->imp);
+  free(g);
+  ctx->gpu.direct = nullptr;
+}
+
+}  // namespace ucc::host

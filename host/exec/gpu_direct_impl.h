@@ -1,0 +1,153 @@
+// The direct path's state and its parts shared by gpu_direct.cc (the
+// protocol), gpu_ipc.cc (IPC caches, flag pages, tokens) and gpu_work.cc
+// (the worker's kernels and copies). Internal to host/exec.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "host/exec/gpu_direct.h"
+#include "platform/cuda/cuda_driver.h"
+
+namespace ucc::host {
+namespace cu = plat::cuda;
+namespace gd {
+
+enum Phase : uint8_t { kIdle, kExchange, kInput, kWait, kRun };
+
+constexpr uint32_t kTokenMagic = 0x55474431;  // "UGD1"
+constexpr size_t kTokenBytes = 256;
+constexpr size_t kSlotBytes = 64;  // a request's words in a flag page
+constexpr uint32_t kNoRef = 0xFFFF;
+// Polls between two liveness checks of the peer a rank waits for.
+constexpr uint64_t kLivenessEvery = 4096;
+
+// What a rank tells the others about one collective (checked on arrival:
+// a peer's token is untrusted input).
+struct Token {
+  uint32_t magic;
+  uint32_t pid;
+  uint64_t seq;
+  uint8_t uuid[16];  // the GPU of the buffers
+  int32_t flag_fd;   // the flag page, open in `pid`
+  uint32_t flag_bytes;
+  uint64_t flag_ino;
+  uint64_t flag_dev;
+  uint32_t slot;  // this rank's request slot: its words in the flag page
+  uint32_t pad;
+  uint64_t src_base, src_off, src_size;  // allocation, in `pid`'s space
+  uint64_t dst_base, dst_off, dst_size;
+  cu::IpcHandle src_h;
+  cu::IpcHandle dst_h;
+  uint8_t reserved[16];
+};
+// The tokens lie in arrays, each kTokenBytes long.
+static_assert(sizeof(Token) == kTokenBytes);
+
+// Words of one request slot in a flag page. Both only grow (seq does),
+// so a slot reused by a later collective never reads as an earlier one's.
+struct Slot {
+  std::atomic<uint64_t> ready;  // seq whose input is ready (owner's host)
+  std::atomic<uint32_t> done;   // low bits of seq finished (worker's GPU)
+};
+static_assert(sizeof(Slot) <= kSlotBytes);
+constexpr size_t kDoneAt = 8;  // Slot::done's offset, for the GPU's write
+
+// This process's allocations whose IPC handles it has made, by the
+// driver's buffer id (never reused, unlike an address).
+struct Export {
+  uint64_t id;  // 0: free
+  uint64_t base, size;
+  cu::IpcHandle h;
+  uint64_t used;  // LRU clock
+};
+
+// Peers' allocations opened here, by handle.
+struct Import {
+  bool live;
+  uint32_t refs;  // collectives in flight that use it
+  uint64_t used;
+  cu::IpcHandle h;
+  cu::CuDevPtr base;
+  uint64_t size;
+  uint32_t pid;                   // the exporter
+  uint64_t peer_base, peer_size;  // the allocation, in the exporter's space
+};
+
+constexpr cu::CuResult kAlreadyMapped = 208;  // CUDA_ERROR_ALREADY_MAPPED
+
+// Counts for log lines and debugging.
+struct Stats {
+  uint64_t opens;        // peer allocations opened in all
+  uint32_t open_now;     // open now
+  uint64_t collectives;  // run on the direct path
+};
+
+}  // namespace gd
+
+struct GpuDirectCtx {
+  bool tried, ok;  // kernels loaded (first direct collective)
+  plat::cuda::CuCtx cuctx;
+  plat::cuda::CuModule mod;
+  cu::CuFunction reduce_fn[static_cast<int>(off::DType::kCount)];
+  cu::CuFunction flag_fn;
+  cu::CuFunction copy_fn;
+  cu::CuDevPtr counter;  // the reduction kernels' count of finished blocks
+  uint8_t uuid[16];
+  uint32_t cap;
+  uint64_t clock;
+  gd::Export* exp;
+  gd::Import* imp;
+  gd::Stats stats;
+};
+
+// A peer's flag page as the worker sees it.
+struct PeerPage {
+  uint32_t pid;
+  int32_t fd;
+  uint64_t ino, dev;
+  uint8_t* map;  // nullptr until mapped
+  uint32_t bytes;
+  cu::CuDevPtr dptr;  // the mapping as the GPU addresses it
+};
+
+struct GpuDirectTeam {
+  uint64_t seq;
+  int fd;
+  uint8_t* page;  // this rank's flag page
+  uint32_t page_bytes;
+  uint64_t ino, dev;
+  uint8_t* tokens;  // nreqs * (size + 1) tokens, pinned by nothing
+  size_t tokens_bytes;
+  PeerPage* peers;  // size entries; the worker's
+};
+
+namespace gd {
+
+inline const cu::Driver& drv() { return *cu::driver(); }
+
+inline Slot* slot_at(uint8_t* page, uint32_t slot) {
+  return reinterpret_cast<Slot*>(page + size_t{slot} * kSlotBytes);
+}
+
+// Token i of r's exchange (i = team size: this rank's own, sent).
+Token* token_at(GpuDirectTeam& t, const Request* r, uint32_t i);
+
+// gpu_ipc.cc
+bool export_of(GpuDirectCtx& g, uint64_t p, Export** out);
+void close_import(GpuDirectCtx& g, Import& e);
+void release_refs(GpuDirectCtx* g, GpuDirectReq& q);
+bool map_peer_page(PeerPage& pp, const Token& t);
+bool fill_token(GpuDirectCtx& g, GpuDirectTeam& t, Request* r, Token* k);
+bool resolve(GpuDirectCtx& g, GpuDirectReq& q, const Token& k, bool dst,
+             uint64_t bytes, uint64_t* out);
+
+// gpu_work.cc: the worker queues the collective's data movement on its
+// stream, then the peers' flags and its own `done`. False (logged) on a
+// failure.
+bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
+                uint32_t n);
+
+}  // namespace gd
+}  // namespace ucc::host

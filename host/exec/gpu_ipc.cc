@@ -1,0 +1,256 @@
+// The direct path's IPC caches, flag pages and tokens (see gpu_direct.h).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "host/api/objects.h"
+#include "host/coll/request.h"
+#include "host/exec/gpu_direct_impl.h"
+#include "platform/os/log.h"
+
+namespace ucc::host::gd {
+
+// An allocation's base, size and IPC handle, from the export cache.
+bool export_of(GpuDirectCtx& g, uint64_t p, Export** out) {
+  const cu::Driver& d = drv();
+  uint64_t id = 0;
+  if (d.pointer_get_attribute(&id, cu::kAttrBufferId, p) != cu::kSuccess ||
+      id == 0)
+    return false;
+  Export* victim = &g.exp[0];
+  for (uint32_t i = 0; i < g.cap; ++i) {
+    Export& e = g.exp[i];
+    if (e.id == id) {
+      e.used = ++g.clock;
+      *out = &e;
+      return true;
+    }
+    if (e.used < victim->used) victim = &e;
+  }
+  Export e{};
+  e.id = id;
+  size_t size = 0;
+  if (d.mem_get_address_range(&e.base, &size, p) != cu::kSuccess ||
+      d.ipc_get_mem_handle(&e.h, e.base) != cu::kSuccess)
+    return false;
+  e.size = size;
+  e.used = ++g.clock;
+  *victim = e;
+  *out = victim;
+  return true;
+}
+
+void close_import(GpuDirectCtx& g, Import& e) {
+  drv().ipc_close_mem_handle(e.base);
+  e.live = false;
+  --g.stats.open_now;
+}
+
+// Closes the unused imports from process `pid` (all of them, or those
+// overlapping [base, base + size) in its space); false when one of those
+// is in use.
+bool close_stale(GpuDirectCtx& g, uint32_t pid, bool all, uint64_t base,
+                 uint64_t size) {
+  bool ok = true;
+  for (uint32_t i = 0; i < g.cap; ++i) {
+    Import& e = g.imp[i];
+    if (!e.live || e.pid != pid) continue;
+    if (!all &&
+        !(e.peer_base < base + size && base < e.peer_base + e.peer_size))
+      continue;
+    if (e.refs != 0) {
+      ok = false;
+      continue;
+    }
+    close_import(g, e);
+  }
+  return ok;
+}
+
+// A peer's allocation opened here (cached); its entry's index, or kNoRef.
+// An import from the same process over the same range under another
+// handle is stale (the peer freed that allocation and made this one in
+// its place): the driver will not open the new one while the old one is
+// open, so it is closed first.
+uint32_t import_of(GpuDirectCtx& g, const cu::IpcHandle& h, uint32_t pid,
+                   uint64_t peer_base, uint64_t peer_size) {
+  const cu::Driver& d = drv();
+  uint32_t victim = kNoRef;
+  for (uint32_t i = 0; i < g.cap; ++i) {
+    Import& e = g.imp[i];
+    if (e.live && memcmp(e.h.bytes, h.bytes, sizeof(h.bytes)) == 0) {
+      e.used = ++g.clock;
+      return i;
+    }
+  }
+  close_stale(g, pid, false, peer_base, peer_size);
+  for (uint32_t i = 0; i < g.cap; ++i) {
+    const Import& e = g.imp[i];
+    if (e.refs == 0 && (victim == kNoRef || !e.live ||
+                        (g.imp[victim].live && e.used < g.imp[victim].used)))
+      victim = i;
+  }
+  if (victim == kNoRef) {
+    UCC_ERROR(
+        "GPU direct: all %u IPC cache entries are in use by collectives in "
+        "flight (UCC_GPU_IPC_CACHE)",
+        g.cap);
+    return kNoRef;
+  }
+  Import& e = g.imp[victim];
+  if (e.live) close_import(g, e);
+  cu::CuDevPtr base = 0;
+  size_t size = 0;
+  cu::CuResult cr = d.ipc_open_mem_handle(&base, h, cu::kIpcLazyPeerAccess);
+  if (cr == kAlreadyMapped && close_stale(g, pid, true, 0, 0)) {
+    // Something of that peer's still maps what the handle names (a range
+    // the token did not tell): close what it has of that peer, once.
+    cr = d.ipc_open_mem_handle(&base, h, cu::kIpcLazyPeerAccess);
+  }
+  if (cr == cu::kSuccess) {
+    cr = d.mem_get_address_range(nullptr, &size, base);
+    if (cr != cu::kSuccess) d.ipc_close_mem_handle(base);
+  }
+  if (cr != cu::kSuccess) {
+    UCC_ERROR("GPU direct: opening a peer's GPU buffer failed (%s)",
+              cu::error_name(d, cr));
+    return kNoRef;
+  }
+  e = Import{true, 0, ++g.clock, h, base, size, pid, peer_base, peer_size};
+  ++g.stats.opens;
+  ++g.stats.open_now;
+  return victim;
+}
+
+void release_refs(GpuDirectCtx* g, GpuDirectReq& q) {
+  for (uint8_t i = 0; i < q.nrefs; ++i)
+    if (g != nullptr && q.refs[i] < g->cap && g->imp[q.refs[i]].refs > 0)
+      --g->imp[q.refs[i]].refs;
+  q.nrefs = 0;
+}
+
+// Maps and registers a peer's flag page (the worker; first use).
+bool map_peer_page(PeerPage& pp, const Token& t) {
+  if (pp.map != nullptr && pp.pid == t.pid && pp.fd == t.flag_fd &&
+      pp.ino == t.flag_ino && pp.dev == t.flag_dev)
+    return true;
+  const cu::Driver& d = drv();
+  if (pp.map != nullptr) {
+    d.host_unregister(pp.map);
+    munmap(pp.map, pp.bytes);
+    pp.map = nullptr;
+  }
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%u/fd/%d", t.pid, t.flag_fd);
+  const int fd = open(path, O_RDWR | O_CLOEXEC);
+  struct stat sb {};
+  if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_ino != t.flag_ino ||
+      sb.st_dev != t.flag_dev ||
+      static_cast<uint64_t>(sb.st_size) < t.flag_bytes) {
+    UCC_ERROR("GPU direct: cannot open the flag page of process %u (%s)", t.pid,
+              fd < 0 ? strerror(errno) : "not the page its token names");
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  void* p =
+      mmap(nullptr, t.flag_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return false;
+  cu::CuResult cr = d.host_register(
+      p, t.flag_bytes, cu::kHostRegisterPortable | cu::kHostRegisterDeviceMap);
+  cu::CuDevPtr dp = 0;
+  if (cr == cu::kSuccess) cr = d.host_get_device_pointer(&dp, p, 0);
+  if (cr != cu::kSuccess) {
+    UCC_ERROR("GPU direct: registering a peer's flag page failed (%s)",
+              cu::error_name(d, cr));
+    munmap(p, t.flag_bytes);
+    return false;
+  }
+  pp = PeerPage{
+      t.pid,        t.flag_fd, t.flag_ino, t.flag_dev, static_cast<uint8_t*>(p),
+      t.flag_bytes, dp};
+  return true;
+}
+
+Token* token_at(GpuDirectTeam& t, const Request* r, uint32_t i) {
+  return reinterpret_cast<Token*>(
+      t.tokens + (size_t{r->index} * (r->team->size + 1) + i) * kTokenBytes);
+}
+
+// A side of the collective: device address and bytes on this rank.
+struct Side {
+  uint64_t addr, bytes;
+};
+
+Side side_of(const off::CollDesc& d, bool dst) {
+  const off::BufRef& b = dst ? d.dst : d.src;
+  return Side{b.addr, b.bytes};
+}
+
+// Fills this rank's token for the post.
+bool fill_token(GpuDirectCtx& g, GpuDirectTeam& t, Request* r, Token* k) {
+  memset(k, 0, sizeof(*k));
+  k->magic = kTokenMagic;
+  k->pid = static_cast<uint32_t>(getpid());
+  k->seq = r->gd.seq;
+  memcpy(k->uuid, g.uuid, sizeof(k->uuid));
+  k->flag_fd = t.fd;
+  k->flag_bytes = t.page_bytes;
+  k->flag_ino = t.ino;
+  k->flag_dev = t.dev;
+  k->slot = r->index;
+  for (int s = 0; s < 2; ++s) {
+    const Side sd = side_of(r->gd.user, s == 1);
+    if (sd.bytes == 0) continue;
+    Export* e = nullptr;
+    if (!export_of(g, sd.addr, &e)) {
+      UCC_ERROR("GPU direct: cannot make an IPC handle of a GPU buffer");
+      return false;
+    }
+    if (s == 0) {
+      k->src_base = e->base;
+      k->src_off = sd.addr - e->base;
+      k->src_size = e->size;
+    } else {
+      k->dst_base = e->base;
+      k->dst_off = sd.addr - e->base;
+      k->dst_size = e->size;
+    }
+    (s == 0 ? k->src_h : k->dst_h) = e->h;
+  }
+  return true;
+}
+
+// Resolves a peer's side to an address the worker's GPU can use, checking
+// that [off, off + bytes) lies inside the allocation the token names.
+bool resolve(GpuDirectCtx& g, GpuDirectReq& q, const Token& k, bool dst,
+             uint64_t bytes, uint64_t* out) {
+  const uint64_t base = dst ? k.dst_base : k.src_base;
+  const uint64_t off = dst ? k.dst_off : k.src_off;
+  const uint64_t size = dst ? k.dst_size : k.src_size;
+  if (off > size || bytes > size - off) {
+    UCC_ERROR("GPU direct: a peer's token names a range outside its buffer");
+    return false;
+  }
+  if (k.pid == static_cast<uint32_t>(getpid())) {  // ranks in one process
+    *out = base + off;
+    return true;
+  }
+  const uint32_t i = import_of(g, dst ? k.dst_h : k.src_h, k.pid, base, size);
+  if (i == kNoRef) return false;
+  if (off > g.imp[i].size || bytes > g.imp[i].size - off) {
+    UCC_ERROR("GPU direct: a peer's token names a range outside its buffer");
+    return false;
+  }
+  ++g.imp[i].refs;
+  q.refs[q.nrefs++] = static_cast<uint16_t>(i);
+  *out = g.imp[i].base + off;
+  return true;
+}
+
+}  // namespace ucc::host::gd

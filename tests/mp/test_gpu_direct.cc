@@ -1,0 +1,244 @@
+// GPU buffers read and written in place across the ranks of one host
+// (host/exec/gpu_direct.h): the post never waits for the GPU, the IPC
+// cache opens each peer allocation once and stays within its capacity,
+// and UCC_GPU_DIRECT=no stages. The whole collectives matrix runs on the
+// direct path too (ctest gpu_loop_collectives, gpu_collectives).
+//
+// On a GPU these check results only; against tests/cuda_loop (ctest
+// gpu_direct_loop) they also read the provider's counters: blocking
+// calls, kernel launches, IPC opens and closes.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "tests/common/gpu.h"
+#include "tests/common/harness.h"
+#include "tests/mp/gpu_test.h"
+
+namespace {
+
+// The provider's counters, where the driver is tests/cuda_loop (nullptr
+// on a real GPU).
+struct Loop {
+  unsigned long long (*blocking)() = nullptr;
+  unsigned long long (*launches)() = nullptr;
+  unsigned long long (*opens)() = nullptr;
+  unsigned long long (*closes)() = nullptr;
+  int (*open_now)() = nullptr;
+  bool on() const { return blocking != nullptr; }
+};
+
+Loop loop() {
+  Loop l;
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (h == nullptr) return l;
+  l.blocking = reinterpret_cast<unsigned long long (*)()>(
+      dlsym(h, "cuda_loop_blocking_calls"));
+  l.launches = reinterpret_cast<unsigned long long (*)()>(
+      dlsym(h, "cuda_loop_launches"));
+  l.opens = reinterpret_cast<unsigned long long (*)()>(
+      dlsym(h, "cuda_loop_ipc_opens"));
+  l.closes = reinterpret_cast<unsigned long long (*)()>(
+      dlsym(h, "cuda_loop_ipc_closes"));
+  l.open_now = reinterpret_cast<int (*)()>(dlsym(h, "cuda_loop_ipc_open_now"));
+  if (l.launches == nullptr || l.opens == nullptr || l.closes == nullptr ||
+      l.open_now == nullptr)
+    l.blocking = nullptr;
+  return l;
+}
+
+ucc_coll_args_t allreduce(uint64_t src, uint64_t dst, size_t n,
+                          ucc_datatype_t dt) {
+  ucc_coll_args_t a{};
+  a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+  a.op = UCC_OP_SUM;
+  a.src.info = {reinterpret_cast<void*>(src), n, dt, UCC_MEMORY_TYPE_CUDA};
+  a.dst.info = {reinterpret_cast<void*>(dst), n, dt, UCC_MEMORY_TYPE_CUDA};
+  return a;
+}
+
+// Device buffer of n int32 holding `v` everywhere.
+bool filled(size_t n, int32_t v, uint64_t* d) {
+  std::vector<int32_t> h(n, v);
+  return ucct::gpu::alloc(n * 4, false, d) &&
+         ucct::gpu::to_device(*d, h.data(), n * 4);
+}
+
+bool all_equal(uint64_t d, size_t n, int32_t want) {
+  std::vector<int32_t> h(n, -1);
+  if (!ucct::gpu::to_host(h.data(), d, n * 4)) return false;
+  for (int32_t v : h)
+    if (v != want) return false;
+  return true;
+}
+
+// The post returns before the GPU has done anything (the provider holds
+// every event back for a few queries), and neither the post nor the
+// progress that completes the collective makes a blocking driver call.
+// Only the worker (rank 0) launches a kernel: one, which reduces and
+// raises the peers' flags.
+TEST(GpuDirect, PostNeverWaitsForTheGpu) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    setenv("CUDA_LOOP_EVENT_LAG", "4", 1);
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    const Loop l = loop();
+    constexpr size_t kN = 4099;
+    uint64_t src = 0, dst = 0;
+    EXPECT(filled(kN, r.rank + 1, &src) && filled(kN, -7, &dst), "buffers");
+    for (int round = 0; round < 3; ++round) {
+      ucc_coll_args_t a = allreduce(src, dst, kN, UCC_DT_INT32);
+      ucc_coll_req_h req = nullptr;
+      CK(ucc_collective_init(&a, &req, w.team));
+      const unsigned long long b0 = l.on() ? l.blocking() : 0;
+      const unsigned long long k0 = l.on() ? l.launches() : 0;
+      CK(ucc_collective_post(req));
+      if (l.on()) {
+        EXPECT(l.blocking() == b0, "the post made a blocking driver call");
+        EXPECT(ucc_collective_test(req) == UCC_INPROGRESS,
+               "done before the GPU could have run it");
+      }
+      CK(w.wait(req));
+      CK(ucc_collective_finalize(req));
+      if (l.on()) {
+        EXPECT(l.blocking() == b0,
+               "completing the collective made %llu blocking driver calls",
+               l.blocking() - b0);
+        const unsigned long long k = l.launches() - k0;
+        EXPECT(r.rank == 0 ? k == 1 : k == 0,
+               "rank %d launched %llu kernels (the worker launches the "
+               "reduction, which raises the flags; the others nothing)",
+               r.rank, k);
+      }
+      EXPECT(all_equal(dst, kN, 6), "round %d: wrong result", round);
+      EXPECT(all_equal(src, kN, r.rank + 1), "round %d: src changed", round);
+    }
+    ucct::gpu::release(src);
+    ucct::gpu::release(dst);
+    return 0;
+  }));
+}
+
+// The worker opens each peer allocation once however often it is used,
+// and with a small cache (UCC_GPU_IPC_CACHE=8) it cycles through more
+// allocations than fit, closing the least recently used; everything it
+// opened is closed when the context goes.
+TEST(GpuDirect, IpcCacheOpensOnceAndStaysBounded) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    constexpr size_t kN = 1000;
+    constexpr int kBufs = 6;  // 2 peers x 6 allocations: more than 8
+    uint64_t src[kBufs], dst = 0;
+    Loop l;
+    const int body = [&]() {
+      ucct::World w;
+      w.env = {{"UCC_GPU_IPC_CACHE", "8"}};
+      if (w.init(r) != UCC_OK) return 1;
+      EXPECT(ucct::gpu::init(), "CUDA init");
+      l = loop();
+      for (int i = 0; i < kBufs; ++i)
+        EXPECT(filled(kN, (r.rank + 1) * (i + 1), &src[i]), "buffers");
+      EXPECT(filled(kN, 0, &dst), "dst");
+      // The same two buffers ten times: the worker opens each peer's once.
+      const unsigned long long o0 = l.on() ? l.opens() : 0;
+      for (int i = 0; i < 10; ++i) {
+        ucc_coll_args_t a = allreduce(src[0], dst, kN, UCC_DT_INT32);
+        CK(w.run(a));
+        EXPECT(all_equal(dst, kN, 6), "same buffers, round %d", i);
+      }
+      if (l.on())
+        EXPECT(l.opens() - o0 == (r.rank == 0 ? 4u : 0u),
+               "rank %d opened %llu peer allocations for one src and one "
+               "dst per peer",
+               r.rank, l.opens() - o0);
+      // Cycling through 6 srcs (plus the dst) per peer with room for 8.
+      for (int round = 0; round < 2; ++round)
+        for (int i = 0; i < kBufs; ++i) {
+          ucc_coll_args_t a = allreduce(src[i], dst, kN, UCC_DT_INT32);
+          CK(w.run(a));
+          EXPECT(all_equal(dst, kN, 6 * (i + 1)), "buffer %d", i);
+          if (l.on())
+            EXPECT(l.open_now() <= 8, "%d allocations open with room for 8",
+                   l.open_now());
+        }
+      if (l.on() && r.rank == 0)
+        EXPECT(l.opens() - o0 > 8, "the cache never evicted (%llu opens)",
+               l.opens() - o0);
+      CK(w.barrier());
+      return 0;
+    }();
+    if (body != 0) return body;
+    // The context is gone: everything it opened is closed.
+    if (l.on() && (l.open_now() != 0 || l.opens() != l.closes())) {
+      std::fprintf(stderr,
+                   "rank %d: %d peer allocations left open (%llu opens, %llu "
+                   "closes)\n",
+                   r.rank, l.open_now(), l.opens(), l.closes());
+      return 1;
+    }
+    for (int i = 0; i < kBufs; ++i) ucct::gpu::release(src[i]);
+    ucct::gpu::release(dst);
+    return 0;
+  }));
+}
+
+// Peers free their buffers and allocate new ones between collectives (as
+// ucc_perftest does from one size to the next): the new allocations land
+// where the old ones were, and the worker must close what it still maps
+// of the old ones before the driver opens the new ones (it refuses with
+// CUDA_ERROR_ALREADY_MAPPED; tests/cuda_loop refuses the same way).
+TEST(GpuDirect, PeerBuffersFreedAndMadeAgain) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    for (int round = 0; round < 6; ++round) {
+      const size_t n = 100 + round * 3;
+      uint64_t src = 0, dst = 0;
+      EXPECT(filled(n, (r.rank + 1) * (round + 1), &src) && filled(n, -1, &dst),
+             "buffers");
+      ucc_coll_args_t a = allreduce(src, dst, n, UCC_DT_INT32);
+      CK(w.run(a));
+      EXPECT(all_equal(dst, n, 3 * (round + 1)), "round %d", round);
+      CK(w.barrier());  // both collectives done before either frees
+      ucct::gpu::release(src);
+      ucct::gpu::release(dst);
+    }
+    return 0;
+  }));
+}
+
+// UCC_GPU_DIRECT=no stages every GPU buffer: no kernel runs, no peer
+// allocation is opened, and the result is the same.
+TEST(GpuDirect, NoStagesInstead) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(2, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_GPU_DIRECT", "no"}};
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    const Loop l = loop();
+    constexpr size_t kN = 257;
+    uint64_t src = 0, dst = 0;
+    EXPECT(filled(kN, r.rank + 1, &src) && filled(kN, 0, &dst), "buffers");
+    const unsigned long long k0 = l.on() ? l.launches() : 0;
+    const unsigned long long o0 = l.on() ? l.opens() : 0;
+    ucc_coll_args_t a = allreduce(src, dst, kN, UCC_DT_INT32);
+    CK(w.run(a));
+    EXPECT(all_equal(dst, kN, 3), "staged result");
+    if (l.on())
+      EXPECT(l.launches() == k0 && l.opens() == o0,
+             "UCC_GPU_DIRECT=no still launched or opened");
+    ucct::gpu::release(src);
+    ucct::gpu::release(dst);
+    return 0;
+  }));
+}
+
+}  // namespace
