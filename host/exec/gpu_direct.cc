@@ -115,8 +115,8 @@ GpuDirectTeam* team_state(ucc_team* team) {
   return t;
 }
 
-// Where the collective reads and writes on this rank: the sides that are
-// GPU memory, or nothing when the direct path does not apply to it.
+// Whether the direct path takes this collective, whatever its memory: the
+// collectives, datatypes and ops it has, untagged, on the whole team.
 bool coll_applies(const off::CollDesc& d, uint32_t n) {
   if (d.flags & (off::kDescTagged | off::kDescOneSided)) return false;
   if (d.set_size != 0 || d.count == 0 || n < 2 || n > gpu::kMaxPeers)
@@ -244,7 +244,6 @@ ucc_status_t gpu_direct_post(ucc_context* ctx, Request* r) {
   q.seq = ++t.seq;
   q.polls = 0;
   q.input_ok = false;
-  q.err = UCC_OK;
   release_refs(&g, q);
   CtxScope in(d, g.cuctx);
   // The caller's work on the buffers so far (legacy stream: it waits for

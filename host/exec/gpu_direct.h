@@ -65,7 +65,6 @@ struct GpuDirectReq {
   plat::cuda::CuEvent done_ev;
   uint16_t refs[72];  // IPC cache entries this collective holds
   uint8_t nrefs;
-  ucc_status_t err;  // a failure while queueing the work
 };
 
 // At ucc_collective_init, after lowering and before staging: takes the
