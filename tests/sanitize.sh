@@ -9,7 +9,9 @@
 #          runs in a row.
 # address: AddressSanitizer, LeakSanitizer and UBSan (build-asan) on the
 #          unit tests, on the multi-process suite with the engine inline
-#          (the collectives matrices up to 4 ranks), on the suite again
+#          (the collectives matrices up to 3 ranks, at 4 their default
+#          and small-slot configurations), on the GPU cases against
+#          tests/cuda_loop, on the suite again
 #          with UCC_OFFLOAD=emu (so the firmware_sim daemon the library
 #          starts is the ASan build too; of the matrices only the default
 #          configuration up to 4 ranks), on the verbs transport over tests/verbs_loop's
@@ -60,13 +62,16 @@ asan_stage() {
   $t/ucc_unit_tests --gtest_brief=1
   check_logs "the unit tests"
 
-  # The collectives matrices up to 4 ranks: every algorithm, datatype, op
-  # and count shape, 3 ranks the team that is no power of two; at 5 and 8
-  # ranks (60% of the matrices' time) they run in the plain ctest, where a
-  # memory error would show as wrong results, not as a report.
+  # The collectives matrices up to 3 ranks: every algorithm, datatype, op
+  # and count shape, 3 ranks the team that is no power of two; at 4 ranks
+  # the default and small-slot configurations; the rest run in the plain
+  # ctest, where a memory error would show as wrong results, not as a
+  # report.
   local t0=$SECONDS
   $t/ucc_mp_tests --gtest_brief=1 \
-    --gtest_filter='-Mp/Collectives*.Matrix/*_n8:Mp/Collectives*.Matrix/*_n5'
+    --gtest_filter='-Mp/Collectives*.Matrix/*_n8:Mp/Collectives*.Matrix/*_n5:Mp/Collectives*.Matrix/*_n4'
+  $t/ucc_mp_tests --gtest_brief=1 \
+    --gtest_filter='Mp/Collectives*.Matrix/*_default_n4:Mp/Collectives*.Matrix/*_smallseg_n4'
   check_logs "the multi-process suite, inline ($((SECONDS - t0)) s)"
   # GPU buffers on tests/cuda_loop's driver: the direct path (IPC cache,
   # kernel launches, flag pages) and the staged one.
