@@ -54,42 +54,15 @@ __device__ void reduce_all(const ReduceArgs& a) {
     ucc::gpu::reduce_elem_op<V, Op>(a, i);
 }
 
-// The op's switch once per thread, as reduce_elem does per element.
-template <typename V, bool kInteger>
-__device__ void reduce_dispatch(const ReduceArgs& a) {
-  using ucc::off::ROp;
-  switch (static_cast<ROp>(a.op)) {
-    case ROp::kSum:
-    case ROp::kAvg:
-      return reduce_all<V, ucc::dev::Sum>(a);
-    case ROp::kProd:
-      return reduce_all<V, ucc::dev::Prod>(a);
-    case ROp::kMax:
-      return reduce_all<V, ucc::dev::Max>(a);
-    case ROp::kMin:
-      return reduce_all<V, ucc::dev::Min>(a);
-    default:
-      break;
+// The op's switch once per thread (reduce_elem makes it per element).
+template <typename V>
+struct ReduceAll {
+  const ReduceArgs& a;
+  template <typename Op>
+  __device__ void operator()(Op) const {
+    reduce_all<V, Op>(a);
   }
-  if constexpr (kInteger) {
-    switch (static_cast<ROp>(a.op)) {
-      case ROp::kLand:
-        return reduce_all<V, ucc::dev::Land>(a);
-      case ROp::kLor:
-        return reduce_all<V, ucc::dev::Lor>(a);
-      case ROp::kLxor:
-        return reduce_all<V, ucc::dev::Lxor>(a);
-      case ROp::kBand:
-        return reduce_all<V, ucc::dev::Band>(a);
-      case ROp::kBor:
-        return reduce_all<V, ucc::dev::Bor>(a);
-      case ROp::kBxor:
-        return reduce_all<V, ucc::dev::Bxor>(a);
-      default:
-        break;
-    }
-  }
-}
+};
 
 // Thread k < n of the calling block raises flag k, after a system-wide
 // fence: whoever sees the flag sees what the stream wrote before it.
@@ -121,7 +94,7 @@ __device__ void raise_when_last(const FlagArgs& flags, uint64_t counter) {
 
 #define UCC_GPU_KERNEL(sfx, V, integer)                                 \
   extern "C" __global__ void ucc_gpu_reduce_##sfx(const ReduceArgs a) { \
-    reduce_dispatch<V, integer>(a);                                     \
+    ::ucc::gpu::with_op<integer>(a.op, ReduceAll<V>{a});                \
     raise_when_last(a.flags, a.counter);                                \
   }
 UCC_GPU_REDUCE_KERNELS(UCC_GPU_KERNEL)

@@ -178,43 +178,57 @@ UCC_HD inline void reduce_elem_op(const ReduceArgs& a, uint64_t i) {
   for (uint32_t k = 0; k < a.ndst; ++k) reinterpret_cast<S*>(a.dst[k])[i] = acc;
 }
 
-// Element i of a reduction: the op's switch, then the shared body. Ops a
-// type does not take (kernel_reduces) never reach here; they would copy
-// src[0].
-template <typename V, bool kInteger>
-UCC_HD inline void reduce_elem(const ReduceArgs& a, uint64_t i) {
-  switch (static_cast<off::ROp>(a.op)) {
+// Calls f(Op{}) with the functor of `op`: the one switch over ops, for
+// the kernels (once per thread) and the host twins (once per element).
+// Ops a type does not take (kernel_reduces) call nothing.
+template <bool kInteger, typename F>
+UCC_HD inline void with_op(uint32_t op, const F& f) {
+  switch (static_cast<off::ROp>(op)) {
     case off::ROp::kSum:
     case off::ROp::kAvg:
-      return reduce_elem_op<V, dev::Sum>(a, i);
+      return f(dev::Sum{});
     case off::ROp::kProd:
-      return reduce_elem_op<V, dev::Prod>(a, i);
+      return f(dev::Prod{});
     case off::ROp::kMax:
-      return reduce_elem_op<V, dev::Max>(a, i);
+      return f(dev::Max{});
     case off::ROp::kMin:
-      return reduce_elem_op<V, dev::Min>(a, i);
+      return f(dev::Min{});
     default:
       break;
   }
   if constexpr (kInteger) {
-    switch (static_cast<off::ROp>(a.op)) {
+    switch (static_cast<off::ROp>(op)) {
       case off::ROp::kLand:
-        return reduce_elem_op<V, dev::Land>(a, i);
+        return f(dev::Land{});
       case off::ROp::kLor:
-        return reduce_elem_op<V, dev::Lor>(a, i);
+        return f(dev::Lor{});
       case off::ROp::kLxor:
-        return reduce_elem_op<V, dev::Lxor>(a, i);
+        return f(dev::Lxor{});
       case off::ROp::kBand:
-        return reduce_elem_op<V, dev::Band>(a, i);
+        return f(dev::Band{});
       case off::ROp::kBor:
-        return reduce_elem_op<V, dev::Bor>(a, i);
+        return f(dev::Bor{});
       case off::ROp::kBxor:
-        return reduce_elem_op<V, dev::Bxor>(a, i);
+        return f(dev::Bxor{});
       default:
         break;
     }
   }
-  reduce_elem_op<V, dev::Max>(a, i);  // not reached (see above)
+}
+
+// Element i of a reduction (the host twins' loop body).
+template <typename V>
+struct ReduceElemAt {
+  const ReduceArgs& a;
+  uint64_t i;
+  template <typename Op>
+  UCC_HD void operator()(Op) const {
+    reduce_elem_op<V, Op>(a, i);
+  }
+};
+template <typename V, bool kInteger>
+UCC_HD inline void reduce_elem(const ReduceArgs& a, uint64_t i) {
+  with_op<kInteger>(a.op, ReduceElemAt<V>{a, i});
 }
 
 // The list of kernels: X(name suffix, value policy, integer?).

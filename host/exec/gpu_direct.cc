@@ -52,9 +52,6 @@ bool load_kernels(ucc_context* ctx, GpuDirectCtx& g, cu::CuCtx cuctx) {
     cr = d.module_get_function(&g.flag_fn, g.mod, gpu::kFlagKernel);
   if (cr == cu::kSuccess)
     cr = d.module_get_function(&g.copy_fn, g.mod, gpu::kCopyKernel);
-  int dev = 0;
-  if (cr == cu::kSuccess) cr = d.ctx_get_device(&dev);
-  if (cr == cu::kSuccess) cr = d.device_get_uuid(g.uuid, dev);
   if (cr == cu::kSuccess) cr = d.mem_alloc(&g.counter, 64);
   if (cr == cu::kSuccess) cr = d.memset_d32(g.counter, 0, 16);
   if (cr != cu::kSuccess) {

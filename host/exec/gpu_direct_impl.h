@@ -29,7 +29,6 @@ struct Token {
   uint32_t magic;
   uint32_t pid;
   uint64_t seq;
-  uint8_t uuid[16];  // the GPU of the buffers
   int32_t flag_fd;   // the flag page, open in `pid`
   uint32_t flag_bytes;
   uint64_t flag_ino;
@@ -40,7 +39,7 @@ struct Token {
   uint64_t dst_base, dst_off, dst_size;
   cu::IpcHandle src_h;
   cu::IpcHandle dst_h;
-  uint8_t reserved[16];
+  uint8_t reserved[32];
 };
 // The tokens lie in arrays, each kTokenBytes long.
 static_assert(sizeof(Token) == kTokenBytes);
@@ -94,7 +93,6 @@ struct GpuDirectCtx {
   cu::CuFunction flag_fn;
   cu::CuFunction copy_fn;
   cu::CuDevPtr counter;  // the reduction kernels' count of finished blocks
-  uint8_t uuid[16];
   uint32_t cap;
   uint64_t clock;
   gd::Export* exp;

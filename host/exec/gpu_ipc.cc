@@ -198,7 +198,6 @@ bool fill_token(GpuDirectCtx& g, GpuDirectTeam& t, Request* r, Token* k) {
   k->magic = kTokenMagic;
   k->pid = static_cast<uint32_t>(getpid());
   k->seq = r->gd.seq;
-  memcpy(k->uuid, g.uuid, sizeof(k->uuid));
   k->flag_fd = t.fd;
   k->flag_bytes = t.page_bytes;
   k->flag_ino = t.ino;

@@ -86,12 +86,9 @@ void load() {
   d.direct &= optional(lib, "cuModuleUnload", &d.module_unload);
   d.direct &= optional(lib, "cuModuleGetFunction", &d.module_get_function);
   d.direct &= optional(lib, "cuLaunchKernel", &d.launch_kernel);
-  d.direct &= optional(lib, "cuCtxGetDevice", &d.ctx_get_device);
   d.direct &= optional(lib, "cuMemAlloc_v2", &d.mem_alloc);
   d.direct &= optional(lib, "cuMemFree_v2", &d.mem_free);
   d.direct &= optional(lib, "cuMemsetD32_v2", &d.memset_d32);
-  if (!optional(lib, "cuDeviceGetUuid_v2", &d.device_get_uuid))
-    d.direct &= optional(lib, "cuDeviceGetUuid", &d.device_get_uuid);
   if (!d.direct)
     UCC_INFO(
         "CUDA: %s lacks what peers' GPU buffers need (IPC, kernels): "

@@ -68,11 +68,9 @@ struct Driver {
                             unsigned bx, unsigned by, unsigned bz,
                             unsigned shared, CuStream s, void** params,
                             void** extra);
-  CuResult (*ctx_get_device)(int* dev);
   CuResult (*mem_alloc)(CuDevPtr* p, size_t n);
   CuResult (*mem_free)(CuDevPtr p);
   CuResult (*memset_d32)(CuDevPtr p, unsigned v, size_t words);
-  CuResult (*device_get_uuid)(unsigned char uuid[16], int dev);
   bool direct;  // every optional entry above resolved
 };
 

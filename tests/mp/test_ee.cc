@@ -10,29 +10,9 @@
 #include <vector>
 
 #include "tests/common/harness.h"
+#include "tests/mp/rank_check.h"
 
 namespace {
-
-#define CK(call)                                                          \
-  do {                                                                    \
-    ucc_status_t s_ = (call);                                             \
-    if (s_ != UCC_OK) {                                                   \
-      std::fprintf(stderr, "rank %d: %s:%d: %s = %s\n", w.rank, __FILE__, \
-                   __LINE__, #call, ucct::status_name(s_));               \
-      return 1;                                                           \
-    }                                                                     \
-  } while (0)
-
-#define EXPECT(cond, ...)                                           \
-  do {                                                              \
-    if (!(cond)) {                                                  \
-      std::fprintf(stderr, "rank %d: %s:%d: ", w.rank, __FILE__,    \
-                   __LINE__);                                       \
-      std::fprintf(stderr, __VA_ARGS__);                            \
-      std::fprintf(stderr, "\n");                                   \
-      return 1;                                                     \
-    }                                                               \
-  } while (0)
 
 ucc_ee_h make_ee(ucct::World& w) {
   ucc_ee_params_t p{};
