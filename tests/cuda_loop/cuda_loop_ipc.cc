@@ -16,6 +16,12 @@
 // a handle whose exporter-side range overlaps an import still open from
 // the same process (the exporter freed a buffer and allocated another in
 // its place), as the driver on an H200 did.
+//
+// dma-buf fds (cuMemGetHandleForAddressRange): the allocation's memfd
+// opened anew through /proc/self/fd, so the fd has a file position of its
+// own, set where the range begins. That is the convention with
+// tests/verbs_loop's ibv_reg_dmabuf_mr: the dma-buf begins at the fd's
+// current position and runs to the end of the file.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -23,6 +29,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -53,8 +60,12 @@ struct HandleBody {
 };
 static_assert(sizeof(HandleBody) <= sizeof(IpcHandle), "handle too small");
 
-uint64_t g_opens;   // under g_mu
-uint64_t g_closes;  // under g_mu
+uint64_t g_opens;    // under g_mu
+uint64_t g_closes;   // under g_mu
+uint64_t g_dmabufs;  // under g_mu
+
+// cuda.h's CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD.
+constexpr int kRangeDmaBufFd = 1;
 
 }  // namespace
 }  // namespace cuda_loop
@@ -159,6 +170,42 @@ Res cuIpcCloseMemHandle(DevPtr p) {
     return kOk;
   }
   return kInvalidValue;
+}
+
+// A dma-buf fd for [p, p + size) of an own device allocation. As the
+// driver asks, p and size are multiples of the host page size. Managed
+// memory and imports are refused; CUDA_LOOP_NO_DMABUF=1 plays a driver or
+// kernel without dma-buf support (CUDA_ERROR_NOT_SUPPORTED).
+Res cuMemGetHandleForAddressRange(void* handle, DevPtr p, size_t size, int type,
+                                  unsigned long long flags) {
+  const char* no = getenv("CUDA_LOOP_NO_DMABUF");
+  if (no != nullptr && strcmp(no, "1") == 0) return kNotSupported;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  if (handle == nullptr || type != kRangeDmaBufFd || flags != 0 || size == 0 ||
+      p % page != 0 || size % page != 0)
+    return kInvalidValue;
+  std::lock_guard<std::mutex> g(g_mu);
+  const Alloc* a = mapping_of(p);
+  if (a == nullptr || a->managed || a->imported || a->fd < 0 ||
+      size > a->mapped - (p - a->dev))
+    return kInvalidValue;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", a->fd);
+  const int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return kOutOfMemory;
+  if (lseek(fd, static_cast<off_t>(p - a->dev), SEEK_SET) < 0) {
+    close(fd);
+    return kInvalidValue;
+  }
+  *static_cast<int*>(handle) = fd;
+  ++g_dmabufs;
+  return kOk;
+}
+
+// Test hooks: dma-buf fds handed out so far in this process.
+unsigned long long cuda_loop_dmabuf_exports(void) {
+  std::lock_guard<std::mutex> g(g_mu);
+  return g_dmabufs;
 }
 
 // Test hooks: opens and closes so far in this process, and the imports

@@ -6,7 +6,8 @@
 // B; they swap PeerInfo over a socketpair. B's gtest failures print in B
 // and turn into its exit status, which A checks. Loopback tests connect
 // two endpoints (two contexts) inside the test process. Every test gets
-// its own fabric file.
+// its own fabric file (the VerbsLoop fixture). dma-buf MRs are tested in
+// test_verbs_loop_dmabuf.cc.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
@@ -14,38 +15,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <string>
-
 #include "verbs_loop_test_util.h"
 
 namespace {
 
 using namespace verbs_loop_test;
-
-class VerbsLoop : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char path[] = "/tmp/verbs_loop_test.XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    close(fd);
-    path_ = path;
-    setenv("VERBS_LOOP_FABRIC", path, 1);
-    unsetenv("VERBS_LOOP_FAULTS");
-    unsetenv("VERBS_LOOP_LINK");
-  }
-  void TearDown() override { unlink(path_.c_str()); }
-
-  // Two endpoints of this process, a's QP connected to b's and back.
-  void Loopback(Endpoint& a, Endpoint& b) {
-    ASSERT_NO_FATAL_FAILURE(a.Open());
-    ASSERT_NO_FATAL_FAILURE(b.Open());
-    ASSERT_NO_FATAL_FAILURE(a.Connect(b.Info()));
-    ASSERT_NO_FATAL_FAILURE(b.Connect(a.Info()));
-  }
-
-  std::string path_;
-};
 
 TEST_F(VerbsLoop, DeviceAndPortAttributes) {
   Endpoint a;

@@ -9,17 +9,16 @@
 // falls back to these exported functions.
 //
 // This file: device, context, PD, MR, CQ and SRQ, and the strings. QPs
-// are in verbs_loop_qp.cc, the data path in verbs_loop_post.cc, the
-// shared tables in verbs_loop_fabric.{h,cc}. Errors follow rdma-core:
+// are in verbs_loop_qp.cc, the data path in verbs_loop_post.cc, dma-buf
+// MRs and the byte copies in verbs_loop_dmabuf.cc, the shared tables in
+// verbs_loop_fabric.{h,cc}. Errors follow rdma-core:
 // int functions return an errno value, pointer functions return NULL
 // with errno set.
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
-
-#include <initializer_list>
 
 #include "verbs_loop_internal.h"
 
@@ -71,23 +70,32 @@ uint32_t MakeKey(LoopContext* lc, uint32_t slot, uint32_t avoid) {
   }
 }
 
+// Registration pins every page, which fails (EFAULT) where one is not
+// mapped or not readable: a PROT_NONE range, as GPU memory is to the CPU
+// without peer-memory support, cannot be registered. The maps are read
+// rather than probed so that no page is faulted in.
 bool Readable(const void* addr, size_t len) {
-  // What registration pins must exist: probe the first and last byte.
-  char probe;
-  const char* p = static_cast<const char*>(addr);
-  for (const char* at : {p, p + len - 1}) {
-    iovec l = {&probe, 1};
-    iovec r = {const_cast<char*>(at), 1};
-    if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != 1) return false;
+  uint64_t at = reinterpret_cast<uint64_t>(addr);
+  uint64_t end;
+  if (__builtin_add_overflow(at, uint64_t(len), &end)) return false;
+  FILE* maps = fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return false;
+  unsigned long lo, hi;
+  char perms[8];
+  // The lines are sorted by address: the first one that does not cover
+  // `at` (a hole) or is not readable ends the walk.
+  while (at < end && fscanf(maps, "%lx-%lx %7s%*[^\n]", &lo, &hi, perms) == 3) {
+    if (hi <= at) continue;
+    if (lo > at || perms[0] != 'r') break;
+    at = hi;
   }
-  return true;
+  fclose(maps);
+  return at >= end;
 }
 
 ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
               unsigned access) {
-  if (pd == nullptr || length == 0 ||
-      ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-       !(access & IBV_ACCESS_LOCAL_WRITE))) {
+  if (pd == nullptr || length == 0 || !AccessOk(access)) {
     errno = EINVAL;
     return nullptr;
   }
@@ -95,6 +103,25 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
     errno = EFAULT;
     return nullptr;
   }
+  MrEntry e{};
+  e.kind = kMrMemory;
+  e.fd = -1;
+  e.access = access;
+  e.addr = reinterpret_cast<uint64_t>(addr);
+  e.iova = iova;
+  e.length = length;
+  return InstallMr(pd, e, addr, length, -1);
+}
+
+}  // namespace
+
+bool AccessOk(unsigned access) {
+  return !((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+           !(access & IBV_ACCESS_LOCAL_WRITE));
+}
+
+ibv_mr* InstallMr(ibv_pd* pd, MrEntry e, void* addr, size_t length,
+                  int dmabuf_fd) {
   LoopContext* lc = Ctx(pd->context);
   ProcessGuard pg(lc);
   LoopMr* m = static_cast<LoopMr*>(calloc(1, sizeof(LoopMr)));
@@ -110,16 +137,13 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
     errno = ENOMEM;
     return nullptr;
   }
-  MrEntry& e = f->mrs[slot];
   e.lkey = MakeKey(lc, slot, 0);
   e.rkey = MakeKey(lc, slot, e.lkey);
-  e.access = access;
   e.pd_id = Pd(pd)->pd_id;
-  e.addr = reinterpret_cast<uint64_t>(addr);
-  e.iova = iova;
-  e.length = length;
   e.owner = lc->pid;
+  f->mrs[slot] = e;
   m->slot = slot;
+  m->dmabuf_fd = dmabuf_fd;
   m->mr.context = pd->context;
   m->mr.pd = pd;
   m->mr.addr = addr;
@@ -131,7 +155,6 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
   return &m->mr;
 }
 
-}  // namespace
 }  // namespace verbs_loop
 
 using namespace verbs_loop;
@@ -370,6 +393,10 @@ int ibv_dereg_mr(ibv_mr* mr) {
       e.lkey = e.rkey = 0;
     }
   }
+  // Only now: a responder's sender opens (or, in this process, dups) the
+  // fd only while the entry above is live, under the fabric lock, so it
+  // cannot get the fd number reused for another file.
+  if (m->dmabuf_fd >= 0) close(m->dmabuf_fd);
   --Pd(mr->pd)->refs;
   free(m);
   return 0;

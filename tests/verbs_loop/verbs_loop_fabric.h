@@ -8,7 +8,9 @@
 //   qps     state, destination, access flags and receive queue of each QP:
 //           the sender executes a WR itself, so it checks the responder's
 //           state and consumes the responder's receive WQEs.
-//   mrs     lkey/rkey, range and access of each MR, checked by peers.
+//   mrs     lkey/rkey, range and access of each MR, checked by peers, and
+//           where its bytes are: memory of the owner, or a dma-buf file
+//           the owner holds open (reached through /proc/<pid>/fd).
 //   cqs     completion rings, pushed by any process, popped by the owner.
 //   srqs    shared receive queues, consumed by senders.
 //   arenas  CQE and receive-WQE slots, handed out in chunks of kChunk so a
@@ -39,7 +41,8 @@
 namespace verbs_loop {
 
 inline constexpr uint64_t kMagic = 0x4241465f504f4f4cull;  // "LOOP_FAB"
-inline constexpr uint32_t kVersion = 1;
+// 2: MrEntry gained kind and fd (dma-buf MRs).
+inline constexpr uint32_t kVersion = 2;
 
 inline constexpr uint32_t kMaxHosts = 256;
 inline constexpr uint32_t kQpIndexBits = 12;
@@ -111,17 +114,26 @@ struct HostEntry {
   char name[kHostNameMax];
 };
 
+// Kinds of MrEntry::kind.
+inline constexpr uint32_t kMrMemory = 0;  // ibv_reg_mr: memory of the owner
+inline constexpr uint32_t kMrDmabuf = 1;  // ibv_reg_dmabuf_mr: a file
+
 struct MrEntry {
   int32_t owner;
   uint32_t lkey;
   uint32_t rkey;
   uint32_t access;
   uint32_t pd_id;
+  uint32_t kind;
+  int32_t fd;  // kMrDmabuf: the owner's own dup of the dma-buf fd; else -1
   uint32_t pad;
-  uint64_t addr;  // where the bytes are in the owner
-  uint64_t iova;  // what WRs call that address
+  // Where the byte `iova` is: an address in the owner (kMrMemory), or an
+  // offset in the file of the owner's `fd` (kMrDmabuf).
+  uint64_t addr;
+  uint64_t iova;  // what WRs call that byte
   uint64_t length;
 };
+static_assert(sizeof(MrEntry) == 56 && offsetof(MrEntry, addr) == 32);
 
 struct CqEntry {
   pthread_mutex_t lock;
@@ -235,8 +247,8 @@ QpEntry* FindQp(FabricFile* f, uint32_t qpn);
 // if none (also for a deregistered or reused entry).
 MrEntry* FindMrByLkey(FabricFile* f, uint32_t key, int32_t owner);
 MrEntry* FindMrByRkey(FabricFile* f, uint32_t key, int32_t owner);
-// Translates [iova, iova+len) of `mr` to the owner's address; false if
-// the range is not inside the MR.
+// Translates [iova, iova+len) of `mr` to where its bytes are (see
+// MrEntry::addr); false if the range is not inside the MR.
 bool MrRange(const MrEntry& mr, uint64_t iova, uint64_t len, uint64_t* addr);
 
 // Pops the oldest receive WQE of the QP's RQ or SRQ into *out. False if

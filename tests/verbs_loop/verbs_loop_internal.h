@@ -21,6 +21,8 @@
 namespace verbs_loop {
 
 inline constexpr uint64_t kMaxMsg = 1ull << 30;
+// Bytes of a dma-buf copy staged at a time (LoopContext::bounce).
+inline constexpr uint32_t kBounce = 1u << 16;
 
 struct LoopQp;
 
@@ -36,6 +38,8 @@ struct LoopContext {
   uint64_t rng;          // key generator state
   LoopQp* deferred;      // QPs with WRs waiting (RNR, slow peer)
   LoopQp* qps[kMaxQps];  // by fabric slot, to retire send-queue slots
+  // Stages the bytes of a local dma-buf piece (MoveBytes).
+  uint8_t bounce[kBounce];
 };
 
 struct LoopPd {
@@ -47,6 +51,7 @@ struct LoopPd {
 struct LoopMr {
   ibv_mr mr;
   uint32_t slot;
+  int dmabuf_fd;  // our dup of a dma-buf MR's fd, closed at dereg; else -1
 };
 
 struct LoopCq {
@@ -143,6 +148,63 @@ inline uint32_t LoadState(const QpEntry& e) {
   return __atomic_load_n(&e.state, __ATOMIC_RELAXED);
 }
 
+// verbs_loop.cc: registration, shared by both kinds of MR.
+// True if `access` is a valid set of MR rights (REMOTE_WRITE and
+// REMOTE_ATOMIC need LOCAL_WRITE, as rdma-core checks).
+bool AccessOk(unsigned access);
+// Takes an MR entry and fills it from `e` (the keys, owner and PD are set
+// here); the ibv_mr shows `addr` and `length`. Returns the MR, or NULL
+// with errno ENOMEM (the table is full or no memory). On success the MR
+// owns `dmabuf_fd` (-1 for none); on failure the caller still does.
+ibv_mr* InstallMr(ibv_pd* pd, MrEntry e, void* addr, size_t length,
+                  int dmabuf_fd);
+
+// verbs_loop_dmabuf.cc: moving a WR's bytes.
+
+// Where one piece of a WR's bytes is on one side: `len` bytes at `addr`,
+// an address in that side's process (fd -1) or an offset in file `fd`.
+struct Seg {
+  uint64_t addr;
+  uint64_t len;
+  int fd;
+};
+
+// The piece `len` bytes at `at` (from MrRange) of an MR of the caller's
+// own context: its dma-buf dup stays open while the caller holds mu.
+inline Seg OwnSeg(const MrEntry& mr, uint64_t at, uint64_t len) {
+  return Seg{at, len, mr.kind == kMrDmabuf ? mr.fd : -1};
+}
+
+// The files of the responder's dma-buf MRs that one WR reaches. Add opens
+// the owner's fd through /proc/<pid>/fd (or dups it, if the owner is this
+// process) while the caller holds FabricFile::lock, so the MR found there,
+// and the fd it names, is still registered; the files are closed when the
+// holder goes.
+class PeerFiles {
+ public:
+  explicit PeerFiles(int32_t self) : self_(self) {}
+  ~PeerFiles();
+  PeerFiles(const PeerFiles&) = delete;
+  PeerFiles& operator=(const PeerFiles&) = delete;
+  // Fills *out for `len` bytes at `at` (from MrRange) of `mr`. False if
+  // the owner's file cannot be opened (it died or closed it), or if more
+  // than kMaxSge files are asked for.
+  bool Add(const MrEntry& mr, uint64_t at, uint64_t len, Seg* out);
+
+ private:
+  int32_t self_;
+  int n_ = 0;
+  int fds_[kMaxSge];
+};
+
+// Moves `len` bytes between this process's `local` pieces and process
+// `pid`'s `remote` pieces: to the remote side if `write`, else from it.
+// Memory only: process_vm_writev/readv; with files, piece by piece with
+// pread/pwrite (a local file through `bounce`). Returns 0 or an errno
+// value (ESRCH: the peer is gone; EFAULT: a piece is not there).
+int MoveBytes(int32_t pid, const Seg* local, int nlocal, const Seg* remote,
+              int nremote, uint64_t len, bool write, uint8_t* bounce);
+
 // verbs_loop_post.cc: the ibv_context_ops data path.
 int PostSend(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
 int PostRecv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
@@ -160,6 +222,8 @@ void DropSq(LoopQp* q);
 // open of a process. CqCapacity applies cqovf=N to a new CQ's size.
 void ResetFaults();
 uint32_t CqCapacity(uint32_t asked);
+// nodmabuf=1: ibv_reg_dmabuf_mr is refused (EOPNOTSUPP).
+bool DmabufRefused();
 
 // verbs_loop_qp.cc: the GID of GID index 0 of host `host`.
 ibv_gid HostGid(uint8_t link_layer, uint32_t host, uint64_t guid);

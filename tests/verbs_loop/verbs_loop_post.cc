@@ -3,18 +3,18 @@
 //
 // Execution: the sender does all the work, at post time, in WR order per
 // QP. A WR moves bytes with process_vm_writev/readv straight into or out
-// of the peer process, consumes the peer's receive WQE from the fabric
-// file and pushes the peer's receive completion into its CQ there (bytes
-// first, then the CQE, so the peer never sees a completion before its
-// data). A WR that cannot run yet (no receive WQE: RNR; the peer is not
-// yet in RTR) stays at the head of its QP, with every WR behind it, and
-// the QP joins the context's deferred list, retried by every later call
-// into this context until it runs or its retry budget is spent.
+// of the peer process (pread/pwrite for dma-buf MRs: see MoveBytes),
+// consumes the peer's receive WQE from the fabric file and pushes the
+// peer's receive completion into its CQ there (bytes first, then the CQE,
+// so the peer never sees a completion before its data). A WR that cannot run
+// yet (no receive WQE: RNR; the peer is not yet in RTR) stays at the head of
+// its QP, with every WR behind it, and the QP joins the context's deferred
+// list, retried by every later call into this context until it runs or its
+// retry budget is spent.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include <atomic>
 
@@ -28,6 +28,7 @@ struct Faults {
   uint64_t rnr;
   uint64_t qperr;
   uint64_t cqovf;
+  uint64_t nodmabuf;
   std::atomic<uint64_t> rdma_posted;
   std::atomic<uint64_t> recv_posted;  // SENDs and WRITE_WITH_IMMs
   std::atomic<uint64_t> wr_posted;
@@ -62,37 +63,6 @@ ibv_wc_opcode SendWcOpcode(uint8_t op) {
   }
 }
 
-// Drops the first `n` bytes of an iovec list.
-void Advance(iovec** v, int* cnt, size_t n) {
-  while (*cnt > 0 && n >= (*v)->iov_len) {
-    n -= (*v)->iov_len;
-    ++*v;
-    --*cnt;
-  }
-  if (*cnt > 0) {
-    (*v)->iov_base = static_cast<char*>((*v)->iov_base) + n;
-    (*v)->iov_len -= n;
-  }
-}
-
-// Moves `len` bytes between local and remote iovecs of process `pid`,
-// resuming after partial transfers. Returns 0 or an errno value.
-int CopyRemote(int32_t pid, iovec* local, int nlocal, iovec* remote,
-               int nremote, uint64_t len, bool write) {
-  while (len > 0) {
-    ssize_t n = write
-                    ? process_vm_writev(pid, local, nlocal, remote, nremote, 0)
-                    : process_vm_readv(pid, local, nlocal, remote, nremote, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return EFAULT;
-    len -= uint64_t(n);
-    Advance(&local, &nlocal, size_t(n));
-    Advance(&remote, &nremote, size_t(n));
-  }
-  return 0;
-}
-
 void AfterPush(FabricFile* f, Push r, uint32_t cq, bool locked) {
   if (r != Push::kOverflowed) return;
   if (locked) {
@@ -124,13 +94,15 @@ struct Outcome {
   ibv_wc_status status;
 };
 
-// Local SGEs of `w` as iovecs, checked against this process's lkeys.
-bool GatherLocal(LoopQp* q, SendWqe& w, iovec* iov, int* n) {
+// Local SGEs of `w` as pieces, checked against this process's lkeys.
+bool GatherLocal(LoopQp* q, SendWqe& w, Seg* seg, int* n) {
   LoopContext* lc = q->lc;
   *n = 0;
   if (w.inline_data) {
     size_t at = size_t(&w - q->sq) * q->cap.max_inline_data;
-    if (w.length > 0) iov[(*n)++] = {q->inline_buf + at, size_t(w.length)};
+    if (w.length > 0)
+      seg[(*n)++] = {reinterpret_cast<uint64_t>(q->inline_buf + at), w.length,
+                     -1};
     return true;
   }
   bool need_write = w.opcode == IBV_WR_RDMA_READ;
@@ -145,7 +117,8 @@ bool GatherLocal(LoopQp* q, SendWqe& w, iovec* iov, int* n) {
         (need_write && !(mr->access & IBV_ACCESS_LOCAL_WRITE))) {
       return false;
     }
-    iov[(*n)++] = {reinterpret_cast<void*>(addr), s.length};
+    // The lkey names an MR of our PD, so of this context.
+    seg[(*n)++] = OwnSeg(*mr, addr, s.length);
   }
   return true;
 }
@@ -169,12 +142,13 @@ Outcome Execute(LoopQp* q, SendWqe& w) {
   uint64_t now = NowNs();
   if (w.first_try_ns == 0) w.first_try_ns = now;
   if (w.length > kMaxMsg) return {false, IBV_WC_LOC_LEN_ERR};
-  iovec local[kMaxSge];
+  Seg local[kMaxSge];
   int nlocal = 0;
   if (!GatherLocal(q, w, local, &nlocal)) return {false, IBV_WC_LOC_PROT_ERR};
 
-  iovec remote[kMaxSge];
+  Seg remote[kMaxSge];
   int nremote = 0;
+  PeerFiles files(lc->pid);  // the responder's dma-bufs, open until we return
   int32_t peer = 0;
   uint32_t peer_slot = 0, peer_qpn = 0, rcq = kNone, rcq_gen = 0;
   uint64_t recv_wr_id = 0;
@@ -202,12 +176,12 @@ Outcome Execute(LoopQp* q, SendWqe& w) {
       uint64_t addr;
       if ((w.faults & kFaultRae) || mr == nullptr || mr->pd_id != t->pd_id ||
           !(mr->access & need) || !(t->access & need) ||
-          !MrRange(*mr, w.remote_addr, w.length, &addr)) {
+          !MrRange(*mr, w.remote_addr, w.length, &addr) ||
+          (w.length > 0 && !files.Add(*mr, addr, w.length, &remote[0]))) {
         SetErrLocked(f, peer_slot);
         return {false, IBV_WC_REM_ACCESS_ERR};
       }
-      if (w.length > 0)
-        remote[nremote++] = {reinterpret_cast<void*>(addr), size_t(w.length)};
+      nremote = w.length > 0 ? 1 : 0;
     }
     if (ConsumesRecv(w.opcode)) {
       RecvWqe rw;
@@ -233,14 +207,15 @@ Outcome Execute(LoopQp* q, SendWqe& w) {
           if (s.length == 0) continue;
           const MrEntry* mr = FindMrByLkey(f, s.lkey, t->owner);
           uint64_t addr;
+          uint64_t take = left < s.length ? left : s.length;
           if (mr == nullptr || mr->pd_id != rpd ||
               !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
-              !MrRange(*mr, s.addr, s.length, &addr)) {
+              !MrRange(*mr, s.addr, s.length, &addr) ||
+              !files.Add(*mr, addr, take, &remote[nremote])) {
             FailReceiver(f, t, rw.wr_id, IBV_WC_LOC_PROT_ERR);
             return {false, IBV_WC_REM_OP_ERR};
           }
-          uint64_t take = left < s.length ? left : s.length;
-          remote[nremote++] = {reinterpret_cast<void*>(addr), size_t(take)};
+          ++nremote;
           left -= take;
         }
         if (left > 0) {
@@ -255,8 +230,8 @@ Outcome Execute(LoopQp* q, SendWqe& w) {
   // every other process. Deregistering a peer MR meanwhile is a race the
   // emulator does not fence (hardware would).
   if (w.length > 0) {
-    int err = CopyRemote(peer, local, nlocal, remote, nremote, w.length,
-                         w.opcode != IBV_WR_RDMA_READ);
+    int err = MoveBytes(peer, local, nlocal, remote, nremote, w.length,
+                        w.opcode != IBV_WR_RDMA_READ, lc->bounce);
     if (err != 0) {
       SharedGuard g(&f->lock);
       if (err == ESRCH) return {false, IBV_WC_RETRY_EXC_ERR};
@@ -347,6 +322,8 @@ void ParseFaultList(const char* s) {
       g_faults.qperr = v;
     } else if (klen == 5 && strncmp(s, "cqovf", 5) == 0) {
       g_faults.cqovf = v;
+    } else if (klen == 8 && strncmp(s, "nodmabuf", 8) == 0) {
+      g_faults.nodmabuf = v;
     } else {
       fprintf(stderr, "verbs_loop: unknown fault '%.*s'\n", int(klen), s);
     }
@@ -447,6 +424,7 @@ void DropSq(LoopQp* q) {
 
 void ResetFaults() {
   g_faults.rae = g_faults.rnr = g_faults.qperr = g_faults.cqovf = 0;
+  g_faults.nodmabuf = 0;
   g_faults.rdma_posted = g_faults.recv_posted = g_faults.wr_posted = 0;
   ParseFaultList(getenv("VERBS_LOOP_FAULTS"));
 }
@@ -454,6 +432,8 @@ void ResetFaults() {
 uint32_t CqCapacity(uint32_t asked) {
   return g_faults.cqovf != 0 ? uint32_t(g_faults.cqovf) : asked;
 }
+
+bool DmabufRefused() { return g_faults.nodmabuf != 0; }
 
 int PostSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   LoopQp* q = Qp(ibqp);

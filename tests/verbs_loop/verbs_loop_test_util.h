@@ -1,18 +1,20 @@
-// Helpers of the verbs_loop provider's tests (test_verbs_loop.cc): an
-// endpoint with every verbs object one side needs, a forked peer process,
-// and the PeerInfo exchange between the two.
+// Helpers of the verbs_loop provider's tests (test_verbs_loop*.cc): the
+// fixture, an endpoint with every verbs object one side needs, a forked
+// peer process, and the PeerInfo exchange between the two.
 #pragma once
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <string>
 #include <vector>
 
 namespace verbs_loop_test {
@@ -307,5 +309,31 @@ void Handshake(int fd, Endpoint& ep, PeerInfo* peer, AtInit at_init = NoOp) {
   ASSERT_NO_FATAL_FAILURE(Signal(fd));
   ASSERT_NO_FATAL_FAILURE(Wait(fd));
 }
+
+// Each test gets its own fabric file, and no fault or link knob.
+class VerbsLoop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char path[] = "/tmp/verbs_loop_test.XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    path_ = path;
+    setenv("VERBS_LOOP_FABRIC", path, 1);
+    unsetenv("VERBS_LOOP_FAULTS");
+    unsetenv("VERBS_LOOP_LINK");
+  }
+  void TearDown() override { unlink(path_.c_str()); }
+
+  // Two endpoints of this process, a's QP connected to b's and back.
+  void Loopback(Endpoint& a, Endpoint& b) {
+    ASSERT_NO_FATAL_FAILURE(a.Open());
+    ASSERT_NO_FATAL_FAILURE(b.Open());
+    ASSERT_NO_FATAL_FAILURE(a.Connect(b.Info()));
+    ASSERT_NO_FATAL_FAILURE(b.Connect(a.Info()));
+  }
+
+  std::string path_;
+};
 
 }  // namespace verbs_loop_test
