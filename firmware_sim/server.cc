@@ -359,9 +359,18 @@ bool Server::on_register(Client& c, const Msg& m) {
     // Only memory the host has mapped (its own: the pid is the socket's).
     // Where /proc cannot tell, every access is still checked by the
     // kernel. Over TCP there is no /proc of the host: its port checks
-    // every access against the key's registration.
-    if (!c.tcp && plat::range_mapped(c.pid, rg.addr, rg.len) ==
-                      plat::MapState::kUnmapped) {
+    // every access against the key's registration, as it does for GPU
+    // memory (mapped PROT_NONE on the host, so /proc cannot vouch).
+    const bool gpu = rg.flags == proto::kRegGpu;
+    if (rg.flags != 0 && !gpu) {
+      UCC_DEBUG("firmware_sim: pid %d: registration flags %#x refused", c.pid,
+                rg.flags);
+    } else if (gpu && (c.rmem.mem == nullptr || rg.rkey == 0)) {
+      UCC_DEBUG("firmware_sim: pid %d: GPU memory without an RDMA key refused",
+                c.pid);
+    } else if (!c.tcp && !gpu &&
+               plat::range_mapped(c.pid, rg.addr, rg.len) ==
+                   plat::MapState::kUnmapped) {
       UCC_DEBUG(
           "firmware_sim: pid %d asked to register [%#llx, +%llu), which it "
           "has not mapped: refused",

@@ -16,7 +16,8 @@
 #          starts is the ASan build too; of the matrices only the default
 #          configuration up to 4 ranks), on the verbs transport over tests/verbs_loop's
 #          provider (its fault cases and a matrix, where rdma-core's header
-#          is installed), and on short runs of both fuzz drivers.
+#          is installed) and GPUDirect RDMA over it (GpuRdma.*), and on
+#          short runs of both fuzz drivers.
 #
 # Every sanitized process, forked ranks and the daemon included, writes its
 # reports to $UCCT_SAN_LOGS (default build-asan/sanitizer-logs) instead of
@@ -115,6 +116,17 @@ asan_stage() {
       $t/ucc_mp_tests --gtest_brief=1 \
       --gtest_filter='Verbs.*:Mp/Collectives.*default_n4:Mp/CollectivesV.*default_n4'
     check_logs "the verbs transport ($((SECONDS - t0)) s)"
+    # GPUDirect RDMA: tests/cuda_loop's device memory registered by
+    # dma-buf, the (ASan) daemons' engines reading and writing it.
+    t0=$SECONDS
+    VERBS_LOOP_FABRIC=$PWD/build-asan/sanitize-gpu-rdma.fabric \
+      UCC_OFFLOAD_MEM=verbs UCC_VERBS_LIB=$PWD/$t/libverbs_loop.so \
+      UCC_GPU_DIRECT=no UCCT_MEM=cuda \
+      LD_LIBRARY_PATH=$PWD/build-asan/tests/cuda_loop \
+      tests/wire/run_mesh.sh ./build-asan 2 --verbs "$PWD/$t/libverbs_loop.so" \
+      -- $t/ucc_mp_tests --gtest_brief=1 \
+      --gtest_filter='GpuRdma.*:Mp/Collectives.Matrix/allreduce_default_n3'
+    check_logs "GPUDirect RDMA on the providers ($((SECONDS - t0)) s)"
   fi
 
   $t/fuzz_engine_driver -n 1000000 -t 20 -s 11 \

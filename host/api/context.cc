@@ -321,6 +321,7 @@ UCC_HOT ucc_status_t ucc_context_progress(ucc_context_h ctx) {
     ucc::host::Guard g(ctx->lock, ctx->mt);
     events = ctx->engine->progress();
     events += ucc::host::reap(ctx, &due);
+    events += ucc::host::release_gated(ctx, &due);
     if (ctx->ees != nullptr) events += ucc::host::ee_progress(ctx);
   }
   // Yield outside the lock so other threads of a shared context go on.

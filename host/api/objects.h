@@ -17,6 +17,7 @@
 #include "host/config/config.h"
 #include "host/exec/ee_cuda.h"
 #include "host/exec/gpu_direct.h"
+#include "host/exec/gpu_rdma.h"
 #include "host/exec/gpu_stage.h"
 #include "host/link/link.h"
 #include "host/mem/mem_map.h"
@@ -106,6 +107,9 @@ struct Request {
   off::CollDesc desc;
   GpuStage gpu;   // GPU buffers staged through host memory (gpu_stage.h)
   GpuDirectReq gd;  // or read and written in place (gpu_direct.h)
+  GpuRdma gr;       // or registered with the device (gpu_rdma.h)
+  // Posted, held back from the engine (the context's gate queue, below).
+  Request* gate_next;
   Request* next;  // posted list, or free list while unused
   Request* prev;
 };
@@ -196,6 +200,12 @@ struct ucc_context {
   bool remote_engine;            // engine->remote(), kept: asked on every post
   ucc::plat::Backoff backoff;
   ucc::host::Request* posted;  // head of the posted list
+  // Posts held back from the engine in post order (coll.cc): GPUDirect
+  // posts until the GPU has produced their input, and every later post
+  // of their teams behind them. gate_pass numbers the passes over it.
+  ucc::host::Request* gated;
+  ucc::host::Request* gated_tail;
+  uint32_t gate_pass;
   int nteams;
   ucc_team* live_teams;     // the nteams teams, linked by live_next/prev
   uint32_t max_host_ranks;  // most ranks on our host in a team (back-off)
@@ -280,6 +290,8 @@ struct ucc_team {
   uint32_t nreqs;
   uint32_t comp_base;
   ucc::host::Request* free_reqs;
+  uint32_t gated;       // its posts in the context's gate queue
+  uint32_t gate_pass;   // the last gate pass that left one of them there
   ucc_team* next_dead;  // link on the process's list of dead teams
   ucc_team* live_next;  // the context's live teams
   ucc_team* live_prev;

@@ -45,8 +45,10 @@ bool request_pool_init(ucc_team* team, uint32_t n, uint32_t size) {
 }
 
 void request_pool_fini(ucc_team* team) {
-  for (uint32_t i = 0; team->reqs != nullptr && i < team->nreqs; ++i)
+  for (uint32_t i = 0; team->reqs != nullptr && i < team->nreqs; ++i) {
     gpu_stage_fini(&team->reqs[i]);
+    gpu_rdma_fini(&team->reqs[i]);
+  }
   for (uint32_t i = 0; team->reqs != nullptr && i < team->nreqs; ++i)
     team->reqs[i].~Request();
   team->pool_mem.release();
@@ -125,6 +127,7 @@ UCC_HOT uint64_t reap(ucc_context* ctx, Request** callbacks) {
         us = gpu_copy_out(ctx, r, us);  // GPU buffers: before the status
         r->gpu.on_stream = false;
       }
+      r->gr.stream = false;
       Request* lead = r->lead;
       if (lead != nullptr) {
         // A member of a task list: the list ends with its last member,
@@ -184,11 +187,15 @@ ucc_status_t init_request(const ucc_coll_args_t& args, ucc_team* team,
   // handles and, in emu, named by their pinned registrations.
   if (st == UCC_OK) st = memh_resolve(ctx, args, &d);
   // GPU buffers: read and written in place by the ranks' GPU (the
-  // descriptor is then the exchange of their tokens), or staged (it names
-  // their host staging from here on).
+  // descriptor is then the exchange of their tokens), by the engine
+  // registered with the device and named by that registration, where the
+  // engine reaches memory by RDMA), or staged (the descriptor names their
+  // host staging from here on).
+  r->gr.on = false;
   if (st == UCC_OK) st = gpu_direct_init(ctx, team, r, &d);
+  if (st == UCC_OK && !r->gd.on) st = gpu_rdma_init(ctx, r, &d);
   if (st == UCC_OK && !r->gd.on)
-    st = gpu_stage(ctx, r, &d);
+    st = gpu_stage(ctx, r, &d);  // whatever GPU side is left
   else if (st == UCC_OK)
     r->gpu.n = 0;
   // Emu: the daemon reaches only registered memory.
@@ -236,6 +243,20 @@ ucc_status_t postable(const Request* r, const char* who) {
 
 namespace {
 
+// Holds a post back from the engine (the context's gate queue).
+void gate(ucc_context* ctx, Request* r) {
+  r->gate_next = nullptr;
+  if (ctx->gated_tail != nullptr)
+    ctx->gated_tail->gate_next = r;
+  else
+    ctx->gated = r;
+  ctx->gated_tail = r;
+  ++r->team->gated;
+  r->pub.status = UCC_INPROGRESS;
+}
+
+ucc_status_t submit(ucc_context* ctx, Request* r, bool may_end);
+
 UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
   if (ctx->remote_engine && ctx->engine->dead()) {
     UCC_ERROR("ucc_collective_post: the engine's daemon has gone");
@@ -247,7 +268,21 @@ UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
   } else if (r->gd.on) {
     const ucc_status_t st = gpu_direct_post(ctx, r);  // never waits
     if (st != UCC_OK) return st;
+  } else if (r->gr.on && !r->gr.stream) {
+    const ucc_status_t st = gpu_rdma_post(r);  // GPUDirect RDMA: an event
+    if (st != UCC_OK) return st;
   }
+  // The engine may read a GPUDirect post's input once the GPU has made
+  // it; the team's later posts wait behind it, so its order holds.
+  if (__builtin_expect(r->team->gated != 0 || (r->gr.on && r->gr.waiting), 0)) {
+    gate(ctx, r);
+    return UCC_OK;
+  }
+  return submit(ctx, r, may_end);
+}
+
+// Hands a post to the engine and links it on the posted list.
+UCC_HOT ucc_status_t submit(ucc_context* ctx, Request* r, bool may_end) {
   r->desc.gen = ++r->gen;
   ctx->ch.arm(r->desc.comp_slot, r->gen);
   // A persistent request posted again: its descriptor has not changed
@@ -280,7 +315,7 @@ UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
   // learns of completions from progress), and not for requests that
   // progress must finish (callbacks, task lists, GPU buffers copied back).
   if (may_end && !r->has_cb && r->lead == nullptr && r->list_n == 0 &&
-      r->gpu.n == 0 && !r->gd.on) {
+      r->gpu.n == 0 && !r->gd.on && !r->gr.on) {
     off::Status st;
     if (post_ended(ctx, r, &st)) {
       publish_status(r, to_ucc(st));
@@ -297,6 +332,80 @@ UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
 }
 
 }  // namespace
+
+namespace {
+
+// Takes r (after prev, nullptr for the first) out of the gate queue.
+void unlink_gated(ucc_context* ctx, Request* prev, Request* r) {
+  if (prev != nullptr)
+    prev->gate_next = r->gate_next;
+  else
+    ctx->gated = r->gate_next;
+  if (ctx->gated_tail == r) ctx->gated_tail = prev;
+  r->gate_next = nullptr;
+  --r->team->gated;
+}
+
+}  // namespace
+
+uint64_t release_gated(ucc_context* ctx, Request** callbacks) {
+  if (ctx->gated == nullptr) return 0;
+  const uint32_t pass = ++ctx->gate_pass;
+  uint64_t n = 0;
+  Request* prev = nullptr;
+  for (Request* r = ctx->gated; r != nullptr;) {
+    Request* next = r->gate_next;
+    ucc_team* t = r->team;
+    ucc_status_t st = UCC_OK;
+    // Only once nothing of its team before it is still held.
+    const bool go = t->gate_pass != pass &&
+                    (!r->gr.on || !r->gr.waiting || gpu_rdma_ready(r, &st));
+    if (!go) {
+      t->gate_pass = pass;
+      prev = r;
+      r = next;
+      continue;
+    }
+    unlink_gated(ctx, prev, r);
+    ++n;
+    if (st == UCC_OK) st = submit(ctx, r, false);
+    if (st != UCC_OK) {
+      // It never reached the engine: it ends here, as a failed post would.
+      Request* shown = r->lead != nullptr ? r->lead : r;
+      if (r->lead != nullptr) {
+        if (shown->list_st == UCC_OK) shown->list_st = st;
+        if (++shown->list_done < shown->list_n) {
+          r = next;
+          continue;
+        }
+        st = shown->list_st;
+      }
+      publish_status(shown, st);
+      if (shown->has_cb) {
+        shown->next = *callbacks;
+        *callbacks = shown;
+      }
+    }
+    r = next;
+  }
+  return n;
+}
+
+void ungate_team(ucc_context* ctx, ucc_team* t) {
+  Request* prev = nullptr;
+  for (Request* r = ctx->gated; r != nullptr && t->gated != 0;) {
+    Request* next = r->gate_next;
+    if (r->team == t) {
+      unlink_gated(ctx, prev, r);
+      Request* shown = r->lead != nullptr ? r->lead : r;
+      if (shown->pub.status == UCC_INPROGRESS)
+        publish_status(shown, UCC_ERR_TIMED_OUT);
+    } else {
+      prev = r;
+    }
+    r = next;
+  }
+}
 
 ucc_status_t post_request(ucc_context* ctx, Request* r, bool may_end) {
   if (r->list_n == 0) return post_one(ctx, r, may_end);

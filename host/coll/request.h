@@ -54,6 +54,14 @@ ucc_status_t postable(const Request* r, const char* who);
 // of being linked (ucc_collective_post; not an execution engine's posts).
 ucc_status_t post_request(ucc_context* ctx, Request* r, bool may_end = false);
 
+// The context's gate queue (the context's lock held): posts whose input
+// is ready and that have nothing of their team before them go to the
+// engine, in order; returns how many left the queue, and in *callbacks
+// (linked by `next`, before those already there) the callbacks due for
+// posts that failed on the way. And: a team's held posts leave the queue,
+// ending with UCC_ERR_TIMED_OUT (the team is being torn down).
+uint64_t release_gated(ucc_context* ctx, Request** callbacks);
+void ungate_team(ucc_context* ctx, ucc_team* t);
 // Removes a request from the context's posted list.
 inline void unlink_posted(ucc_context* ctx, Request* r) {
   if (r->prev != nullptr)

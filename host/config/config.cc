@@ -226,6 +226,7 @@ bool valid(Knob k, const char* v) {
     case Knob::kMemMapHandles:
       return parse_size(v, &u) && u <= 4096;
     case Knob::kGpuDirect:
+    case Knob::kGpuRdma:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
     case Knob::kGpuIpcCache:
       return parse_size(v, &u) && u >= 8 && u <= 4096;
@@ -546,6 +547,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   out->gpu_direct =
       strcasecmp(c.value[static_cast<int>(Knob::kGpuDirect)], "no") != 0;
   out->gpu_ipc_cache = static_cast<uint32_t>(num(Knob::kGpuIpcCache));
+  out->gpu_rdma =
+      strcasecmp(c.value[static_cast<int>(Knob::kGpuRdma)], "no") != 0;
   for (int i = 0; i < kNumKnobs; ++i) {
     CollType coll = alg_knob_coll(static_cast<Knob>(i));
     if (coll == CollType::kCount) continue;

@@ -37,6 +37,7 @@ enum class Knob : uint8_t {
   kMemMapHandles,
   kGpuDirect,
   kGpuIpcCache,
+  kGpuRdma,
   kPollSpin,
   kHostCpus,
   kHostId,
@@ -143,6 +144,7 @@ struct ContextSettings {
   uint32_t mem_map_handles;  // ucc_mem_map handles per context (mem_map.h)
   bool gpu_direct;           // UCC_GPU_DIRECT (host/exec/gpu_direct.h)
   uint32_t gpu_ipc_cache;    // UCC_GPU_IPC_CACHE: opened peer allocations
+  bool gpu_rdma;             // UCC_GPU_RDMA (host/exec/gpu_rdma.h)
   uint64_t coll_timeout_ns;  // UCC_COLL_TIMEOUT: 0, or every collective's
   ErrorTypeMode error_type;  // UCC_COLL_ERROR_TYPE
 };

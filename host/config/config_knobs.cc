@@ -69,6 +69,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Peers' GPU allocations a context keeps open (CUDA IPC), and its own "
      "allocations' IPC handles it keeps (8..4096); the least recently "
      "used one not in use is closed to make room"},
+    {"GPU_RDMA", "auto", Scope::kContext,
+     "GPU buffers where the engine reaches memory by RDMA "
+     "(UCC_OFFLOAD_MEM=verbs, UCC_OFFLOAD=dpu): auto registers them with "
+     "the device (GPUDirect RDMA: by dma-buf, else by pointer) so the "
+     "engine reads and writes them in place, staging only where the device "
+     "takes neither; no stages them (docs/gpu.md)"},
     {"POLL_SPIN", "auto", Scope::kContext,
      "Idle ucc_context_progress calls before each further idle call "
      "yields the CPU; auto: 2 when a team has more ranks on this machine "

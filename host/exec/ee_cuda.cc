@@ -134,6 +134,8 @@ ucc_status_t ee_cuda_trigger(ucc_ee* ee, Request* r, uint32_t slot) {
   }
   c->seq_posted = seq;
   if (r->gpu.n != 0) gpu_copy_out_on(r, c->stream);
+  // GPUDirect RDMA: posted once the stream has produced the input.
+  r->gr.stream = r->gr.on;
   return UCC_OK;
 }
 

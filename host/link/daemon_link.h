@@ -35,6 +35,9 @@ class DaemonLink final : public off::EngineLink {
   Status cover(const off::CollDesc& d, uint32_t n) override;
   Status pin(uint64_t addr, uint64_t len, uint32_t* key) override;
   void unpin(uint32_t key) override;
+  bool rdma_mem() const override { return rdma_ != nullptr; }
+  Status cover_gpu(uint64_t addr, uint64_t len, uint64_t id, DmaBufFn make_fd,
+                   void* arg, uint32_t* key) override;
   Status team_open(uint32_t size, uint32_t rank, uint32_t* idx,
                    off::TeamAddr* addr) override;
   Status team_connect(uint32_t idx, uint32_t size,
@@ -53,8 +56,10 @@ class DaemonLink final : public off::EngineLink {
   Status cover_side(const off::BufRef& b, uint64_t counts, uint64_t displs,
                     uint32_t n, uint32_t esize);
   // One registration request to the daemon and its key (never 0), or the
-  // daemon's refusal; and its end.
-  Status register_range(uint64_t addr, uint64_t len, uint32_t* key);
+  // daemon's refusal (kNotSupported: GPU memory the port takes neither by
+  // dma-buf nor by pointer); and its end.
+  Status register_range(uint64_t addr, uint64_t len, uint32_t* key,
+                        bool gpu = false, int dmabuf_fd = -1);
   void deregister(uint32_t key);
   // One request and its reply (body copied into `out`, out_len bytes).
   Status call(uint16_t type, const void* body, uint32_t len, void* out,
@@ -91,12 +96,19 @@ class DaemonLink final : public off::EngineLink {
   bool dead_ = false;
 
   // Registrations the daemon holds for us: a cache of page-rounded
-  // ranges; the least recently used goes when it is full.
+  // ranges; the least recently used goes when it is full. A cache entry
+  // of GPU memory belongs to one driver allocation (its buffer id): a
+  // range that overlaps it and is not of that allocation drops it.
   struct Reg {
     uint64_t base, end;
     uint32_t key;
-    uint64_t used;  // tick of the last use
+    uint64_t used;    // tick of the last use
+    uint64_t gpu_id;  // 0: host memory
   };
+  // Deregisters cache entry i (the last one takes its place); makes room
+  // for one more entry and returns its index.
+  void drop_reg(uint32_t i);
+  uint32_t room();
   static constexpr uint32_t kRegs = 256;
   Reg regs_[kRegs] = {};
   uint32_t nregs_ = 0;

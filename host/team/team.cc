@@ -141,6 +141,7 @@ void team_teardown(ucc_context* ctx, ucc_team* t, uint32_t magic) {
     }
     r.magic = ucc::host::kDeadMagic;
   }
+  ucc::host::ungate_team(ctx, t);
   ee_team_gone(ctx, t);
   team_unlink_live(ctx, t);
   team_free(ctx, t, magic);
@@ -230,6 +231,7 @@ bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {
 // Whether a collective of the team is posted and not yet complete.
 bool posted_on(const ucc_team* t) {
   ucc::host::Guard g(t->ctx->lock, t->ctx->mt);
+  if (t->gated != 0) return true;  // held back from the engine (coll.cc)
   for (uint32_t i = 0; i < t->nreqs; ++i)
     if (t->reqs[i].linked) return true;
   return false;

@@ -72,6 +72,11 @@ struct Driver {
   CuResult (*mem_free)(CuDevPtr p);
   CuResult (*memset_d32)(CuDevPtr p, unsigned v, size_t words);
   bool direct;  // every optional entry above resolved
+  // Optional (CUDA 11.7 on): a dma-buf fd of device memory, for GPUDirect
+  // RDMA (host/exec/gpu_rdma.h); nullptr where the driver lacks it.
+  CuResult (*mem_get_handle_for_address_range)(void* handle, CuDevPtr p,
+                                               size_t n, int type,
+                                               unsigned long long flags);
 };
 
 // Where a pointer lives, as the driver sees it.
@@ -128,5 +133,6 @@ inline constexpr unsigned kHostRegisterDeviceMap = 0x2;
 inline constexpr unsigned kWaitValueGeq = 0x0;  // CU_STREAM_WAIT_VALUE_GEQ
 inline constexpr unsigned kIpcLazyPeerAccess = 0x1;
 inline constexpr int kAttrBufferId = 7;  // CU_POINTER_ATTRIBUTE_BUFFER_ID
+inline constexpr int kRangeDmaBufFd = 1;  // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
 
 }  // namespace ucc::plat::cuda

@@ -46,9 +46,14 @@ class MemExport {
   virtual Status connect(const RemoteMemAddr& engine) = 0;
   // Registers [addr, addr + len): *rkey for the engine, *slot to name
   // it. kNoResource when every slot is taken, kInvalidParam when the
-  // device refuses the range (logged).
+  // device refuses the range (logged). GPU memory (GPUDirect RDMA) comes
+  // with `gpu`: its dma-buf where the driver gave one (`dmabuf_fd`, a
+  // dma-buf of exactly the range; the caller closes it after), registered
+  // by it, else, or where the device refuses it, the pointer itself;
+  // kNotSupported when the device takes neither (each fallback logged
+  // once per process).
   virtual Status reg(uint64_t addr, uint64_t len, uint32_t* rkey,
-                     uint32_t* slot) = 0;
+                     uint32_t* slot, bool gpu = false, int dmabuf_fd = -1) = 0;
   // Binds a slot to the daemon's registration key; drops a slot; drops
   // the slot bound to `key` (none: nothing).
   virtual void bind(uint32_t slot, uint32_t key) = 0;

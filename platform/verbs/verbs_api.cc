@@ -77,6 +77,8 @@ const Api* load_api(const char* path) {
     return nullptr;
   }
   g_ok = resolve_all(lib, &g_api);
+  g_api.reg_dmabuf_mr = reinterpret_cast<decltype(g_api.reg_dmabuf_mr)>(
+      dlsym(lib, "ibv_reg_dmabuf_mr"));
   if (!g_ok) dlclose(lib);
   return g_ok ? &g_api : nullptr;
 }

@@ -40,6 +40,10 @@ struct Api {
                   ibv_qp_init_attr* init);
   int (*destroy_qp)(ibv_qp* qp);
   const char* (*wc_status_str)(ibv_wc_status st);
+  // Optional (rdma-core 34 on): GPU memory by its dma-buf (nullptr where
+  // the library lacks it; the pointer is registered then).
+  ibv_mr* (*reg_dmabuf_mr)(ibv_pd* pd, uint64_t offset, size_t len,
+                           uint64_t iova, int fd, int access);
 };
 
 // Loads `path` (nullptr or "": libibverbs.so.1) once per path and

@@ -85,6 +85,18 @@ ibv_mr* VerbsChannel::reg(void* addr, size_t len) {
                                 IBV_ACCESS_REMOTE_WRITE);
 }
 
+ibv_mr* VerbsChannel::reg_dmabuf(uint64_t offset, size_t len, uint64_t iova,
+                                 int fd) {
+  const Api& api = dev_->api();
+  if (api.reg_dmabuf_mr == nullptr) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  return api.reg_dmabuf_mr(dev_->pd(), offset, len, iova, fd,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+                               IBV_ACCESS_REMOTE_WRITE);
+}
+
 void VerbsChannel::dereg(ibv_mr* mr) {
   if (mr != nullptr) dev_->api().dereg_mr(mr);
 }

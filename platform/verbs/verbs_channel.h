@@ -42,6 +42,10 @@ class VerbsChannel final : public RemoteMem {
 
   // Host side: memory the engine may read and write. nullptr with errno.
   ibv_mr* reg(void* addr, size_t len);
+  // The same for a dma-buf (GPU memory): [offset, offset + len) of the
+  // dma-buf `fd`, which WRs name from `iova` on. nullptr (errno
+  // EOPNOTSUPP where the verbs library has no ibv_reg_dmabuf_mr).
+  ibv_mr* reg_dmabuf(uint64_t offset, size_t len, uint64_t iova, int fd);
   void dereg(ibv_mr* mr);
 
   // --- RemoteMem (the engine side) --------------------------------------------

@@ -1,5 +1,6 @@
 #include "platform/verbs/verbs_export.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -33,12 +34,38 @@ Status VerbsExport::connect(const RemoteMemAddr& engine) {
   return ch_.connect(a);
 }
 
+ibv_mr* VerbsExport::reg_gpu(uint64_t addr, uint64_t len, int dmabuf_fd) {
+  // Each fallback is said once per process: a job registers many ranges.
+  static std::atomic<bool> said_dmabuf{false}, said_ptr{false};
+  if (dmabuf_fd >= 0) {
+    ibv_mr* mr = ch_.reg_dmabuf(0, len, addr, dmabuf_fd);
+    if (mr != nullptr) return mr;
+    if (!said_dmabuf.exchange(true))
+      UCC_INFO(
+          "GPUDirect RDMA: the device refused GPU memory by dma-buf (%s): "
+          "registering the pointer instead",
+          strerror(errno));
+  }
+  ibv_mr* mr = ch_.reg(reinterpret_cast<void*>(addr), len);
+  if (mr == nullptr && !said_ptr.exchange(true))
+    UCC_INFO(
+        "GPUDirect RDMA: the device refused GPU memory by pointer too (%s; "
+        "nvidia-peermem not loaded?): GPU buffers are staged",
+        strerror(errno));
+  return mr;
+}
+
 Status VerbsExport::reg(uint64_t addr, uint64_t len, uint32_t* rkey,
-                        uint32_t* slot) {
+                        uint32_t* slot, bool gpu, int dmabuf_fd) {
   for (uint32_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (s.mr != nullptr) continue;
-    s.mr = ch_.reg(reinterpret_cast<void*>(addr), len);
+    if (gpu) {
+      s.mr = reg_gpu(addr, len, dmabuf_fd);
+      if (s.mr == nullptr) return Status::kNotSupported;
+    } else {
+      s.mr = ch_.reg(reinterpret_cast<void*>(addr), len);
+    }
     if (s.mr == nullptr) {
       UCC_ERROR("UCC_OFFLOAD_MEM=verbs: cannot register [%#llx, +%llu): %s",
                 static_cast<unsigned long long>(addr),

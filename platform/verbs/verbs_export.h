@@ -32,8 +32,8 @@ class VerbsExport final : public MemExport {
 
   // --- MemExport -----------------------------------------------------------
   Status connect(const RemoteMemAddr& engine) override;
-  Status reg(uint64_t addr, uint64_t len, uint32_t* rkey,
-             uint32_t* slot) override;
+  Status reg(uint64_t addr, uint64_t len, uint32_t* rkey, uint32_t* slot,
+             bool gpu = false, int dmabuf_fd = -1) override;
   void bind(uint32_t slot, uint32_t key) override;
   void drop(uint32_t slot) override;
   void release(uint32_t key) override;
@@ -43,6 +43,9 @@ class VerbsExport final : public MemExport {
     ibv_mr* mr;
     uint32_t key;  // the daemon's, once bound
   };
+  // GPU memory: by its dma-buf, else by the pointer; nullptr (errno,
+  // logged once per fallback) where the device takes neither.
+  ibv_mr* reg_gpu(uint64_t addr, uint64_t len, int dmabuf_fd);
   VerbsNet dev_;
   VerbsChannel ch_;
   base::Array<Slot> slots_;

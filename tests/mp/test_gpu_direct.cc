@@ -20,60 +20,11 @@
 
 namespace {
 
-// The provider's counters, where the driver is tests/cuda_loop (nullptr
-// on a real GPU).
-struct Loop {
-  unsigned long long (*blocking)() = nullptr;
-  unsigned long long (*launches)() = nullptr;
-  unsigned long long (*opens)() = nullptr;
-  unsigned long long (*closes)() = nullptr;
-  int (*open_now)() = nullptr;
-  bool on() const { return blocking != nullptr; }
-};
-
-Loop loop() {
-  Loop l;
-  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (h == nullptr) return l;
-  l.blocking = reinterpret_cast<unsigned long long (*)()>(
-      dlsym(h, "cuda_loop_blocking_calls"));
-  l.launches = reinterpret_cast<unsigned long long (*)()>(
-      dlsym(h, "cuda_loop_launches"));
-  l.opens = reinterpret_cast<unsigned long long (*)()>(
-      dlsym(h, "cuda_loop_ipc_opens"));
-  l.closes = reinterpret_cast<unsigned long long (*)()>(
-      dlsym(h, "cuda_loop_ipc_closes"));
-  l.open_now = reinterpret_cast<int (*)()>(dlsym(h, "cuda_loop_ipc_open_now"));
-  if (l.launches == nullptr || l.opens == nullptr || l.closes == nullptr ||
-      l.open_now == nullptr)
-    l.blocking = nullptr;
-  return l;
-}
-
-ucc_coll_args_t allreduce(uint64_t src, uint64_t dst, size_t n,
-                          ucc_datatype_t dt) {
-  ucc_coll_args_t a{};
-  a.coll_type = UCC_COLL_TYPE_ALLREDUCE;
-  a.op = UCC_OP_SUM;
-  a.src.info = {reinterpret_cast<void*>(src), n, dt, UCC_MEMORY_TYPE_CUDA};
-  a.dst.info = {reinterpret_cast<void*>(dst), n, dt, UCC_MEMORY_TYPE_CUDA};
-  return a;
-}
-
-// Device buffer of n int32 holding `v` everywhere.
-bool filled(size_t n, int32_t v, uint64_t* d) {
-  std::vector<int32_t> h(n, v);
-  return ucct::gpu::alloc(n * 4, false, d) &&
-         ucct::gpu::to_device(*d, h.data(), n * 4);
-}
-
-bool all_equal(uint64_t d, size_t n, int32_t want) {
-  std::vector<int32_t> h(n, -1);
-  if (!ucct::gpu::to_host(h.data(), d, n * 4)) return false;
-  for (int32_t v : h)
-    if (v != want) return false;
-  return true;
-}
+using gput::all_equal;
+using gput::allreduce;
+using gput::filled;
+using gput::loop;
+using gput::Loop;
 
 // The post returns before the GPU has done anything (the provider holds
 // every event back for a few queries), and neither the post nor the

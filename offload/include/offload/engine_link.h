@@ -80,6 +80,30 @@ class EngineLink {
   // Ends a pin() registration (key 0 or a gone engine: nothing to do).
   virtual void unpin(uint32_t key) = 0;
 
+  // GPUDirect RDMA (host/exec/gpu_rdma.h). Whether the engine reaches
+  // this process's memory by RDMA (UCC_OFFLOAD_MEM=verbs, dpu), so that
+  // GPU memory registered with the device is as reachable as host memory.
+  virtual bool rdma_mem() const { return false; }
+  // Makes sure the engine may reach [addr, addr + len) of GPU memory, of
+  // the driver's allocation `id` (its buffer id: a registration of an
+  // allocation since freed is dropped, never reused), and names the
+  // registration (*key, for the descriptor's BufRef). Registers the
+  // page-rounded range where it is not yet, by the dma-buf fd that
+  // make_fd(arg, base, bytes) returns for it (-1: none; closed here after),
+  // else by pointer. kOk; kNotSupported where the device takes GPU memory
+  // neither way (GPU buffers are staged then); else as cover().
+  using DmaBufFn = int (*)(void* arg, uint64_t base, uint64_t bytes);
+  virtual Status cover_gpu(uint64_t addr, uint64_t len, uint64_t id,
+                           DmaBufFn make_fd, void* arg, uint32_t* key) {
+    (void)addr;
+    (void)len;
+    (void)id;
+    (void)make_fd;
+    (void)arg;
+    *key = 0;
+    return Status::kNotSupported;
+  }
+
   // Team control, as the engine's (device/engine/engine.h): a slot and
   // this rank's fabric address; all members' addresses; creation
   // resources released; the slot freed.

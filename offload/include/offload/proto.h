@@ -162,9 +162,15 @@ struct TeamConnect {
 struct Register {
   uint64_t addr;
   uint64_t len;
-  uint32_t rkey;  // after kRdmaConnect: the host's key of the range
-  uint32_t pad;
+  uint32_t rkey;   // after kRdmaConnect: the host's key of the range
+  uint32_t flags;  // kRegGpu; other bits must be 0
 };
+
+// Register.flags: GPU memory registered with the host's RDMA port
+// (GPUDirect RDMA). The driver maps it PROT_NONE in the host's address
+// space, so /proc/<pid>/maps cannot vouch for it; only with a key, and
+// then every access is checked by the host's port against that key.
+inline constexpr uint32_t kRegGpu = 1u;
 
 // The host's end of a verbs channel (platform/verbs/verbs_channel.h),
 // and the engine's in the reply; each side checks the other's.
