@@ -349,10 +349,12 @@ void reap_teams(ucc_context* ctx) {
   UCC_DEBUG("ucc_context_destroy: destroying the %d teams still there",
             ctx->nteams);
   const uint64_t deadline = ucc::plat::now_ns() + kDestroyDrainNs;
-  while (ctx->posted != nullptr && ucc::plat::now_ns() < deadline) {
+  while ((ctx->posted != nullptr || ctx->gated != nullptr) &&
+         ucc::plat::now_ns() < deadline) {
     ucc::host::Request* due = nullptr;
     uint64_t events = ctx->engine->progress();
     events += ucc::host::reap(ctx, &due);
+    events += ucc::host::release_gated(ctx, &due);
     ucc::host::run_callbacks(due);
     if (events == 0) sched_yield();
   }

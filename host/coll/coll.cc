@@ -119,14 +119,15 @@ UCC_HOT uint64_t reap(ucc_context* ctx, Request** callbacks) {
       // GPU direct: the engine carried the exchange; the rest is polled.
       us = gpu_direct_progress(ctx, r, ended ? us : UCC_INPROGRESS);
       ended = us != UCC_INPROGRESS;
+    } else if (ended && r->gpu.n != 0) {
+      // Staged: the results go back to the GPU before the status says so.
+      us = gpu_copy_out(ctx, r, us);
+      ended = us != UCC_INPROGRESS;
+      if (ended) r->gpu.on_stream = false;
     }
     if (ended) {
       unlink_posted(ctx, r);
       ++done;
-      if (r->gpu.n != 0) {
-        us = gpu_copy_out(ctx, r, us);  // GPU buffers: before the status
-        r->gpu.on_stream = false;
-      }
       r->gr.stream = false;
       Request* lead = r->lead;
       if (lead != nullptr) {
@@ -272,9 +273,12 @@ UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
     const ucc_status_t st = gpu_rdma_post(r);  // GPUDirect RDMA: an event
     if (st != UCC_OK) return st;
   }
-  // The engine may read a GPUDirect post's input once the GPU has made
-  // it; the team's later posts wait behind it, so its order holds.
-  if (__builtin_expect(r->team->gated != 0 || (r->gr.on && r->gr.waiting), 0)) {
+  // The engine may read a GPU post's input once the GPU has made it (or
+  // copied it to staging); the team's later posts wait behind it, so its
+  // order holds.
+  if (__builtin_expect(
+          r->team->gated != 0 || r->gpu.in_wait || (r->gr.on && r->gr.waiting),
+          0)) {
     gate(ctx, r);
     return UCC_OK;
   }
@@ -359,7 +363,8 @@ uint64_t release_gated(ucc_context* ctx, Request** callbacks) {
     ucc_status_t st = UCC_OK;
     // Only once nothing of its team before it is still held.
     const bool go = t->gate_pass != pass &&
-                    (!r->gr.on || !r->gr.waiting || gpu_rdma_ready(r, &st));
+                    (r->gpu.n != 0 ? gpu_copy_in_done(r, &st)
+                                   : !r->gr.on || gpu_rdma_ready(r, &st));
     if (!go) {
       t->gate_pass = pass;
       prev = r;

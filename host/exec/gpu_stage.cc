@@ -18,12 +18,24 @@ constexpr size_t kStageAlign = size_t{1} << 20;  // staging grows in MiB
 
 using cu::CtxScope;
 
-// Waits until a stream engine's copy-out of r no longer reads r's
-// staging buffer.
+// Waits until no copy queued for r reads or writes r's staging buffer:
+// a stream engine's copy-out (before a plain post of the same request),
+// or anything left when the slot goes (team destruction mid-collective).
 void settle(const cu::Driver& d, GpuStage& g) {
+  if (g.in_wait) {
+    while (d.event_query(g.in_ev) == cu::kNotReady) sched_yield();
+    g.in_wait = false;
+  }
   if (!g.out_pending) return;
   while (d.event_query(g.out_ev) == cu::kNotReady) sched_yield();
   g.out_pending = false;
+}
+
+// Records `ev` (made the first time) on stream s.
+cu::CuResult record(const cu::Driver& d, cu::CuEvent* ev, cu::CuStream s) {
+  cu::CuResult cr = cu::kSuccess;
+  if (*ev == nullptr) cr = d.event_create(ev, cu::kEventDisableTiming);
+  return cr == cu::kSuccess ? d.event_record(*ev, s) : cr;
 }
 
 void release_host(const cu::Driver& d, GpuStage& g) {
@@ -195,27 +207,58 @@ ucc_status_t gpu_copy_in(ucc_context* ctx, Request* r) {
   cu::CuResult cr = in.ok() ? cu::kSuccess : 1;
   for (uint8_t k = 0; k < g.n && cr == cu::kSuccess; ++k)
     cr = d.memcpy_dtoh_async(g.host + g.r[k].off, g.r[k].dev, g.r[k].bytes, s);
-  if (cr == cu::kSuccess) cr = d.stream_synchronize(s);
+  if (cr == cu::kSuccess) cr = record(d, &g.in_ev, s);
   if (cr != cu::kSuccess) {
     UCC_ERROR("GPU staging: copy from the GPU failed (%s)",
               cu::error_name(d, cr));
     return UCC_ERR_NO_MESSAGE;
   }
+  g.in_wait = true;
+  ucc_status_t st;
+  gpu_copy_in_done(r, &st);  // often done already; an error shows later
   return UCC_OK;
+}
+
+bool gpu_copy_in_done(Request* r, ucc_status_t* st) {
+  GpuStage& g = r->gpu;
+  *st = UCC_OK;
+  if (!g.in_wait) return true;
+  const cu::Driver& d = *cu::driver();
+  const cu::CuResult cr = d.event_query(g.in_ev);
+  if (cr == cu::kNotReady) return false;
+  g.in_wait = false;
+  if (cr != cu::kSuccess) {
+    UCC_ERROR("GPU staging: copy from the GPU failed (%s)",
+              cu::error_name(d, cr));
+    *st = UCC_ERR_NO_MESSAGE;
+  }
+  return true;
 }
 
 ucc_status_t gpu_copy_out(ucc_context*, Request* r, ucc_status_t st) {
   GpuStage& g = r->gpu;
   if (g.on_stream && st == UCC_OK) return g.stream_err;
-  if (g.n == 0 || g.on_stream || st != UCC_OK) return st;
+  if (g.n == 0 || g.on_stream) return st;
   const cu::Driver& d = *cu::driver();
-  CtxScope in(d, g.cuctx);
-  cu::CuResult cr = in.ok() ? cu::kSuccess : 1;
-  for (uint8_t k = 0; k < g.n && cr == cu::kSuccess; ++k)
-    if (g.r[k].out)
-      cr = d.memcpy_htod_async(g.r[k].dev, g.host + g.r[k].off, g.r[k].bytes,
-                               nullptr);  // legacy stream, as gpu_copy_in
-  if (cr == cu::kSuccess) cr = d.stream_synchronize(nullptr);
+  if (!g.out_pending) {  // the collective has just ended
+    if (st != UCC_OK) return st;
+    CtxScope in(d, g.cuctx);
+    cu::CuResult cr = in.ok() ? cu::kSuccess : 1;
+    for (uint8_t k = 0; k < g.n && cr == cu::kSuccess; ++k)
+      if (g.r[k].out)
+        cr = d.memcpy_htod_async(g.r[k].dev, g.host + g.r[k].off, g.r[k].bytes,
+                                 nullptr);  // legacy stream, as gpu_copy_in
+    if (cr == cu::kSuccess) cr = record(d, &g.out_ev, nullptr);
+    if (cr != cu::kSuccess) {
+      UCC_ERROR("GPU staging: copy to the GPU failed (%s)",
+                cu::error_name(d, cr));
+      return UCC_ERR_NO_MESSAGE;
+    }
+    g.out_pending = true;
+  }
+  const cu::CuResult cr = d.event_query(g.out_ev);
+  if (cr == cu::kNotReady) return UCC_INPROGRESS;
+  g.out_pending = false;
   if (cr != cu::kSuccess) {
     UCC_ERROR("GPU staging: copy to the GPU failed (%s)",
               cu::error_name(d, cr));
@@ -232,13 +275,11 @@ void gpu_copy_out_on(Request* r, cu::CuStream stream) {
   g.stream_err = UCC_OK;
   CtxScope in(d, g.cuctx);
   cu::CuResult cr = in.ok() ? cu::kSuccess : 1;
-  if (cr == cu::kSuccess && g.out_ev == nullptr)
-    cr = d.event_create(&g.out_ev, cu::kEventDisableTiming);
   for (uint8_t k = 0; k < g.n && cr == cu::kSuccess; ++k)
     if (g.r[k].out)
       cr = d.memcpy_htod_async(g.r[k].dev, g.host + g.r[k].off, g.r[k].bytes,
                                stream);
-  if (cr == cu::kSuccess) cr = d.event_record(g.out_ev, stream);
+  if (cr == cu::kSuccess) cr = record(d, &g.out_ev, stream);
   if (cr != cu::kSuccess) {
     UCC_ERROR(
         "GPU staging: queueing the copy to the GPU on the stream failed (%s)",
@@ -251,11 +292,12 @@ void gpu_copy_out_on(Request* r, cu::CuStream stream) {
 
 void gpu_stage_fini(Request* r) {
   GpuStage& g = r->gpu;
-  if (g.host == nullptr && g.out_ev == nullptr) return;
+  if (g.host == nullptr && g.out_ev == nullptr && g.in_ev == nullptr) return;
   const cu::Driver& d = *cu::driver();
   release_host(d, g);
   if (g.out_ev != nullptr) d.event_destroy(g.out_ev);
-  g.out_ev = nullptr;
+  if (g.in_ev != nullptr) d.event_destroy(g.in_ev);
+  g.out_ev = g.in_ev = nullptr;
 }
 
 void gpu_context_fini(GpuContext* g) {

@@ -6,12 +6,16 @@
 //             GPU's becomes a range of the request's staging buffer;
 //             overlapping sides (in place) share one range. The descriptor
 //             then names the staging buffer.
-//   post      every staged range is copied in (device to host) on the
-//             context's copy stream, before the descriptor is submitted.
+//   post      every staged range's copy in (device to host) is queued,
+//             and an event after them; the descriptor waits in the
+//             context's gate queue (coll.cc) until the event has
+//             completed. No host thread waits for the GPU.
 //   complete  ranges the collective writes (dst; src for bcast) are
-//             copied out (host to device) before the status says UCC_OK;
-//             for a collective triggered on a CUDA stream engine the copy
-//             is queued on that stream instead (ee_cuda.cc).
+//             queued for copying out (host to device) once the engine has
+//             ended the collective, and the status says UCC_OK once their
+//             event has completed; for a collective triggered on a CUDA
+//             stream engine the copy is queued on that stream instead
+//             (ee_cuda.cc).
 //
 // The staging buffer belongs to the request slot: allocated (mmap +
 // cuMemHostRegister) the first time a GPU collective of that size uses
@@ -49,11 +53,13 @@ struct GpuStage {
   bool on_stream;           // copied out by a CUDA stream engine (ee_cuda.cc)
   bool out_pending;         // such a copy may still be reading `host`
   ucc_status_t stream_err;  // queueing that copy failed
+  bool in_wait;             // posted; the copy in has not completed
   GpuRange r[2];
   plat::cuda::CuCtx cuctx;  // the buffers' CUDA context
   uint8_t* host;            // pinned staging, kept across collectives
   size_t cap;
-  plat::cuda::CuEvent out_ev;  // recorded after a stream copy-out
+  plat::cuda::CuEvent out_ev;  // recorded after a copy out
+  plat::cuda::CuEvent in_ev;   // recorded after a post's copy in
 };
 
 // The context's GPU state: the CUDA context its GPU buffers belong to and
@@ -78,12 +84,16 @@ inline constexpr uint8_t kMemUnknown = 2;  // UCC_MEMORY_TYPE_UNKNOWN
 // driver, or with buffers of two CUDA contexts; UCC_ERR_NO_MEMORY when
 // the staging buffer cannot grow.
 ucc_status_t gpu_stage(ucc_context* ctx, Request* r, off::CollDesc* d);
-// At post: copies the staged ranges in. UCC_ERR_NO_MESSAGE on a CUDA error
-// (logged).
+// At post: queues the copies of the staged ranges in, and r's in event
+// after them (r->gpu.in_wait). UCC_ERR_NO_MESSAGE on a CUDA error (logged).
 ucc_status_t gpu_copy_in(ucc_context* ctx, Request* r);
-// At completion (before the status is published): copies written ranges
-// out, unless a stream engine does it. A CUDA error turns UCC_OK into
-// UCC_ERR_NO_MESSAGE.
+// Whether a post's copy in has completed (no blocking call); *st:
+// UCC_ERR_NO_MESSAGE where the GPU reported an error (logged).
+bool gpu_copy_in_done(Request* r, ucc_status_t* st);
+// At completion (before the status is published), called until it says
+// otherwise: queues the copies of written ranges out and their event
+// (unless a stream engine does it), then UCC_INPROGRESS until the event
+// has completed. A CUDA error turns UCC_OK into UCC_ERR_NO_MESSAGE.
 ucc_status_t gpu_copy_out(ucc_context* ctx, Request* r, ucc_status_t st);
 // Queues the copy-out of r's written ranges on `stream` (a stream engine,
 // after its wait for the collective) and records r's out event there. A

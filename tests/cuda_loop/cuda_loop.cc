@@ -27,7 +27,8 @@
 // Copies and kernels check every range against the allocation table: one
 // that leaves its allocation fails (CUDA_ERROR_INVALID_VALUE for copies,
 // CUDA_ERROR_ILLEGAL_ADDRESS for kernels).
-// Test hooks (extern "C"): cuda_loop_blocking_calls() here,
+// Test hooks (extern "C"): cuda_loop_blocking_calls() and
+// cuda_loop_async_host_copies() (cuMemcpy{HtoD,DtoH}Async) here,
 // cuda_loop_ipc_opens/closes/open_now() and cuda_loop_launches() beside
 // their entry points.
 #include <sys/mman.h>
@@ -186,6 +187,7 @@ void complete_events(void* s) {
 // Calls that block the host until the GPU has caught up: the tests count
 // them (a poll-driven path should make none).
 std::atomic<unsigned long long> g_blocking_calls{0};
+std::atomic<unsigned long long> g_async_host_copies{0};
 
 }  // namespace
 }  // namespace cuda_loop
@@ -328,10 +330,13 @@ Res cuMemcpyDtoD_v2(DevPtr d, DevPtr s, size_t n) {
   memmove(to, from, n);
   return kOk;
 }
+// Asynchronous copies between host and device: counted (staging).
 Res cuMemcpyHtoDAsync_v2(DevPtr d, const void* s, size_t n, void*) {
+  g_async_host_copies.fetch_add(1, std::memory_order_relaxed);
   return cuMemcpyHtoD_v2(d, s, n);
 }
 Res cuMemcpyDtoHAsync_v2(void* h, DevPtr d, size_t n, void*) {
+  g_async_host_copies.fetch_add(1, std::memory_order_relaxed);
   return cuMemcpyDtoH_v2(h, d, n);
 }
 Res cuMemcpyDtoDAsync_v2(DevPtr d, DevPtr s, size_t n, void*) {
@@ -465,6 +470,9 @@ Res cuGetErrorString(Res r, const char** s) {
 
 unsigned long long cuda_loop_blocking_calls(void) {
   return g_blocking_calls.load(std::memory_order_relaxed);
+}
+unsigned long long cuda_loop_async_host_copies(void) {
+  return g_async_host_copies.load(std::memory_order_relaxed);
 }
 
 }  // extern "C"

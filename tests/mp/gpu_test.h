@@ -32,6 +32,7 @@ struct Loop {
   unsigned long long (*closes)() = nullptr;
   int (*open_now)() = nullptr;
   unsigned long long (*dmabufs)() = nullptr;  // dma-buf fds handed out
+  unsigned long long (*host_copies)() = nullptr;  // async, host<->device
   bool on() const { return blocking != nullptr; }
 };
 
@@ -50,8 +51,10 @@ inline Loop loop() {
   l.open_now = reinterpret_cast<int (*)()>(dlsym(h, "cuda_loop_ipc_open_now"));
   l.dmabufs = reinterpret_cast<unsigned long long (*)()>(
       dlsym(h, "cuda_loop_dmabuf_exports"));
+  l.host_copies = reinterpret_cast<unsigned long long (*)()>(
+      dlsym(h, "cuda_loop_async_host_copies"));
   if (l.launches == nullptr || l.opens == nullptr || l.closes == nullptr ||
-      l.open_now == nullptr || l.dmabufs == nullptr)
+      l.open_now == nullptr || l.dmabufs == nullptr || l.host_copies == nullptr)
     l.blocking = nullptr;
   return l;
 }

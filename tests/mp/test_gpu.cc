@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -133,6 +134,62 @@ TEST(Gpu, UnknownMemoryResolved) {
     ucct::gpu::release(d);
     return 0;
   }));
+}
+
+// A staged post (allreduce with UCC_GPU_DIRECT=no; reduce, which the
+// direct path does not take) returns before the GPU has copied its input
+// (the provider holds every event back for 4 queries) and makes no
+// blocking driver call; nor does the progress that copies the results
+// back and completes it.
+TEST(Gpu, StagedPostNeverWaits) {
+  NEED_GPU();
+  for (int way = 0; way < 2; ++way) {
+    EXPECT_TRUE(ucct::run_ranks(
+        3,
+        [way](ucct::Rank& r) {
+          setenv("CUDA_LOOP_EVENT_LAG", "4", 1);
+          ucct::World w;
+          if (way == 0) w.env = {{"UCC_GPU_DIRECT", "no"}};
+          if (w.init(r) != UCC_OK) return 1;
+          EXPECT(ucct::gpu::init(), "CUDA init");
+          const gput::Loop l = gput::loop();
+          constexpr size_t kN = 3001;
+          uint64_t src = 0, dst = 0;
+          EXPECT(
+              gput::filled(kN, r.rank + 1, &src) && gput::filled(kN, -7, &dst),
+              "buffers");
+          for (int round = 0; round < 2; ++round) {
+            ucc_coll_args_t a = gput::allreduce(src, dst, kN, UCC_DT_INT32);
+            if (way == 1) {
+              a.coll_type = UCC_COLL_TYPE_REDUCE;
+              a.root = 1;
+            }
+            ucc_coll_req_h req = nullptr;
+            CK(ucc_collective_init(&a, &req, w.team));
+            const unsigned long long b0 = l.on() ? l.blocking() : 0;
+            CK(ucc_collective_post(req));
+            if (l.on()) {
+              EXPECT(l.blocking() == b0, "way %d: the post blocked", way);
+              EXPECT(ucc_collective_test(req) == UCC_INPROGRESS,
+                     "way %d: done before the GPU could have copied", way);
+            }
+            CK(w.wait(req));
+            CK(ucc_collective_finalize(req));
+            if (l.on())
+              EXPECT(l.blocking() == b0,
+                     "way %d: completing made %llu blocking driver calls", way,
+                     l.blocking() - b0);
+            const bool written = way == 0 || r.rank == 1;
+            EXPECT(gput::all_equal(dst, kN, written ? 6 : -7),
+                   "way %d round %d: wrong result", way, round);
+          }
+          CK(w.barrier());
+          ucct::gpu::release(src);
+          ucct::gpu::release(dst);
+          return 0;
+        }))
+        << "way " << way;
+  }
 }
 
 // Without a GPU: CUDA memory and CUDA stream engines are refused with

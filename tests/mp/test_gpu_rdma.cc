@@ -8,7 +8,8 @@
 //
 // Against tests/cuda_loop and tests/verbs_loop they also read the
 // providers' counters (dma-buf fds handed out, dma-buf registrations,
-// blocking driver calls); the fake device memory is mapped PROT_NONE, so
+// copies between host and device, blocking driver calls); the fake
+// device memory is mapped PROT_NONE, so
 // only a registration by dma-buf reaches it.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -54,8 +55,8 @@ const std::vector<std::pair<std::string, std::string>> kNoIpc = {
     {"UCC_GPU_DIRECT", "no"}};
 
 // Three rounds of allreduce on the same device buffers: each rank's
-// allocations are registered by dma-buf once, nothing is staged (no
-// blocking driver call, at the post or after), and the post returns
+// allocations are registered by dma-buf once, nothing is staged (no copy
+// between host and device, no blocking driver call), and the post returns
 // before the GPU has produced the input (every event held back 4
 // queries), the descriptor going to the engine from progress.
 TEST(GpuRdma, ByDmaBufNeverStaged) {
@@ -77,15 +78,19 @@ TEST(GpuRdma, ByDmaBufNeverStaged) {
       ucc_coll_req_h req = nullptr;
       CK(ucc_collective_init(&a, &req, w.team));
       const unsigned long long b0 = l.on() ? l.blocking() : 0;
+      const unsigned long long c0 = l.on() ? l.host_copies() : 0;
       CK(ucc_collective_post(req));
       if (l.on())
         EXPECT(ucc_collective_test(req) == UCC_INPROGRESS,
                "done before the GPU could have produced the input");
       CK(w.wait(req));
       CK(ucc_collective_finalize(req));
-      if (l.on())
+      if (l.on()) {
         EXPECT(l.blocking() == b0, "round %d: %llu blocking driver calls",
                round, l.blocking() - b0);
+        EXPECT(l.host_copies() == c0, "round %d: staged (%llu copies)", round,
+               l.host_copies() - c0);
+      }
       EXPECT(all_equal(dst, kN, 6), "round %d: wrong result", round);
       EXPECT(all_equal(src, kN, r.rank + 1), "round %d: src changed", round);
       if (round == 0) {
@@ -162,7 +167,7 @@ TEST(GpuRdma, LaterPostsWaitTheirTurn) {
 // then a driver without it (CUDA_LOOP_NO_DMABUF), take GPU memory by
 // pointer, which the provider refuses for memory the process cannot
 // read, as hardware does without nvidia-peermem: the collective is
-// staged (blocking copies) and right.
+// staged (copies between host and device) and right.
 TEST(GpuRdma, FallsBackToStaging) {
   NEED_GPU_RDMA();
   for (int way = 0; way < 2; ++way) {
@@ -184,12 +189,12 @@ TEST(GpuRdma, FallsBackToStaging) {
           uint64_t src = 0, dst = 0;
           EXPECT(filled(kN, r.rank + 5, &src) && filled(kN, 0, &dst),
                  "buffers");
-          const unsigned long long b0 = l.on() ? l.blocking() : 0;
+          const unsigned long long c0 = l.on() ? l.host_copies() : 0;
           ucc_coll_args_t a = allreduce(src, dst, kN, UCC_DT_INT32);
           CK(w.run(a));
           EXPECT(all_equal(dst, kN, 11), "way %d: wrong result", way);
           if (l.on()) {
-            EXPECT(l.blocking() > b0, "way %d: not staged", way);
+            EXPECT(l.host_copies() > c0, "way %d: not staged", way);
             EXPECT(way == 0 || l.dmabufs() == 0,
                    "a dma-buf from a driver without them");
           }
