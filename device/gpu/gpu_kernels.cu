@@ -92,9 +92,9 @@ __device__ void raise_when_last(const FlagArgs& flags, uint64_t counter) {
 
 }  // namespace
 
-#define UCC_GPU_KERNEL(sfx, V, integer)                                 \
+#define UCC_GPU_KERNEL(sfx, V, ops)                                     \
   extern "C" __global__ void ucc_gpu_reduce_##sfx(const ReduceArgs a) { \
-    ::ucc::gpu::with_op<integer>(a.op, ReduceAll<V>{a});                \
+    ::ucc::gpu::with_op<ops>(a.op, ReduceAll<V>{a});                    \
     raise_when_last(a.flags, a.counter);                                \
   }
 UCC_GPU_REDUCE_KERNELS(UCC_GPU_KERNEL)

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "device/reduce/hd.h"
+#include "device/reduce/reduce_loc.h"
 #include "device/reduce/reduce_ops.h"
 #include "offload/types.h"
 
@@ -69,8 +70,9 @@ struct CopyArgs {
 };
 inline constexpr const char* kCopyKernel = "ucc_gpu_copy";
 
-// Kernel names, one per element type (the op is an argument); nullptr
-// where the type has no kernel (its collectives take the staged path).
+// Kernel names, one per element type (the op is an argument), and one
+// per type of MAXLOC/MINLOC pairs; nullptr where the type has none (its
+// collectives take the staged path).
 inline const char* reduce_kernel_name(off::DType dt) {
   switch (dt) {
     case off::DType::kInt8:
@@ -97,26 +99,69 @@ inline const char* reduce_kernel_name(off::DType dt) {
       return "ucc_gpu_reduce_f32";
     case off::DType::kFloat64:
       return "ucc_gpu_reduce_f64";
+    case off::DType::kFloat32Complex:
+      return "ucc_gpu_reduce_c32";
+    case off::DType::kFloat64Complex:
+      return "ucc_gpu_reduce_c64";
+    default:
+      return nullptr;
+  }
+}
+inline const char* loc_kernel_name(off::DType dt) {
+  switch (dt) {
+    case off::DType::kInt8:
+      return "ucc_gpu_reduce_loc_i8";
+    case off::DType::kInt16:
+      return "ucc_gpu_reduce_loc_i16";
+    case off::DType::kInt32:
+      return "ucc_gpu_reduce_loc_i32";
+    case off::DType::kInt64:
+      return "ucc_gpu_reduce_loc_i64";
+    case off::DType::kUint8:
+      return "ucc_gpu_reduce_loc_u8";
+    case off::DType::kUint16:
+      return "ucc_gpu_reduce_loc_u16";
+    case off::DType::kUint32:
+      return "ucc_gpu_reduce_loc_u32";
+    case off::DType::kUint64:
+      return "ucc_gpu_reduce_loc_u64";
+    case off::DType::kFloat32:
+      return "ucc_gpu_reduce_loc_f32";
+    case off::DType::kFloat64:
+      return "ucc_gpu_reduce_loc_f64";
     default:
       return nullptr;
   }
 }
 inline constexpr const char* kFlagKernel = "ucc_gpu_flags_set";
 
+// The ops a kernel's element type takes.
+enum class Ops : uint8_t {
+  kReal,     // sum, prod, max, min, avg
+  kInteger,  // sum, prod, max, min and the logical and bitwise ops
+  kComplex,  // sum, prod, avg (complex numbers are not ordered)
+  kLoc,      // maxloc, minloc on {value, index} pairs
+};
+
 // Whether the kernels reduce `dt` with `op` (a subset of what the host
-// engine reduces: the 128-bit, 80-bit and complex types and the pair ops
-// are not there yet).
+// engine reduces: the 128-bit and 80-bit types, which CUDA has no
+// arithmetic for, are not there).
 inline bool kernel_reduces(off::DType dt, off::ROp op) {
+  if (op == off::ROp::kMaxloc || op == off::ROp::kMinloc)
+    return loc_kernel_name(dt) != nullptr;
   if (reduce_kernel_name(dt) == nullptr) return false;
+  const bool complex =
+      dt == off::DType::kFloat32Complex || dt == off::DType::kFloat64Complex;
   const bool floating =
-      dt == off::DType::kFloat16 || dt == off::DType::kBfloat16 ||
+      complex || dt == off::DType::kFloat16 || dt == off::DType::kBfloat16 ||
       dt == off::DType::kFloat32 || dt == off::DType::kFloat64;
   switch (op) {
     case off::ROp::kSum:
     case off::ROp::kProd:
+      return true;
     case off::ROp::kMax:
     case off::ROp::kMin:
-      return true;
+      return !complex;
     case off::ROp::kAvg:
       return floating;
     case off::ROp::kLand:
@@ -168,6 +213,44 @@ struct Half {
   }
 };
 
+// Complex numbers of T, as the host engine reduces them (reduce_wide.h):
+// sum and avg part by part, prod by the plain formula, avg dividing each
+// part once by the team size.
+template <typename T>
+struct Pair2 {
+  T a;  // the real part, or a pair's value
+  T b;  // the imaginary part, or a pair's index
+};
+struct LocMax {};
+struct LocMin {};
+template <typename T>
+struct Cplx {
+  using Store = Pair2<T>;
+  template <typename Op>
+  UCC_HD static Store step(Store x, Store y) {
+    if constexpr (std::is_same_v<Op, dev::Prod>) {
+      return Store{x.a * y.a - x.b * y.b, x.a * y.b + x.b * y.a};
+    } else {
+      return Store{x.a + y.a, x.b + y.b};  // sum (kernel_reduces: no other)
+    }
+  }
+  UCC_HD static Store scale(Store x, uint32_t div) {
+    const T q = static_cast<T>(div);
+    return Store{x.a / q, x.b / q};
+  }
+};
+// MAXLOC/MINLOC pairs {value, index} of T (reduce_loc.h's order).
+template <typename T>
+struct Loc {
+  using Store = Pair2<T>;
+  template <typename Op>
+  UCC_HD static Store step(Store x, Store y) {
+    constexpr bool kMax = std::is_same_v<Op, LocMax>;
+    return dev::loc::x_wins<T, kMax>(x.a, x.b, y.a, y.b) ? x : y;
+  }
+  UCC_HD static Store scale(Store x, uint32_t) { return x; }
+};
+
 template <typename V, typename Op>
 UCC_HD inline void reduce_elem_op(const ReduceArgs& a, uint64_t i) {
   using S = typename V::Store;
@@ -181,37 +264,46 @@ UCC_HD inline void reduce_elem_op(const ReduceArgs& a, uint64_t i) {
 // Calls f(Op{}) with the functor of `op`: the one switch over ops, for
 // the kernels (once per thread) and the host twins (once per element).
 // Ops a type does not take (kernel_reduces) call nothing.
-template <bool kInteger, typename F>
+template <Ops K, typename F>
 UCC_HD inline void with_op(uint32_t op, const F& f) {
-  switch (static_cast<off::ROp>(op)) {
-    case off::ROp::kSum:
-    case off::ROp::kAvg:
-      return f(dev::Sum{});
-    case off::ROp::kProd:
-      return f(dev::Prod{});
-    case off::ROp::kMax:
-      return f(dev::Max{});
-    case off::ROp::kMin:
-      return f(dev::Min{});
-    default:
-      break;
-  }
-  if constexpr (kInteger) {
-    switch (static_cast<off::ROp>(op)) {
-      case off::ROp::kLand:
-        return f(dev::Land{});
-      case off::ROp::kLor:
-        return f(dev::Lor{});
-      case off::ROp::kLxor:
-        return f(dev::Lxor{});
-      case off::ROp::kBand:
-        return f(dev::Band{});
-      case off::ROp::kBor:
-        return f(dev::Bor{});
-      case off::ROp::kBxor:
-        return f(dev::Bxor{});
+  const auto o = static_cast<off::ROp>(op);
+  if constexpr (K == Ops::kLoc) {
+    if (o == off::ROp::kMaxloc) f(LocMax{});
+    if (o == off::ROp::kMinloc) f(LocMin{});
+  } else if constexpr (K == Ops::kComplex) {
+    if (o == off::ROp::kSum || o == off::ROp::kAvg) f(dev::Sum{});
+    if (o == off::ROp::kProd) f(dev::Prod{});
+  } else {
+    switch (o) {
+      case off::ROp::kSum:
+      case off::ROp::kAvg:
+        return f(dev::Sum{});
+      case off::ROp::kProd:
+        return f(dev::Prod{});
+      case off::ROp::kMax:
+        return f(dev::Max{});
+      case off::ROp::kMin:
+        return f(dev::Min{});
       default:
         break;
+    }
+    if constexpr (K == Ops::kInteger) {
+      switch (o) {
+        case off::ROp::kLand:
+          return f(dev::Land{});
+        case off::ROp::kLor:
+          return f(dev::Lor{});
+        case off::ROp::kLxor:
+          return f(dev::Lxor{});
+        case off::ROp::kBand:
+          return f(dev::Band{});
+        case off::ROp::kBor:
+          return f(dev::Bor{});
+        case off::ROp::kBxor:
+          return f(dev::Bxor{});
+        default:
+          break;
+      }
     }
   }
 }
@@ -226,24 +318,36 @@ struct ReduceElemAt {
     reduce_elem_op<V, Op>(a, i);
   }
 };
-template <typename V, bool kInteger>
+template <typename V, Ops K>
 UCC_HD inline void reduce_elem(const ReduceArgs& a, uint64_t i) {
-  with_op<kInteger>(a.op, ReduceElemAt<V>{a, i});
+  with_op<K>(a.op, ReduceElemAt<V>{a, i});
 }
 
-// The list of kernels: X(name suffix, value policy, integer?).
-#define UCC_GPU_REDUCE_KERNELS(X)                         \
-  X(i8, ::ucc::gpu::Plain<int8_t>, true)                  \
-  X(i16, ::ucc::gpu::Plain<int16_t>, true)                \
-  X(i32, ::ucc::gpu::Plain<int32_t>, true)                \
-  X(i64, ::ucc::gpu::Plain<int64_t>, true)                \
-  X(u8, ::ucc::gpu::Plain<uint8_t>, true)                 \
-  X(u16, ::ucc::gpu::Plain<uint16_t>, true)               \
-  X(u32, ::ucc::gpu::Plain<uint32_t>, true)               \
-  X(u64, ::ucc::gpu::Plain<uint64_t>, true)               \
-  X(f16, ::ucc::gpu::Half<::ucc::dev::Fp16Codec>, false)  \
-  X(bf16, ::ucc::gpu::Half<::ucc::dev::Bf16Codec>, false) \
-  X(f32, ::ucc::gpu::Plain<float>, false)                 \
-  X(f64, ::ucc::gpu::Plain<double>, false)
+// The list of kernels: X(name suffix, value policy, ops).
+#define UCC_GPU_REDUCE_KERNELS(X)                                          \
+  X(i8, ::ucc::gpu::Plain<int8_t>, ::ucc::gpu::Ops::kInteger)              \
+  X(i16, ::ucc::gpu::Plain<int16_t>, ::ucc::gpu::Ops::kInteger)            \
+  X(i32, ::ucc::gpu::Plain<int32_t>, ::ucc::gpu::Ops::kInteger)            \
+  X(i64, ::ucc::gpu::Plain<int64_t>, ::ucc::gpu::Ops::kInteger)            \
+  X(u8, ::ucc::gpu::Plain<uint8_t>, ::ucc::gpu::Ops::kInteger)             \
+  X(u16, ::ucc::gpu::Plain<uint16_t>, ::ucc::gpu::Ops::kInteger)           \
+  X(u32, ::ucc::gpu::Plain<uint32_t>, ::ucc::gpu::Ops::kInteger)           \
+  X(u64, ::ucc::gpu::Plain<uint64_t>, ::ucc::gpu::Ops::kInteger)           \
+  X(f16, ::ucc::gpu::Half<::ucc::dev::Fp16Codec>, ::ucc::gpu::Ops::kReal)  \
+  X(bf16, ::ucc::gpu::Half<::ucc::dev::Bf16Codec>, ::ucc::gpu::Ops::kReal) \
+  X(f32, ::ucc::gpu::Plain<float>, ::ucc::gpu::Ops::kReal)                 \
+  X(f64, ::ucc::gpu::Plain<double>, ::ucc::gpu::Ops::kReal)                \
+  X(c32, ::ucc::gpu::Cplx<float>, ::ucc::gpu::Ops::kComplex)               \
+  X(c64, ::ucc::gpu::Cplx<double>, ::ucc::gpu::Ops::kComplex)              \
+  X(loc_i8, ::ucc::gpu::Loc<int8_t>, ::ucc::gpu::Ops::kLoc)                \
+  X(loc_i16, ::ucc::gpu::Loc<int16_t>, ::ucc::gpu::Ops::kLoc)              \
+  X(loc_i32, ::ucc::gpu::Loc<int32_t>, ::ucc::gpu::Ops::kLoc)              \
+  X(loc_i64, ::ucc::gpu::Loc<int64_t>, ::ucc::gpu::Ops::kLoc)              \
+  X(loc_u8, ::ucc::gpu::Loc<uint8_t>, ::ucc::gpu::Ops::kLoc)               \
+  X(loc_u16, ::ucc::gpu::Loc<uint16_t>, ::ucc::gpu::Ops::kLoc)             \
+  X(loc_u32, ::ucc::gpu::Loc<uint32_t>, ::ucc::gpu::Ops::kLoc)             \
+  X(loc_u64, ::ucc::gpu::Loc<uint64_t>, ::ucc::gpu::Ops::kLoc)             \
+  X(loc_f32, ::ucc::gpu::Loc<float>, ::ucc::gpu::Ops::kLoc)                \
+  X(loc_f64, ::ucc::gpu::Loc<double>, ::ucc::gpu::Ops::kLoc)
 
 }  // namespace ucc::gpu

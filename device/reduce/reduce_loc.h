@@ -1,5 +1,5 @@
-// MAXLOC and MINLOC: reductions of {value, index} pairs. Internal to
-// reduce.cc; see reduce.h for the contract.
+// MAXLOC and MINLOC: reductions of {value, index} pairs, for reduce.cc
+// and the GPU kernels; see reduce.h for the contract.
 //
 // Words: a "pair" is two values of one type T, the value first and its
 // index second (MPI's 2INT layout); `n` counts pairs. The winner of two
@@ -18,10 +18,13 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "device/reduce/hd.h"
+
 namespace ucc::dev::loc {
 
+// Also the GPU kernels' (device/gpu/gpu_kernels.h).
 template <typename T, bool kMax>
-inline bool x_wins(T xv, T xi, T yv, T yi) {
+UCC_HD inline bool x_wins(T xv, T xi, T yv, T yi) {
   const bool better = kMax ? xv > yv : xv < yv;
   if constexpr (std::is_floating_point_v<T>) {
     const bool xn = xv != xv, yn = yv != yv;

@@ -47,6 +47,9 @@ bool load_kernels(ucc_context* ctx, GpuDirectCtx& g, cu::CuCtx cuctx) {
     const char* name = gpu::reduce_kernel_name(static_cast<off::DType>(t));
     if (name != nullptr)
       cr = d.module_get_function(&g.reduce_fn[t], g.mod, name);
+    name = gpu::loc_kernel_name(static_cast<off::DType>(t));
+    if (cr == cu::kSuccess && name != nullptr)
+      cr = d.module_get_function(&g.loc_fn[t], g.mod, name);
   }
   if (cr == cu::kSuccess)
     cr = d.module_get_function(&g.flag_fn, g.mod, gpu::kFlagKernel);

@@ -90,6 +90,7 @@ struct GpuDirectCtx {
   plat::cuda::CuCtx cuctx;
   plat::cuda::CuModule mod;
   cu::CuFunction reduce_fn[static_cast<int>(off::DType::kCount)];
+  cu::CuFunction loc_fn[static_cast<int>(off::DType::kCount)];  // pairs
   cu::CuFunction flag_fn;
   cu::CuFunction copy_fn;
   cu::CuDevPtr counter;  // the reduction kernels' count of finished blocks

@@ -82,7 +82,9 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
   GpuDirectReq& q = r->gd;
   const off::CollDesc& u = q.user;
   const cu::CuStream s = ctx->gpu.copy;
-  const uint64_t es = off::kDTypeSize[static_cast<int>(u.dtype)];
+  // Bytes per element (MAXLOC/MINLOC elements are {value, index} pairs).
+  const bool pairs = off::rop_is_loc(u.op);
+  const uint64_t es = off::elem_size(u);
   const bool in_place = (u.flags & off::kDescInPlace) != 0;
   uint64_t src[gpu::kMaxPeers], dst[gpu::kMaxPeers];
   cu::CuResult cr = cu::kSuccess;
@@ -107,9 +109,9 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
       peer_flags(r, tok, n, &a.flags);  // raised by the kernel's last block
       flagged = true;
       void* params[] = {&a};
-      cr = d.launch_kernel(g.reduce_fn[static_cast<int>(u.dtype)],
-                           blocks_for(u.count), 1, 1, 256, 1, 1, 0, s, params,
-                           nullptr);
+      cr = d.launch_kernel(
+          (pairs ? g.loc_fn : g.reduce_fn)[static_cast<int>(u.dtype)],
+          blocks_for(u.count), 1, 1, 256, 1, 1, 0, s, params, nullptr);
       break;
     }
     case off::CollType::kAllgather: {

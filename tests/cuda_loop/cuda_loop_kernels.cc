@@ -64,7 +64,7 @@ void raise_flags(const ucc::gpu::FlagArgs& a) {
                      __ATOMIC_RELEASE);
 }
 
-template <typename V, bool kInteger>
+template <typename V, ucc::gpu::Ops K>
 Res reduce_twin(const void* args) {
   ucc::gpu::ReduceArgs a;
   memcpy(&a, args, sizeof a);
@@ -87,8 +87,7 @@ Res reduce_twin(const void* args) {
     for (uint32_t k = 0; k < a.flags.n; ++k)
       if (const Res r = translate(&a.flags.flag[k], 4, 4); r != kOk) return r;
   }
-  for (uint64_t i = 0; i < a.count; ++i)
-    ucc::gpu::reduce_elem<V, kInteger>(a, i);
+  for (uint64_t i = 0; i < a.count; ++i) ucc::gpu::reduce_elem<V, K>(a, i);
   // The last block's flags (the counter is the GPU's business: the twin
   // is one block).
   raise_flags(a.flags);
@@ -136,8 +135,8 @@ struct Kernel {
   const char* name;
   Twin run;
 };
-#define CUDA_LOOP_TWIN(suffix, V, integer) \
-  {"ucc_gpu_reduce_" #suffix, &reduce_twin<V, integer>},
+#define CUDA_LOOP_TWIN(suffix, V, ops) \
+  {"ucc_gpu_reduce_" #suffix, &reduce_twin<V, ops>},
 const Kernel kKernels[] = {
     UCC_GPU_REDUCE_KERNELS(CUDA_LOOP_TWIN){ucc::gpu::kFlagKernel, &flags_twin},
     {ucc::gpu::kCopyKernel, &copy_twin},

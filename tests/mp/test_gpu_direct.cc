@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "tests/common/gpu.h"
@@ -190,6 +191,102 @@ TEST(GpuDirect, NoStagesInstead) {
     ucct::gpu::release(dst);
     return 0;
   }));
+}
+
+// Complex numbers (sum, prod, avg) and MAXLOC/MINLOC pairs on GPU
+// buffers: their kernels on the direct path, and the staged path
+// (UCC_GPU_DIRECT=no), against a serial reference in rank order. The
+// inputs are small integers, so every partial result is exact and the
+// comparison is bit for bit; an odd count has a vector body and a tail.
+template <typename T>
+struct Two {
+  T a, b;  // real and imaginary parts, or a pair's value and index
+};
+
+// Rank p's element i (its parts from two small integers).
+template <typename T>
+Two<T> input(int p, size_t i, bool pair) {
+  const T v = static_cast<T>(static_cast<int>((i * 7 + p * 3) % 5) - 2);
+  const T w = static_cast<T>(static_cast<int>((i * 5 + p) % 3) - 1);
+  return pair ? Two<T>{v, static_cast<T>(p)} : Two<T>{v, w};
+}
+
+template <typename T>
+Two<T> combine(ucc_reduction_op_t op, Two<T> x, Two<T> y) {
+  switch (op) {
+    case UCC_OP_PROD:
+      return {x.a * y.a - x.b * y.b, x.a * y.b + x.b * y.a};
+    case UCC_OP_MAXLOC:
+    case UCC_OP_MINLOC: {
+      const bool better = op == UCC_OP_MAXLOC ? x.a > y.a : x.a < y.a;
+      return better || (x.a == y.a && x.b < y.b) ? x : y;
+    }
+    default:
+      return {x.a + y.a, x.b + y.b};  // sum, avg
+  }
+}
+
+template <typename T>
+int wide_case(ucct::World& w, int rank, int n, ucc_datatype_t dt,
+              ucc_reduction_op_t op) {
+  constexpr size_t kN = 1001;
+  const bool pair = op == UCC_OP_MAXLOC || op == UCC_OP_MINLOC;
+  std::vector<Two<T>> in(kN), want(kN), got(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    in[i] = input<T>(rank, i, pair);
+    Two<T> acc = input<T>(0, i, pair);
+    for (int p = 1; p < n; ++p) acc = combine(op, acc, input<T>(p, i, pair));
+    if (op == UCC_OP_AVG) acc = {acc.a / T(n), acc.b / T(n)};
+    want[i] = acc;
+  }
+  const size_t bytes = kN * sizeof(Two<T>);
+  uint64_t src = 0, dst = 0;
+  EXPECT(ucct::gpu::alloc(bytes, false, &src) &&
+             ucct::gpu::alloc(bytes, false, &dst) &&
+             ucct::gpu::to_device(src, in.data(), bytes),
+         "buffers");
+  std::vector<unsigned char> poison(bytes, 0xa5);
+  EXPECT(ucct::gpu::to_device(dst, poison.data(), bytes), "poison");
+  ucc_coll_args_t a = allreduce(src, dst, kN, dt);
+  a.op = op;
+  CK(w.run(a));
+  EXPECT(ucct::gpu::to_host(got.data(), dst, bytes), "to host");
+  for (size_t i = 0; i < kN; ++i)
+    EXPECT(memcmp(&got[i], &want[i], sizeof(Two<T>)) == 0,
+           "dt %#llx op %d element %zu: (%g, %g), want (%g, %g)",
+           static_cast<unsigned long long>(dt), static_cast<int>(op), i,
+           static_cast<double>(got[i].a), static_cast<double>(got[i].b),
+           static_cast<double>(want[i].a), static_cast<double>(want[i].b));
+  ucct::gpu::release(src);
+  ucct::gpu::release(dst);
+  return 0;
+}
+
+TEST(GpuDirect, ComplexAndPairs) {
+  NEED_GPU();
+  for (int way = 0; way < 2; ++way) {
+    EXPECT_TRUE(ucct::run_ranks(3, [way](ucct::Rank& r) {
+      ucct::World w;
+      if (way == 1) w.env = {{"UCC_GPU_DIRECT", "no"}};
+      if (w.init(r) != UCC_OK) return 1;
+      EXPECT(ucct::gpu::init(), "CUDA init");
+      const int n = 3;
+      for (ucc_reduction_op_t op : {UCC_OP_SUM, UCC_OP_PROD, UCC_OP_AVG}) {
+        if (int e = wide_case<float>(w, r.rank, n, UCC_DT_FLOAT32_COMPLEX, op))
+          return e;
+        if (int e = wide_case<double>(w, r.rank, n, UCC_DT_FLOAT64_COMPLEX, op))
+          return e;
+      }
+      for (ucc_reduction_op_t op : {UCC_OP_MAXLOC, UCC_OP_MINLOC}) {
+        if (int e = wide_case<int32_t>(w, r.rank, n, UCC_DT_INT32, op))
+          return e;
+        if (int e = wide_case<int8_t>(w, r.rank, n, UCC_DT_INT8, op)) return e;
+        if (int e = wide_case<double>(w, r.rank, n, UCC_DT_FLOAT64, op))
+          return e;
+      }
+      return 0;
+    })) << (way == 0 ? "direct" : "staged");
+  }
 }
 
 }  // namespace
