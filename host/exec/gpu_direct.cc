@@ -150,10 +150,28 @@ bool check_tokens(GpuDirectTeam& t, Request* r, const Token* tok) {
           static_cast<unsigned long long>(k.seq), k.slot);
       return false;
     }
-    if (r->gd.worker && p != r->team->rank && !map_peer_page(t.peers[p], k))
-      return false;
   }
-  return true;
+  // The worker maps every peer's page, also past one it cannot, so that
+  // it can tell the others it gave up (tell_failed).
+  bool ok = true;
+  for (uint32_t p = 0; p < n && r->gd.worker; ++p)
+    if (p != r->team->rank && !map_peer_page(t.peers[p], tok[p])) ok = false;
+  return ok;
+}
+
+// The worker gives up on a collective after the exchange: every peer
+// whose page it has mapped ends it with an error instead of waiting for
+// its done word (a peer whose page it could not map waits for it, or for
+// the worker's exit).
+void tell_failed(GpuDirectTeam& t, Request* r, const Token* tok) {
+  if (!r->gd.worker) return;
+  for (uint32_t p = 0; p < r->team->size; ++p) {
+    if (p == r->team->rank || t.peers[p].map == nullptr ||
+        tok[p].slot >= t.peers[p].bytes / kSlotBytes)
+      continue;
+    slot_at(t.peers[p].map, tok[p].slot)
+        ->failed.store(r->gd.seq, std::memory_order_release);
+  }
 }
 
 // Whether a process still exists (a peer the wait depends on).
@@ -273,6 +291,16 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
     q.phase = kIdle;
     return st;
   };
+  // Failing after the exchange: the worker tells its peers, a peer tells
+  // the worker (its own slot's failed word, which the worker reads), so
+  // nobody waits for a collective that will not run.
+  auto give_up = [&]() {
+    if (q.worker)
+      tell_failed(t, r, tok);
+    else
+      slot_at(t.page, r->index)->failed.store(q.seq, std::memory_order_release);
+    return fail(UCC_ERR_NO_MESSAGE);
+  };
   // Whether the caller's work on the buffers has ended; a peer says so in
   // its ready word at once, even before the exchange ends (the worker
   // reads it only after).
@@ -293,14 +321,14 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
         return fail(UCC_ERR_NO_MESSAGE);
       if (xst == UCC_INPROGRESS) return UCC_INPROGRESS;
       if (xst != UCC_OK) return fail(xst);
-      if (!check_tokens(t, r, tok)) return fail(UCC_ERR_NO_MESSAGE);
+      if (!check_tokens(t, r, tok)) return give_up();
       q.phase = kInput;
       [[fallthrough]];
     }
     case kInput: {
       const cu::CuResult cr = input();
       if (cr == cu::kNotReady) return UCC_INPROGRESS;
-      if (cr != cu::kSuccess) return fail(UCC_ERR_NO_MESSAGE);
+      if (cr != cu::kSuccess) return give_up();
       if (!q.worker) {
         q.phase = kWait;
         return UCC_INPROGRESS;
@@ -308,16 +336,21 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
       for (uint32_t p = 0; p < n; ++p) {
         if (p == r->team->rank) continue;
         const Slot* s = slot_at(t.peers[p].map, tok[p].slot);
+        if (s->failed.load(std::memory_order_acquire) >= q.seq) {
+          UCC_ERROR("GPU direct: rank %u gave up collective %llu", p,
+                    static_cast<unsigned long long>(q.seq));
+          return give_up();
+        }
         if (s->ready.load(std::memory_order_acquire) < q.seq) {
           if (++q.polls % kLivenessEvery == 0 && !alive(tok[p].pid)) {
             UCC_ERROR("GPU direct: rank %u (process %u) has gone", p,
                       tok[p].pid);
-            return fail(UCC_ERR_NO_MESSAGE);
+            return give_up();
           }
           return UCC_INPROGRESS;
         }
       }
-      if (!queue_work(ctx, g, r, tok, n)) return fail(UCC_ERR_NO_MESSAGE);
+      if (!queue_work(ctx, g, r, tok, n)) return give_up();
       q.phase = kRun;
       return UCC_INPROGRESS;
     }
@@ -326,6 +359,12 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
           slot_at(t.page, r->index)->done.load(std::memory_order_acquire);
       if (static_cast<int32_t>(w - static_cast<uint32_t>(q.seq)) >= 0)
         return fail(UCC_OK);
+      if (slot_at(t.page, r->index)->failed.load(std::memory_order_acquire) >=
+          q.seq) {
+        UCC_ERROR("GPU direct: the worker gave up collective %llu",
+                  static_cast<unsigned long long>(q.seq));
+        return fail(UCC_ERR_NO_MESSAGE);
+      }
       if (++q.polls % kLivenessEvery == 0 && !alive(tok[0].pid)) {
         UCC_ERROR("GPU direct: the worker (process %u) has gone", tok[0].pid);
         return fail(UCC_ERR_NO_MESSAGE);
@@ -336,7 +375,7 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
       CtxScope in(d, g.cuctx);
       const cu::CuResult cr = d.event_query(q.done_ev);
       if (cr == cu::kNotReady) return UCC_INPROGRESS;
-      return fail(cr == cu::kSuccess ? UCC_OK : UCC_ERR_NO_MESSAGE);
+      return cr == cu::kSuccess ? fail(UCC_OK) : give_up();
     }
     default:
       return fail(UCC_ERR_NO_MESSAGE);

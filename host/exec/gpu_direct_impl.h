@@ -49,6 +49,10 @@ static_assert(sizeof(Token) == kTokenBytes);
 struct Slot {
   std::atomic<uint64_t> ready;  // seq whose input is ready (owner's host)
   std::atomic<uint32_t> done;   // low bits of seq finished (worker's GPU)
+  uint32_t pad;
+  // seq the worker gave up on after the exchange (worker's host): its
+  // peers end that collective with an error instead of waiting for done.
+  std::atomic<uint64_t> failed;
 };
 static_assert(sizeof(Slot) <= kSlotBytes);
 constexpr size_t kDoneAt = 8;  // Slot::done's offset, for the GPU's write

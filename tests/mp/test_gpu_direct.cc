@@ -166,6 +166,49 @@ TEST(GpuDirect, PeerBuffersFreedAndMadeAgain) {
   }));
 }
 
+// A rank frees its src right after posting (before any progress): the
+// worker cannot open it, gives up, and tells its peers, so every rank's
+// collective ends with an error instead of the others waiting for a done
+// word that never comes. The team goes on: a host collective and a GPU
+// one on fresh buffers are right after.
+TEST(GpuDirect, WorkerGivesUpAndTellsItsPeers) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    constexpr size_t kN = 999;
+    uint64_t src = 0, dst = 0;
+    EXPECT(filled(kN, r.rank + 1, &src) && filled(kN, -7, &dst), "buffers");
+    ucc_coll_args_t a = allreduce(src, dst, kN, UCC_DT_INT32);
+    ucc_coll_req_h req = nullptr;
+    CK(ucc_collective_init(&a, &req, w.team));
+    CK(ucc_collective_post(req));
+    if (r.rank == 2) ucct::gpu::release(src);
+    const ucc_status_t st = w.wait(req, 20);
+    EXPECT(st != UCC_OK && st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT,
+           "rank %d: %s (an error, at once, was due)", r.rank,
+           ucct::status_name(st));
+    CK(ucc_collective_finalize(req));
+    std::vector<int32_t> hs(100, r.rank), hd(100, -1);
+    ucc_coll_args_t h{};
+    h.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+    h.op = UCC_OP_SUM;
+    h.src.info = {hs.data(), hs.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    h.dst.info = {hd.data(), hd.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    CK(w.run(h));
+    EXPECT(hd[0] == 3 && hd[99] == 3, "the host allreduce after: %d", hd[0]);
+    if (r.rank == 2) EXPECT(filled(kN, r.rank + 1, &src), "new src");
+    a = allreduce(src, dst, kN, UCC_DT_INT32);
+    CK(w.run(a));
+    EXPECT(all_equal(dst, kN, 6), "the GPU allreduce after");
+    CK(w.barrier());
+    ucct::gpu::release(src);
+    ucct::gpu::release(dst);
+    return 0;
+  }));
+}
+
 // UCC_GPU_DIRECT=no stages every GPU buffer: no kernel runs, no peer
 // allocation is opened, and the result is the same.
 TEST(GpuDirect, NoStagesInstead) {
@@ -215,14 +258,15 @@ template <typename T>
 Two<T> combine(ucc_reduction_op_t op, Two<T> x, Two<T> y) {
   switch (op) {
     case UCC_OP_PROD:
-      return {x.a * y.a - x.b * y.b, x.a * y.b + x.b * y.a};
+      return {static_cast<T>(x.a * y.a - x.b * y.b),
+              static_cast<T>(x.a * y.b + x.b * y.a)};
     case UCC_OP_MAXLOC:
     case UCC_OP_MINLOC: {
       const bool better = op == UCC_OP_MAXLOC ? x.a > y.a : x.a < y.a;
       return better || (x.a == y.a && x.b < y.b) ? x : y;
     }
     default:
-      return {x.a + y.a, x.b + y.b};  // sum, avg
+      return {static_cast<T>(x.a + y.a), static_cast<T>(x.b + y.b)};
   }
 }
 
@@ -236,7 +280,8 @@ int wide_case(ucct::World& w, int rank, int n, ucc_datatype_t dt,
     in[i] = input<T>(rank, i, pair);
     Two<T> acc = input<T>(0, i, pair);
     for (int p = 1; p < n; ++p) acc = combine(op, acc, input<T>(p, i, pair));
-    if (op == UCC_OP_AVG) acc = {acc.a / T(n), acc.b / T(n)};
+    if (op == UCC_OP_AVG)
+      acc = {static_cast<T>(acc.a / T(n)), static_cast<T>(acc.b / T(n))};
     want[i] = acc;
   }
   const size_t bytes = kN * sizeof(Two<T>);
