@@ -5,6 +5,7 @@
 
 #include "host/api/objects.h"
 #include "host/coll/request.h"
+#include "host/exec/gpu_stage.h"
 #include "platform/os/log.h"
 
 namespace ucc::host {
@@ -112,12 +113,9 @@ ucc_status_t gpu_rdma_post(Request* r) {
   GpuRdma& g = r->gr;
   const cu::Driver& d = *cu::driver();
   CtxScope in(d, g.cuctx);
-  cu::CuResult cr = in.ok() ? cu::kSuccess : 1;
-  if (cr == cu::kSuccess && g.in == nullptr)
-    cr = d.event_create(&g.in, cu::kEventDisableTiming);
   // The legacy stream: after what the caller queued there or on any
   // blocking stream, as a staged post's copy would be.
-  if (cr == cu::kSuccess) cr = d.event_record(g.in, nullptr);
+  const cu::CuResult cr = in.ok() ? record_event(&g.in, nullptr) : 1;
   if (cr != cu::kSuccess) {
     UCC_ERROR("GPUDirect RDMA: recording the input event failed (%s)",
               cu::error_name(d, cr));
@@ -130,19 +128,8 @@ ucc_status_t gpu_rdma_post(Request* r) {
 }
 
 bool gpu_rdma_ready(Request* r, ucc_status_t* st) {
-  GpuRdma& g = r->gr;
-  *st = UCC_OK;
-  if (!g.waiting) return true;
-  const cu::Driver& d = *cu::driver();
-  const cu::CuResult cr = d.event_query(g.in);
-  if (cr == cu::kNotReady) return false;
-  g.waiting = false;
-  if (cr != cu::kSuccess) {
-    UCC_ERROR("GPUDirect RDMA: the GPU failed before a collective (%s)",
-              cu::error_name(d, cr));
-    *st = UCC_ERR_NO_MESSAGE;
-  }
-  return true;
+  return event_passed(r->gr.in, &r->gr.waiting,
+                      "GPUDirect RDMA: the GPU failed before a collective", st);
 }
 
 void gpu_rdma_fini(Request* r) {

@@ -31,13 +31,6 @@ void settle(const cu::Driver& d, GpuStage& g) {
   g.out_pending = false;
 }
 
-// Records `ev` (made the first time) on stream s.
-cu::CuResult record(const cu::Driver& d, cu::CuEvent* ev, cu::CuStream s) {
-  cu::CuResult cr = cu::kSuccess;
-  if (*ev == nullptr) cr = d.event_create(ev, cu::kEventDisableTiming);
-  return cr == cu::kSuccess ? d.event_record(*ev, s) : cr;
-}
-
 void release_host(const cu::Driver& d, GpuStage& g) {
   if (g.host == nullptr) return;
   settle(d, g);
@@ -207,7 +200,7 @@ ucc_status_t gpu_copy_in(ucc_context* ctx, Request* r) {
   cu::CuResult cr = in.ok() ? cu::kSuccess : 1;
   for (uint8_t k = 0; k < g.n && cr == cu::kSuccess; ++k)
     cr = d.memcpy_dtoh_async(g.host + g.r[k].off, g.r[k].dev, g.r[k].bytes, s);
-  if (cr == cu::kSuccess) cr = record(d, &g.in_ev, s);
+  if (cr == cu::kSuccess) cr = record_event(&g.in_ev, s);
   if (cr != cu::kSuccess) {
     UCC_ERROR("GPU staging: copy from the GPU failed (%s)",
               cu::error_name(d, cr));
@@ -219,20 +212,31 @@ ucc_status_t gpu_copy_in(ucc_context* ctx, Request* r) {
   return UCC_OK;
 }
 
-bool gpu_copy_in_done(Request* r, ucc_status_t* st) {
-  GpuStage& g = r->gpu;
-  *st = UCC_OK;
-  if (!g.in_wait) return true;
+cu::CuResult record_event(cu::CuEvent* ev, cu::CuStream s) {
   const cu::Driver& d = *cu::driver();
-  const cu::CuResult cr = d.event_query(g.in_ev);
+  cu::CuResult cr = cu::kSuccess;
+  if (*ev == nullptr) cr = d.event_create(ev, cu::kEventDisableTiming);
+  return cr == cu::kSuccess ? d.event_record(*ev, s) : cr;
+}
+
+bool event_passed(cu::CuEvent ev, bool* waiting, const char* what,
+                  ucc_status_t* st) {
+  *st = UCC_OK;
+  if (!*waiting) return true;
+  const cu::Driver& d = *cu::driver();
+  const cu::CuResult cr = d.event_query(ev);
   if (cr == cu::kNotReady) return false;
-  g.in_wait = false;
+  *waiting = false;
   if (cr != cu::kSuccess) {
-    UCC_ERROR("GPU staging: copy from the GPU failed (%s)",
-              cu::error_name(d, cr));
+    UCC_ERROR("%s (%s)", what, cu::error_name(d, cr));
     *st = UCC_ERR_NO_MESSAGE;
   }
   return true;
+}
+
+bool gpu_copy_in_done(Request* r, ucc_status_t* st) {
+  return event_passed(r->gpu.in_ev, &r->gpu.in_wait,
+                      "GPU staging: copy from the GPU failed", st);
 }
 
 ucc_status_t gpu_copy_out(ucc_context*, Request* r, ucc_status_t st) {
@@ -248,7 +252,7 @@ ucc_status_t gpu_copy_out(ucc_context*, Request* r, ucc_status_t st) {
       if (g.r[k].out)
         cr = d.memcpy_htod_async(g.r[k].dev, g.host + g.r[k].off, g.r[k].bytes,
                                  nullptr);  // legacy stream, as gpu_copy_in
-    if (cr == cu::kSuccess) cr = record(d, &g.out_ev, nullptr);
+    if (cr == cu::kSuccess) cr = record_event(&g.out_ev, nullptr);
     if (cr != cu::kSuccess) {
       UCC_ERROR("GPU staging: copy to the GPU failed (%s)",
                 cu::error_name(d, cr));
@@ -279,7 +283,7 @@ void gpu_copy_out_on(Request* r, cu::CuStream stream) {
     if (g.r[k].out)
       cr = d.memcpy_htod_async(g.r[k].dev, g.host + g.r[k].off, g.r[k].bytes,
                                stream);
-  if (cr == cu::kSuccess) cr = record(d, &g.out_ev, stream);
+  if (cr == cu::kSuccess) cr = record_event(&g.out_ev, stream);
   if (cr != cu::kSuccess) {
     UCC_ERROR(
         "GPU staging: queueing the copy to the GPU on the stream failed (%s)",

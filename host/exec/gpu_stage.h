@@ -99,6 +99,15 @@ ucc_status_t gpu_copy_out(ucc_context* ctx, Request* r, ucc_status_t st);
 // after its wait for the collective) and records r's out event there. A
 // CUDA error is logged and becomes the collective's status at completion.
 void gpu_copy_out_on(Request* r, plat::cuda::CuStream stream);
+// How a GPU post waits for the GPU without blocking (staging here,
+// GPUDirect RDMA in gpu_rdma.cc): records *ev (made the first time, kept
+// with the request slot) on stream s; and whether the event a post waits
+// on (*waiting) has passed, clearing *waiting then; a GPU error is logged
+// with `what` and makes *st UCC_ERR_NO_MESSAGE.
+plat::cuda::CuResult record_event(plat::cuda::CuEvent* ev,
+                                  plat::cuda::CuStream s);
+bool event_passed(plat::cuda::CuEvent ev, bool* waiting, const char* what,
+                  ucc_status_t* st);
 // Releases a request slot's staging buffer (team destruction).
 void gpu_stage_fini(Request* r);
 // Releases the context's copy stream (context destruction).
