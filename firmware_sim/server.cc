@@ -45,7 +45,10 @@ Server::~Server() {
 
 Status Server::start(const ServerConfig& cfg) {
   cfg_ = cfg;
-  int s = plat::sock::listen_at(cfg.socket_path);
+  // A daemon for every user must be reachable by them (in a directory
+  // they can enter, which its administrator chose): each client is still
+  // told apart by its socket credentials.
+  int s = plat::sock::listen_at(cfg.socket_path, cfg.any_user);
   if (s == -EADDRINUSE) return Status::kNoResource;
   if (s < 0) {
     UCC_ERROR("firmware_sim: cannot listen on %s: %s", cfg.socket_path,
@@ -67,14 +70,6 @@ Status Server::start(const ServerConfig& cfg) {
       return t == -EADDRINUSE ? Status::kNoResource : Status::kError;
     }
     tfd_ = t;
-  }
-  // A daemon for every user must be reachable by them (in a directory
-  // they can enter, which its administrator chose): each client is still
-  // told apart by its socket credentials.
-  if (cfg.any_user && chmod(cfg.socket_path, 0666) != 0) {
-    UCC_ERROR("firmware_sim: cannot open %s to all users: %s",
-              cfg.socket_path, strerror(errno));
-    return Status::kError;
   }
   started_ms_ = now_ms();
   return Status::kOk;

@@ -87,7 +87,7 @@ int private_socket_path(char* buf, size_t n, const char* name) {
   return 0;
 }
 
-int listen_at(const char* path) {
+int listen_at(const char* path, bool any_user) {
   sockaddr_un a;
   if (!fill_addr(path, &a)) return -ENAMETOOLONG;
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -113,9 +113,10 @@ int listen_at(const char* path) {
       return -e;
     }
   }
-  if (listen(s, 64) != 0) {
+  if ((any_user && chmod(path, 0666) != 0) || listen(s, 64) != 0) {
     int e = errno;
     close(s);
+    if (any_user) unlink(path);
     return -e;
   }
   return s;

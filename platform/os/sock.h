@@ -14,9 +14,10 @@ namespace ucc::plat::sock {
 
 // A listening socket bound to `path` (a stale socket file left by a dead
 // daemon is replaced; a live one is not: -EADDRINUSE), readable and
-// writable by its owner only whatever the umask. Negative errno on
-// failure.
-int listen_at(const char* path);
+// writable by its owner only whatever the umask, or by every user with
+// `any_user` (set before listen(), so no client can connect while the
+// mode is still the private one). Negative errno on failure.
+int listen_at(const char* path, bool any_user = false);
 // `name` in a directory only this user can use: $XDG_RUNTIME_DIR when set
 // (it must be ours, mode 0700), else /tmp/ucc-<uid> (made 0700 if
 // missing; refused, with a log line, when it is a link, someone else's,
