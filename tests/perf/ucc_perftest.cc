@@ -188,9 +188,10 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   fill_inputs(setup, src.get(), src_count, dst.get(), dst_here ? dst_count : 0);
 
   // -m cuda: the collective runs on GPU copies of the buffers, which come
-  // back to the host for the check.
-  DevBuffer dsrc(cfg.cuda ? src_count * es : 0, src.get());
-  DevBuffer ddst(cfg.cuda ? dst_count * es : 0, dst.get());
+  // back to the host for the check; a side this rank does not hold (a
+  // non-root's dst in reduce, src in place) has none.
+  DevBuffer dsrc(cfg.cuda && src_here ? src_count * es : 0, src.get());
+  DevBuffer ddst(cfg.cuda && dst_here ? dst_count * es : 0, dst.get());
   if (!dsrc.ok() || !ddst.ok()) {
     fail_line(r, "GPU buffer allocation", count, UCC_ERR_NO_MEMORY);
     return UCC_ERR_NO_MEMORY;
