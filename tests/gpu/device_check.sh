@@ -8,10 +8,16 @@
 #
 # Where the machine has no libgtest-dev, GoogleTest is built from
 # $GTEST_SOURCE (default .devcarry/googletest: a copy of
-# /usr/src/googletest carried with the tree). The summary comes last.
+# /usr/src/googletest carried with the tree); where it has no rdma-core
+# headers, from $VERBS_HEADERS (default .devcarry/include: copies of
+# /usr/include/infiniband and /usr/include/rdma), so that the verbs
+# transport and tests/verbs_loop are built and GpuRdma.* runs with real
+# CUDA memory. The summary comes last.
 # MATRIX_S, MATRIX_EMU_S, MATRIX_STAGED_S bound the matrix steps (seconds;
 # 0 skips the staged one). GPU_CHECK_QUICK=1 runs a few cases of each step and the small sizes
 # (a dry run, e.g. against tests/cuda_loop on LD_LIBRARY_PATH).
+# GPU_CHECK_STEPS picks steps after the build (default: all of
+# "own rdma perf staged matrix").
 set -u
 DEST=${1:-${OUT:-/tmp/ucc_gpu_check}}
 # Logs gather in OUT and are packed into DEST/logs.tgz after each step
@@ -28,12 +34,19 @@ say() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$SUMMARY"; }
 
 say "$(nvidia-smi -L 2>&1 | head -1); $(nproc) cores; $(gcc --version | head -1)"
 GT=${GTEST_SOURCE:-$ROOT/.devcarry/googletest}
+VH=${VERBS_HEADERS:-$ROOT/.devcarry/include}
+vflags=()
+if [ ! -f /usr/include/infiniband/verbs.h ] && [ -f "$VH/infiniband/verbs.h" ]; then
+  vflags=(-DCMAKE_INCLUDE_PATH="$VH" -DCMAKE_CXX_FLAGS="-isystem $VH")
+fi
 cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DUCC_GTEST_SOURCE="$GT" > "$OUT/cmake.log" 2>&1 || {
+  -DUCC_GTEST_SOURCE="$GT" "${vflags[@]}" > "$OUT/cmake.log" 2>&1 || {
   say "cmake failed"; tail -30 "$OUT/cmake.log"; exit 1; }
-ninja -C "$B" ucc_mp_tests ucc_perftest firmware_sim > "$OUT/build.log" 2>&1 || {
+targets=(ucc_mp_tests ucc_perftest firmware_sim)
+grep -q "verbs transport: 1" "$OUT/cmake.log" && targets+=(verbs_loop)
+ninja -C "$B" "${targets[@]}" > "$OUT/build.log" 2>&1 || {
   say "build failed"; grep -m20 -B2 -A8 "error" "$OUT/build.log"; exit 1; }
-say "built"
+say "built: ${targets[*]}"
 pack
 MP=$B/tests/ucc_mp_tests
 PT=$B/tests/perf/ucc_perftest
@@ -68,9 +81,27 @@ shards() {  # name timeout_s nshards env... -- filter
   pack
 }
 
+STEPS=" ${GPU_CHECK_STEPS:-own rdma perf staged matrix} "
+want() { [[ $STEPS == *" $1 "* ]]; }
 # 1. The GPU tests: the direct path's own, stream engines, UNKNOWN memory.
-shards gpu_own 60 2 UCCT_MEM=cuda -- 'GpuDirect.*:Gpu.*:Ranks/GpuStream.*'
-shards gpu_own_emu 60 2 UCCT_MEM=cuda UCC_OFFLOAD=emu -- 'GpuDirect.*:Gpu.*:Ranks/GpuStream.*'
+if want own; then
+  shards gpu_own 60 2 UCCT_MEM=cuda -- 'GpuDirect.*:Gpu.*:Ranks/GpuStream.*'
+  shards gpu_own_emu 60 2 UCCT_MEM=cuda UCC_OFFLOAD=emu -- 'GpuDirect.*:Gpu.*:Ranks/GpuStream.*'
+fi
+# GPUDirect RDMA where the engine reaches memory by RDMA (emu over
+# tests/verbs_loop): a real CUDA dma-buf is not a file the provider can
+# read, so each registration falls back, logged at info level.
+if want rdma && [ -f "$B/tests/libverbs_loop.so" ]; then
+  VL=$B/tests/libverbs_loop.so
+  UCC_LOG_LEVEL=info UCCT_MEM=cuda UCC_GPU_DIRECT=no UCC_OFFLOAD_MEM=verbs \
+    UCC_VERBS_LIB=$VL VERBS_LOOP_FABRIC=/tmp/ucc_gpu_rdma.fabric \
+    timeout 90 "$ROOT/tests/wire/run_mesh.sh" "$B" 2 --verbs "$VL" -- "$MP" \
+    --gtest_filter='GpuRdma.*:Mp/Collectives.Matrix/allreduce_default_n3' \
+    > "$OUT/gpu_rdma.log" 2>&1
+  say "gpu_rdma (emu, verbs_loop): exit $?, $(grep -c '^\[       OK \]' "$OUT/gpu_rdma.log") passed"
+  grep -E "^\[  FAILED  \] [A-Z]|dma-buf|ibv_reg|stag" "$OUT/gpu_rdma.log" | sort | uniq -c | sort -rn | head -6 | tee -a "$SUMMARY"
+  pack
+fi
 # 2. Timings: float32, ranks bound to a core each.
 perf() {  # name timeout args...
   local name=$1 to=$2; shift 2
@@ -78,28 +109,56 @@ perf() {  # name timeout args...
   timeout "$to" "$PT" "$@" > "$OUT/perf_$name.txt" 2>&1 || say "perf $name: exit $?"
   pack
 }
-perf ar2_direct 30 -N 2 -c allreduce -m cuda -b 2 -e 64M -f 2
-export UCC_GPU_DIRECT=no
-perf ar2_staged 30 -N 2 -c allreduce -m cuda -b 2 -e 4M -f 4
-unset UCC_GPU_DIRECT
-perf ar2_host 30 -N 2 -c allreduce -m host -b 2 -e 16M -f 4
-perf ar4_direct 30 -N 4 -c allreduce -m cuda -b 2 -e 64M -f 8
-perf ar8_direct 30 -N 8 -c allreduce -m cuda -b 2 -e 64M -f 8
-perf ag2_direct 30 -N 2 -c allgather -m cuda -b 2 -e 32M -f 8
-perf ag2_host 30 -N 2 -c allgather -m host -b 2 -e 4M -f 8
-perf a2a2_direct 30 -N 2 -c alltoall -m cuda -b 2 -e 32M -f 8
-perf a2a2_host 30 -N 2 -c alltoall -m host -b 2 -e 4M -f 8
-say "timings done"
+if want perf; then
+  perf ar2_direct 30 -N 2 -c allreduce -m cuda -b 2 -e 64M -f 2
+  UCC_GPU_DIRECT=no perf ar2_staged 30 -N 2 -c allreduce -m cuda -b 2 -e 4M -f 4
+  perf red2_staged 30 -N 2 -c reduce -m cuda -b 2 -e 4M -f 4
+  perf ar2_host 30 -N 2 -c allreduce -m host -b 2 -e 1M -f 4
+  perf ar8_direct 30 -N 8 -c allreduce -m cuda -b 2 -e 64M -f 8
+  perf ag2_direct 30 -N 2 -c allgather -m cuda -b 2 -e 32M -f 8
+  perf a2a2_direct 30 -N 2 -c alltoall -m cuda -b 2 -e 32M -f 8
+  say "timings done"
+fi
+# 2b. Staged collectives at small sizes: one process against two sharing
+# the GPU, with and without MPS (two processes' CUDA contexts on one GPU
+# are time-sliced; under MPS they share one).
+if want staged; then
+  UCC_GPU_DIRECT=no perf st_ar1 30 -N 1 -c allreduce -m cuda -b 2 -e 64K -f 4 -F
+  UCC_GPU_DIRECT=no perf st_ar2 30 -N 2 -c allreduce -m cuda -b 2 -e 64K -f 2 -F
+  UCC_GPU_DIRECT=no perf st_bc2 30 -N 2 -c bcast -m cuda -b 2 -e 64K -f 4 -F
+  perf st_red2 30 -N 2 -c reduce -m cuda -b 2 -e 64K -f 2 -F
+  if command -v nvidia-cuda-mps-control > /dev/null; then
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/ucc_mps CUDA_MPS_LOG_DIRECTORY=/tmp/ucc_mps_log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    if nvidia-cuda-mps-control -d; then
+      UCC_GPU_DIRECT=no perf st_ar2_mps 30 -N 2 -c allreduce -m cuda -b 2 -e 64K -f 2 -F
+      perf st_ar2_direct_mps 30 -N 2 -c allreduce -m cuda -b 2 -e 64K -f 8 -F
+      echo quit | nvidia-cuda-mps-control
+      sleep 1
+    else
+      say "MPS did not start"
+    fi
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  else
+    say "no MPS here"
+  fi
+  for f in "$OUT"/perf_st_*.txt; do
+    echo "== $(basename "$f" .txt)" >> "$SUMMARY"
+    grep -E "^ +[0-9]" "$f" >> "$SUMMARY"
+  done
+  say "staged probe done"
+  pack
+fi
 # 3. The collectives matrix on GPU buffers (every collective, datatype and
 # op, in place and not, 1-8 ranks): direct where it applies, staged else.
 D=Mp/Collectives.Matrix
-shards matrix "${MATRIX_S:-150}" 8 UCCT_MEM=cuda -- "$D/allreduce_*:$D/allgather_*:$D/alltoall_*:$D/bcast_*:$D/inflight_*:$D/persistent_*:$D/*_default_n3:Mp/CollectivesV.Matrix/*_default_n3"
-shards matrix_emu "${MATRIX_EMU_S:-60}" 4 UCCT_MEM=cuda UCC_OFFLOAD=emu -- 'Mp/Collectives.Matrix/*_default_n3:Mp/Collectives.Matrix/allreduce_default_n8'
-[ "${MATRIX_STAGED_S:-45}" != 0 ] && shards matrix_staged "${MATRIX_STAGED_S:-45}" 4 UCCT_MEM=cuda UCC_GPU_DIRECT=no -- 'Mp/Collectives.Matrix/allreduce_default_n2:Mp/Collectives.Matrix/allreduce_default_n4:Mp/Collectives.Matrix/alltoall_default_n3'
+want matrix && shards matrix "${MATRIX_S:-90}" 8 UCCT_MEM=cuda -- "$D/allreduce_*:$D/allgather_*:$D/alltoall_*:$D/bcast_*:$D/inflight_*:$D/persistent_*:$D/*_default_n3:Mp/CollectivesV.Matrix/*_default_n3"
+want matrix && shards matrix_emu "${MATRIX_EMU_S:-35}" 4 UCCT_MEM=cuda UCC_OFFLOAD=emu -- 'Mp/Collectives.Matrix/*_default_n3:Mp/Collectives.Matrix/allreduce_default_n8'
+want matrix && [ "${MATRIX_STAGED_S:-35}" != 0 ] && shards matrix_staged "${MATRIX_STAGED_S:-35}" 4 UCCT_MEM=cuda UCC_GPU_DIRECT=no -- 'Mp/Collectives.Matrix/allreduce_default_n2:Mp/Collectives.Matrix/reduce_default_n3:Mp/Collectives.Matrix/alltoall_default_n3'
 
 # The summary: the copy engines, then 8 B and the largest sizes of each.
-grep -h "copy engines" "$OUT"/perf_ar2_direct.txt | head -1 | tee -a "$SUMMARY"
-for f in "$OUT"/perf_*.txt; do
+grep -sh "copy engines" "$OUT"/perf_*.txt | head -1 | tee -a "$SUMMARY"
+for f in $(ls "$OUT"/perf_*.txt 2>/dev/null | grep -v perf_st_); do
   echo "== $(basename "$f" .txt)" | tee -a "$SUMMARY"
   grep -E "^ +[0-9]" "$f" | awk '$2 == 8 || $2 == 65536 || $2 == 1048576 || $2 >= 16777216' | tee -a "$SUMMARY"
 done

@@ -170,7 +170,9 @@ TEST(GpuDirect, PeerBuffersFreedAndMadeAgain) {
 // worker cannot open it, gives up, and tells its peers, so every rank's
 // collective ends with an error instead of the others waiting for a done
 // word that never comes. The team goes on: a host collective and a GPU
-// one on fresh buffers are right after.
+// one on fresh buffers are right after. A real driver may have opened
+// the allocation before the free (it then stays alive for the opener),
+// so there the collective may also succeed; it must never wait.
 TEST(GpuDirect, WorkerGivesUpAndTellsItsPeers) {
   NEED_GPU();
   EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
@@ -186,7 +188,8 @@ TEST(GpuDirect, WorkerGivesUpAndTellsItsPeers) {
     CK(ucc_collective_post(req));
     if (r.rank == 2) ucct::gpu::release(src);
     const ucc_status_t st = w.wait(req, 20);
-    EXPECT(st != UCC_OK && st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT,
+    EXPECT(st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT &&
+               (st != UCC_OK || !gput::loop().on()),
            "rank %d: %s (an error, at once, was due)", r.rank,
            ucct::status_name(st));
     CK(ucc_collective_finalize(req));

@@ -103,7 +103,9 @@ TEST(GpuRdma, ByDmaBufNeverStaged) {
              "%llu dma-buf fds after the first round, %llu after three (one "
              "per allocation: src and dst)",
              x1, l.dmabufs());
-    if (mrs != nullptr)
+    // A real GPU's dma-buf is no file tests/verbs_loop can read: there the
+    // registration falls back (to staging) and the result alone is checked.
+    if (mrs != nullptr && l.on())
       EXPECT(m1 == 2 && mrs() == m1,
              "%llu dma-buf registrations after the first round, %llu after "
              "three",
