@@ -123,6 +123,8 @@ bool coll_applies(const off::CollDesc& d, uint32_t n) {
     return false;
   switch (d.coll) {
     case off::CollType::kAllreduce:
+    case off::CollType::kReduce:
+    case off::CollType::kReduceScatter:
       return gpu::kernel_reduces(d.dtype, d.op);
     case off::CollType::kAllgather:
     case off::CollType::kBcast:

@@ -73,6 +73,25 @@ class Copies {
   gpu::CopyArgs a_{};
 };
 
+// One reduction kernel: dst[k] = src[0] op ... op src[nsrc-1] (ReduceArgs);
+// `flags` raised by its last block when it ends the collective.
+cu::CuResult reduce(const GpuDirectCtx& g, cu::CuStream s,
+                    const off::CollDesc& u, uint32_t n, gpu::ReduceArgs& a,
+                    bool last, const Request* r, const Token* tok) {
+  a.nsrc = n;
+  a.count = u.count;
+  a.op = static_cast<uint32_t>(u.op);
+  a.div = u.op == off::ROp::kAvg ? n : 0;
+  a.counter = g.counter;
+  a.flags.n = 0;
+  if (last) peer_flags(r, tok, n, &a.flags);
+  void* params[] = {&a};
+  const bool pairs = off::rop_is_loc(u.op);
+  return drv().launch_kernel(
+      (pairs ? g.loc_fn : g.reduce_fn)[static_cast<int>(u.dtype)],
+      blocks_for(u.count), 1, 1, 256, 1, 1, 0, s, params, nullptr);
+}
+
 // The worker queues the collective's data movement on its stream.
 }  // namespace
 
@@ -83,7 +102,6 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
   const off::CollDesc& u = q.user;
   const cu::CuStream s = ctx->gpu.copy;
   // Bytes per element (MAXLOC/MINLOC elements are {value, index} pairs).
-  const bool pairs = off::rop_is_loc(u.op);
   const uint64_t es = off::elem_size(u);
   const bool in_place = (u.flags & off::kDescInPlace) != 0;
   uint64_t src[gpu::kMaxPeers], dst[gpu::kMaxPeers];
@@ -101,17 +119,43 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
         a.src[p] = in_place ? dst[p] : src[p];
         a.dst[p] = dst[p];
       }
-      a.count = u.count;
-      a.nsrc = a.ndst = n;
-      a.op = static_cast<uint32_t>(u.op);
-      a.div = u.op == off::ROp::kAvg ? n : 0;
-      a.counter = g.counter;
-      peer_flags(r, tok, n, &a.flags);  // raised by the kernel's last block
+      a.ndst = n;
+      cr = reduce(g, s, u, n, a, true, r, tok);
       flagged = true;
-      void* params[] = {&a};
-      cr = d.launch_kernel(
-          (pairs ? g.loc_fn : g.reduce_fn)[static_cast<int>(u.dtype)],
-          blocks_for(u.count), 1, 1, 256, 1, 1, 0, s, params, nullptr);
+      break;
+    }
+    case off::CollType::kReduce: {
+      // Every rank's src (the root's aliases its dst in place: the host
+      // lowers it so), into the root's dst.
+      const uint64_t bytes = u.count * es;
+      gpu::ReduceArgs a{};
+      for (uint32_t p = 0; p < n; ++p)
+        if (!resolve(g, q, tok[p], false, bytes, &a.src[p])) return false;
+      if (u.root >= n || !resolve(g, q, tok[u.root], true, bytes, &a.dst[0]))
+        return false;
+      a.ndst = 1;
+      cr = reduce(g, s, u, n, a, true, r, tok);
+      flagged = true;
+      break;
+    }
+    case off::CollType::kReduceScatter: {
+      // Block p of every rank's vector, reduced into rank p's dst (in
+      // place: the vector is dst, and block p stays where it is): one
+      // kernel per block, the last raising the flags.
+      const uint64_t b = u.count * es;
+      for (uint32_t p = 0; p < n; ++p)
+        if (!resolve(g, q, tok[p], true, in_place ? b * n : b, &dst[p]) ||
+            (!in_place && !resolve(g, q, tok[p], false, b * n, &src[p])))
+          return false;
+      for (uint32_t blk = 0; blk < n && cr == cu::kSuccess; ++blk) {
+        gpu::ReduceArgs a{};
+        for (uint32_t p = 0; p < n; ++p)
+          a.src[p] = (in_place ? dst[p] : src[p]) + blk * b;
+        a.dst[0] = dst[blk] + (in_place ? blk * b : 0);
+        a.ndst = 1;
+        cr = reduce(g, s, u, n, a, blk + 1 == n, r, tok);
+      }
+      flagged = true;
       break;
     }
     case off::CollType::kAllgather: {

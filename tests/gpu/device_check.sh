@@ -17,7 +17,7 @@
 # 0 skips the staged one). GPU_CHECK_QUICK=1 runs a few cases of each step and the small sizes
 # (a dry run, e.g. against tests/cuda_loop on LD_LIBRARY_PATH).
 # GPU_CHECK_STEPS picks steps after the build (default: all of
-# "own rdma perf staged matrix").
+# "own rdma perf staged reduce matrix").
 set -u
 DEST=${1:-${OUT:-/tmp/ucc_gpu_check}}
 # Logs gather in OUT and are packed into DEST/logs.tgz after each step
@@ -81,7 +81,7 @@ shards() {  # name timeout_s nshards env... -- filter
   pack
 }
 
-STEPS=" ${GPU_CHECK_STEPS:-own rdma perf staged matrix} "
+STEPS=" ${GPU_CHECK_STEPS:-own rdma perf staged reduce matrix} "
 want() { [[ $STEPS == *" $1 "* ]]; }
 # 1. The GPU tests: the direct path's own, stream engines, UNKNOWN memory.
 if want own; then
@@ -112,7 +112,7 @@ perf() {  # name timeout args...
 if want perf; then
   perf ar2_direct 30 -N 2 -c allreduce -m cuda -b 2 -e 64M -f 2
   UCC_GPU_DIRECT=no perf ar2_staged 30 -N 2 -c allreduce -m cuda -b 2 -e 4M -f 4
-  perf red2_staged 30 -N 2 -c reduce -m cuda -b 2 -e 4M -f 4
+  UCC_GPU_DIRECT=no perf red2_staged 30 -N 2 -c reduce -m cuda -b 2 -e 4M -f 4
   perf ar2_host 30 -N 2 -c allreduce -m host -b 2 -e 1M -f 4
   perf ar8_direct 30 -N 8 -c allreduce -m cuda -b 2 -e 64M -f 8
   perf ag2_direct 30 -N 2 -c allgather -m cuda -b 2 -e 32M -f 8
@@ -126,7 +126,7 @@ if want staged; then
   UCC_GPU_DIRECT=no perf st_ar1 30 -N 1 -c allreduce -m cuda -b 2 -e 64K -f 4 -F
   UCC_GPU_DIRECT=no perf st_ar2 30 -N 2 -c allreduce -m cuda -b 2 -e 64K -f 2 -F
   UCC_GPU_DIRECT=no perf st_bc2 30 -N 2 -c bcast -m cuda -b 2 -e 64K -f 4 -F
-  perf st_red2 30 -N 2 -c reduce -m cuda -b 2 -e 64K -f 2 -F
+  UCC_GPU_DIRECT=no perf st_red2 30 -N 2 -c reduce -m cuda -b 2 -e 64K -f 2 -F
   if command -v nvidia-cuda-mps-control > /dev/null; then
     export CUDA_MPS_PIPE_DIRECTORY=/tmp/ucc_mps CUDA_MPS_LOG_DIRECTORY=/tmp/ucc_mps_log
     mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
@@ -149,9 +149,19 @@ if want staged; then
   say "staged probe done"
   pack
 fi
+# 2c. Reduce and reduce_scatter on the direct path: timings, and the
+# matrix's reduce* cases (every datatype and op, in place and not, 1-8
+# ranks).
+D=Mp/Collectives.Matrix
+if want reduce; then
+  perf red2_direct 30 -N 2 -c reduce -m cuda -b 2 -e 64M -f 8
+  perf red8_direct 30 -N 8 -c reduce -m cuda -b 2 -e 64M -f 8
+  perf rs2_direct 30 -N 2 -c reduce_scatter -m cuda -b 2 -e 32M -f 8
+  perf rs8_direct 30 -N 8 -c reduce_scatter -m cuda -b 2 -e 8M -f 8
+  shards matrix_reduce "${MATRIX_REDUCE_S:-90}" 8 UCCT_MEM=cuda -- "$D/reduce_*"
+fi
 # 3. The collectives matrix on GPU buffers (every collective, datatype and
 # op, in place and not, 1-8 ranks): direct where it applies, staged else.
-D=Mp/Collectives.Matrix
 want matrix && shards matrix "${MATRIX_S:-90}" 8 UCCT_MEM=cuda -- "$D/allreduce_*:$D/allgather_*:$D/alltoall_*:$D/bcast_*:$D/inflight_*:$D/persistent_*:$D/*_default_n3:Mp/CollectivesV.Matrix/*_default_n3"
 want matrix && shards matrix_emu "${MATRIX_EMU_S:-35}" 4 UCCT_MEM=cuda UCC_OFFLOAD=emu -- 'Mp/Collectives.Matrix/*_default_n3:Mp/Collectives.Matrix/allreduce_default_n8'
 want matrix && [ "${MATRIX_STAGED_S:-35}" != 0 ] && shards matrix_staged "${MATRIX_STAGED_S:-35}" 4 UCCT_MEM=cuda UCC_GPU_DIRECT=no -- 'Mp/Collectives.Matrix/allreduce_default_n2:Mp/Collectives.Matrix/reduce_default_n3:Mp/Collectives.Matrix/alltoall_default_n3'

@@ -136,8 +136,8 @@ TEST(Gpu, UnknownMemoryResolved) {
   }));
 }
 
-// A staged post (allreduce with UCC_GPU_DIRECT=no; reduce, which the
-// direct path does not take) returns before the GPU has copied its input
+// A staged post (UCC_GPU_DIRECT=no: allreduce, and reduce, whose
+// non-roots copy nothing back) returns before the GPU has copied its input
 // (the provider holds every event back for 4 queries) and makes no
 // blocking driver call; nor does the progress that copies the results
 // back and completes it.
@@ -149,7 +149,7 @@ TEST(Gpu, StagedPostNeverWaits) {
         [way](ucct::Rank& r) {
           setenv("CUDA_LOOP_EVENT_LAG", "4", 1);
           ucct::World w;
-          if (way == 0) w.env = {{"UCC_GPU_DIRECT", "no"}};
+          w.env = {{"UCC_GPU_DIRECT", "no"}};
           if (w.init(r) != UCC_OK) return 1;
           EXPECT(ucct::gpu::init(), "CUDA init");
           const gput::Loop l = gput::loop();

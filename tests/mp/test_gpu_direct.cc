@@ -212,6 +212,93 @@ TEST(GpuDirect, WorkerGivesUpAndTellsItsPeers) {
   }));
 }
 
+// Reduce (every root, in place at one) and reduce_scatter (in place and
+// not) on the direct path: nothing staged, the worker's kernels only
+// (one for reduce, one per block for reduce_scatter), results element by
+// element against a serial reference, a non-root's dst and the blocks
+// reduce_scatter does not own left as they were.
+int32_t rs_input(int p, size_t i) {
+  return static_cast<int32_t>((i * 31 + p * 7) % 1001) - 500 + p;
+}
+
+TEST(GpuDirect, ReduceAndReduceScatter) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(4, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    const Loop l = loop();
+    const int n = 4;
+    constexpr size_t kN = 1027;  // odd: a vector body and a tail
+    std::vector<int32_t> in(kN * n), want(kN * n), got(kN * n);
+    for (size_t i = 0; i < kN * n; ++i) {
+      in[i] = rs_input(r.rank, i);
+      want[i] = 0;
+      for (int p = 0; p < n; ++p) want[i] += rs_input(p, i);
+    }
+    const std::vector<int32_t> poison(kN * n, -7);
+    uint64_t src = 0, dst = 0;
+    EXPECT(ucct::gpu::alloc(kN * n * 4, false, &src) &&
+               ucct::gpu::alloc(kN * n * 4, false, &dst),
+           "buffers");
+    auto start = [&](const std::vector<int32_t>& s) {
+      return ucct::gpu::to_device(src, s.data(), kN * n * 4) &&
+             ucct::gpu::to_device(dst, poison.data(), kN * n * 4);
+    };
+    for (int c = 0; c < 2 * n + 2; ++c) {
+      const bool rs = c >= 2 * n;
+      const bool in_place = rs ? c == 2 * n + 1 : c == 2 * n - 1;
+      const int root = rs ? 0 : c % n;
+      ucc_coll_args_t a = allreduce(src, dst, kN, UCC_DT_INT32);
+      a.coll_type = rs ? UCC_COLL_TYPE_REDUCE_SCATTER : UCC_COLL_TYPE_REDUCE;
+      a.root = root;
+      if (rs) a.src.info.count = kN * n;
+      if (in_place && (rs || r.rank == root)) {
+        // In place: the input starts in dst (the whole vector for
+        // reduce_scatter, whose block `rank` ends up holding the result).
+        a.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+        a.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+        if (rs) a.dst.info.count = kN * n;
+        EXPECT(
+            start(poison) && ucct::gpu::to_device(dst, in.data(), kN * n * 4),
+            "in-place input");
+      } else {
+        EXPECT(start(in), "input");
+      }
+      const unsigned long long c0 = l.on() ? l.host_copies() : 0;
+      const unsigned long long k0 = l.on() ? l.launches() : 0;
+      CK(w.run(a));
+      if (l.on()) {
+        EXPECT(l.host_copies() == c0, "case %d: staged", c);
+        const unsigned long long k = l.launches() - k0;
+        EXPECT(k == (r.rank != 0 ? 0u
+                     : rs        ? unsigned(n)
+                                 : 1u),
+               "case %d: rank %d launched %llu kernels", c, r.rank, k);
+      }
+      EXPECT(ucct::gpu::to_host(got.data(), dst, kN * n * 4), "result");
+      for (size_t i = 0; i < kN * n; ++i) {
+        int32_t expect = -7;
+        if (rs && in_place)
+          expect = i / kN == size_t(r.rank) ? want[i] : in[i];
+        else if (rs)
+          expect = i < kN ? want[r.rank * kN + i] : -7;
+        else if (r.rank == root)
+          expect = i < kN ? want[i] : (in_place ? in[i] : -7);
+        EXPECT(got[i] == expect,
+               "case %d (%s, root %d%s) rank %d: "
+               "element %zu is %d, want %d",
+               c, rs ? "reduce_scatter" : "reduce", root,
+               in_place ? ", in place" : "", r.rank, i, got[i], expect);
+      }
+      CK(w.barrier());
+    }
+    ucct::gpu::release(src);
+    ucct::gpu::release(dst);
+    return 0;
+  }));
+}
+
 // UCC_GPU_DIRECT=no stages every GPU buffer: no kernel runs, no peer
 // allocation is opened, and the result is the same.
 TEST(GpuDirect, NoStagesInstead) {
