@@ -4,10 +4,10 @@
 // cuModuleLoadData, so nothing here needs the CUDA runtime at link time.
 //
 // A reduction reads 16 bytes of every source at a time where every buffer
-// is 16-byte aligned (one 128-bit load each instead of up to 16 narrow
-// ones: more bytes in flight per thread), element by element for the
-// tail and for unaligned buffers; the arithmetic is the shared step
-// either way.
+// is 16-byte aligned (and reduce_scatter's blocks a multiple of 16 bytes):
+// one 128-bit load each instead of up to 16 narrow ones, more bytes in
+// flight per thread; element by element for the tail and for unaligned
+// buffers; the arithmetic is the shared step either way.
 #include "device/gpu/gpu_kernels.h"
 
 namespace {
@@ -33,7 +33,7 @@ template <typename V, typename Op>
 __device__ void reduce_all(const ReduceArgs& a) {
   using S = typename V::Store;
   constexpr uint32_t kW = 16 / sizeof(S);
-  bool aligned = true;
+  bool aligned = a.blk % kW == 0;  // no vector straddles two blocks
   for (uint32_t k = 0; k < a.nsrc; ++k) aligned &= a.src[k] % 16 == 0;
   for (uint32_t k = 0; k < a.ndst; ++k) aligned &= a.dst[k] % 16 == 0;
   const uint64_t nvec = aligned ? a.count / kW : 0;
@@ -47,8 +47,14 @@ __device__ void reduce_all(const ReduceArgs& a) {
     }
     if (a.div != 0)
       for (uint32_t w = 0; w < kW; ++w) acc.e[w] = V::scale(acc.e[w], a.div);
-    for (uint32_t k = 0; k < a.ndst; ++k)
-      reinterpret_cast<uint4*>(a.dst[k])[v] = acc.q;
+    if (a.blk == 0) {
+      for (uint32_t k = 0; k < a.ndst; ++k)
+        reinterpret_cast<uint4*>(a.dst[k])[v] = acc.q;
+    } else {
+      const uint64_t y = v * kW / a.blk;
+      reinterpret_cast<uint4*>(
+          a.dst[y])[a.blk_whole ? v : v - y * (a.blk / kW)] = acc.q;
+    }
   }
   for (uint64_t i = nvec * kW + first_index(); i < a.count; i += stride())
     ucc::gpu::reduce_elem_op<V, Op>(a, i);

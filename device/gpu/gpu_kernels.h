@@ -40,6 +40,10 @@ struct FlagArgs {
 // back per step); avg then divides once by `div` in the element's type
 // (float32 for the 16-bit floats). A thread reads element i of every
 // source before it writes element i anywhere, so a dst may be a src.
+// With `blk` > 0 (reduce_scatter) the vector of `count` elements is
+// ndst blocks of blk and element i goes to dst[i / blk] only: at its
+// place in the block (i % blk), or with `blk_whole` at i (dst[k] is then
+// a whole vector: in place).
 // Then, when flags.n > 0, the last block to finish raises the flags (as
 // the flag kernel would after it), counting blocks in the 32-bit word at
 // `counter` (device memory, 0 before the launch and after it).
@@ -51,6 +55,9 @@ struct ReduceArgs {
   uint32_t ndst;
   uint32_t op;   // off::ROp
   uint32_t div;  // avg: the team size; otherwise 0
+  uint64_t blk;  // 0, or reduce_scatter's block (count == ndst * blk)
+  uint32_t blk_whole;
+  uint32_t pad;
   uint64_t counter;
   FlagArgs flags;
 };
@@ -258,7 +265,13 @@ UCC_HD inline void reduce_elem_op(const ReduceArgs& a, uint64_t i) {
   for (uint32_t k = 1; k < a.nsrc; ++k)
     acc = V::template step<Op>(acc, reinterpret_cast<const S*>(a.src[k])[i]);
   if (a.div != 0) acc = V::scale(acc, a.div);
-  for (uint32_t k = 0; k < a.ndst; ++k) reinterpret_cast<S*>(a.dst[k])[i] = acc;
+  if (a.blk == 0) {
+    for (uint32_t k = 0; k < a.ndst; ++k)
+      reinterpret_cast<S*>(a.dst[k])[i] = acc;
+  } else {
+    const uint64_t y = i / a.blk;
+    reinterpret_cast<S*>(a.dst[y])[a.blk_whole ? i : i - y * a.blk] = acc;
+  }
 }
 
 // Calls f(Op{}) with the functor of `op`: the one switch over ops, for

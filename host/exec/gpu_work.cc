@@ -73,23 +73,22 @@ class Copies {
   gpu::CopyArgs a_{};
 };
 
-// One reduction kernel: dst[k] = src[0] op ... op src[nsrc-1] (ReduceArgs);
-// `flags` raised by its last block when it ends the collective.
+// One reduction kernel over `count` elements (ReduceArgs), whose last
+// block raises the peers' flags.
 cu::CuResult reduce(const GpuDirectCtx& g, cu::CuStream s,
-                    const off::CollDesc& u, uint32_t n, gpu::ReduceArgs& a,
-                    bool last, const Request* r, const Token* tok) {
+                    const off::CollDesc& u, uint32_t n, uint64_t count,
+                    gpu::ReduceArgs& a, const Request* r, const Token* tok) {
   a.nsrc = n;
-  a.count = u.count;
+  a.count = count;
   a.op = static_cast<uint32_t>(u.op);
   a.div = u.op == off::ROp::kAvg ? n : 0;
   a.counter = g.counter;
-  a.flags.n = 0;
-  if (last) peer_flags(r, tok, n, &a.flags);
+  peer_flags(r, tok, n, &a.flags);
   void* params[] = {&a};
   const bool pairs = off::rop_is_loc(u.op);
   return drv().launch_kernel(
       (pairs ? g.loc_fn : g.reduce_fn)[static_cast<int>(u.dtype)],
-      blocks_for(u.count), 1, 1, 256, 1, 1, 0, s, params, nullptr);
+      blocks_for(count), 1, 1, 256, 1, 1, 0, s, params, nullptr);
 }
 
 // The worker queues the collective's data movement on its stream.
@@ -120,7 +119,7 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
         a.dst[p] = dst[p];
       }
       a.ndst = n;
-      cr = reduce(g, s, u, n, a, true, r, tok);
+      cr = reduce(g, s, u, n, u.count, a, r, tok);
       flagged = true;
       break;
     }
@@ -134,27 +133,28 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
       if (u.root >= n || !resolve(g, q, tok[u.root], true, bytes, &a.dst[0]))
         return false;
       a.ndst = 1;
-      cr = reduce(g, s, u, n, a, true, r, tok);
+      cr = reduce(g, s, u, n, u.count, a, r, tok);
       flagged = true;
       break;
     }
     case off::CollType::kReduceScatter: {
       // Block p of every rank's vector, reduced into rank p's dst (in
-      // place: the vector is dst, and block p stays where it is): one
-      // kernel per block, the last raising the flags.
+      // place: the vector is dst, and block p stays where it is), in one
+      // kernel.
       const uint64_t b = u.count * es;
       for (uint32_t p = 0; p < n; ++p)
         if (!resolve(g, q, tok[p], true, in_place ? b * n : b, &dst[p]) ||
             (!in_place && !resolve(g, q, tok[p], false, b * n, &src[p])))
           return false;
-      for (uint32_t blk = 0; blk < n && cr == cu::kSuccess; ++blk) {
-        gpu::ReduceArgs a{};
-        for (uint32_t p = 0; p < n; ++p)
-          a.src[p] = (in_place ? dst[p] : src[p]) + blk * b;
-        a.dst[0] = dst[blk] + (in_place ? blk * b : 0);
-        a.ndst = 1;
-        cr = reduce(g, s, u, n, a, blk + 1 == n, r, tok);
+      gpu::ReduceArgs a{};
+      for (uint32_t p = 0; p < n; ++p) {
+        a.src[p] = in_place ? dst[p] : src[p];
+        a.dst[p] = dst[p];
       }
+      a.ndst = n;
+      a.blk = u.count;
+      a.blk_whole = in_place ? 1 : 0;
+      cr = reduce(g, s, u, n, u.count * n, a, r, tok);
       flagged = true;
       break;
     }

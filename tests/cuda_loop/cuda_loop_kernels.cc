@@ -79,8 +79,15 @@ Res reduce_twin(const void* args) {
   std::lock_guard<std::mutex> g(g_mu);
   for (uint32_t k = 0; k < a.nsrc; ++k)
     if (const Res r = translate(&a.src[k], bytes, kElem); r != kOk) return r;
+  // reduce_scatter: dst[k] takes block k only (or is a whole vector).
+  if (a.blk != 0 &&
+      (a.ndst == 0 || a.count / a.ndst != a.blk || a.count % a.ndst != 0))
+    return kInvalidValue;
+  const size_t dst_bytes =
+      a.blk == 0 || a.blk_whole ? bytes : static_cast<size_t>(a.blk) * kElem;
   for (uint32_t k = 0; k < a.ndst; ++k)
-    if (const Res r = translate(&a.dst[k], bytes, kElem); r != kOk) return r;
+    if (const Res r = translate(&a.dst[k], dst_bytes, kElem); r != kOk)
+      return r;
   if (a.flags.n > ucc::gpu::kMaxPeers) return kInvalidValue;
   if (a.flags.n > 0) {
     if (const Res r = translate(&a.counter, 4, 4); r != kOk) return r;
