@@ -79,7 +79,8 @@ asan_stage() {
   t0=$SECONDS
   UCCT_MEM=cuda LD_LIBRARY_PATH=$PWD/build-asan/tests/cuda_loop \
     $t/ucc_mp_tests --gtest_brief=1 --gtest_filter="GpuDirect.*:Gpu.StagedPostNeverWaits:$(printf \
-    'Mp/Collectives.Matrix/%s_default_n3:' allreduce allgather alltoall bcast reduce reduce_scatter)"
+    'Mp/Collectives.Matrix/%s_default_n3:' allreduce allgather alltoall bcast reduce reduce_scatter)$(printf \
+    'Mp/CollectivesV.Matrix/%s_default_n3:' gather scatter)"
   check_logs "the GPU cases on tests/cuda_loop ($((SECONDS - t0)) s)"
 
   # The suite again with every collective run by an ASan firmware_sim:

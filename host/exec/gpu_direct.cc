@@ -128,6 +128,8 @@ bool coll_applies(const off::CollDesc& d, uint32_t n) {
       return gpu::kernel_reduces(d.dtype, d.op);
     case off::CollType::kAllgather:
     case off::CollType::kBcast:
+    case off::CollType::kGather:
+    case off::CollType::kScatter:
       return true;
     case off::CollType::kAlltoall:
       return !(d.flags & off::kDescInPlace);

@@ -18,6 +18,9 @@ enum Phase : uint8_t { kIdle, kExchange, kInput, kWait, kRun };
 
 constexpr uint32_t kTokenMagic = 0x55474431;  // "UGD1"
 constexpr size_t kTokenBytes = 256;
+// Token::flags: this rank's collective is in place (a rooted
+// collective's root: only it knows).
+constexpr uint32_t kTokInPlace = 1;
 constexpr size_t kSlotBytes = 64;  // a request's words in a flag page
 constexpr uint32_t kNoRef = 0xFFFF;
 // Polls between two liveness checks of the peer a rank waits for.
@@ -34,7 +37,7 @@ struct Token {
   uint64_t flag_ino;
   uint64_t flag_dev;
   uint32_t slot;  // this rank's request slot: its words in the flag page
-  uint32_t pad;
+  uint32_t flags;                        // kTokInPlace
   uint64_t src_base, src_off, src_size;  // allocation, in `pid`'s space
   uint64_t dst_base, dst_off, dst_size;
   cu::IpcHandle src_h;

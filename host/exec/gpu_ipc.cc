@@ -203,6 +203,7 @@ bool fill_token(GpuDirectCtx& g, GpuDirectTeam& t, Request* r, Token* k) {
   k->flag_ino = t.ino;
   k->flag_dev = t.dev;
   k->slot = r->index;
+  if (r->gd.user.flags & off::kDescInPlace) k->flags |= kTokInPlace;
   for (int s = 0; s < 2; ++s) {
     const Side sd = side_of(r->gd.user, s == 1);
     if (sd.bytes == 0) continue;

@@ -187,6 +187,32 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
       cr = c.end(r, tok, n, &flagged);
       break;
     }
+    case off::CollType::kGather:
+    case off::CollType::kScatter: {
+      // Block p of the root's vector from or to rank p's buffer; the
+      // root's own block stays where it is in place (its token says so).
+      const bool gather = u.coll == off::CollType::kGather;
+      const uint64_t b = u.count * es;
+      const uint32_t root = u.root;
+      if (root >= n) return false;
+      const bool keep = (tok[root].flags & kTokInPlace) != 0;
+      uint64_t whole = 0;
+      if (!resolve(g, q, tok[root], gather, b * n, &whole)) return false;
+      for (uint32_t p = 0; p < n; ++p)
+        if (!(keep && p == root) &&
+            !resolve(g, q, tok[p], !gather, b, gather ? &src[p] : &dst[p]))
+          return false;
+      Copies c(g, s, b, keep ? n - 1 : n);
+      for (uint32_t p = 0; p < n; ++p) {
+        if (keep && p == root) continue;
+        if (gather)
+          c.add(src[p], whole + p * b);
+        else
+          c.add(whole + p * b, dst[p]);
+      }
+      cr = c.end(r, tok, n, &flagged);
+      break;
+    }
     case off::CollType::kBcast: {
       const uint64_t b = u.count * es;
       for (uint32_t p = 0; p < n; ++p)

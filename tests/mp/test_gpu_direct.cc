@@ -300,6 +300,81 @@ TEST(GpuDirect, ReduceAndReduceScatter) {
   }));
 }
 
+// Gather and scatter on the direct path, every root, in place at one:
+// nothing staged, one copy kernel of the worker's only, the root's
+// vector (and a non-root's dst for scatter) element by element; a
+// non-root's dst (gather) and the root's own block in place untouched.
+TEST(GpuDirect, GatherAndScatter) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    const Loop l = loop();
+    const int n = 3;
+    constexpr size_t kN = 333;
+    auto val = [](int p, size_t i) { return int32_t(p * 100000 + int(i)); };
+    std::vector<int32_t> in(kN * n), got(kN * n);
+    const std::vector<int32_t> poison(kN * n, -7);
+    uint64_t src = 0, dst = 0;
+    EXPECT(ucct::gpu::alloc(kN * n * 4, false, &src) &&
+               ucct::gpu::alloc(kN * n * 4, false, &dst),
+           "buffers");
+    for (int c = 0; c < 2 * n + 2; ++c) {
+      const bool gather = c < n + 1;
+      const int root = c % (n + 1) == n ? 1 : c % (n + 1);
+      const bool in_place = c % (n + 1) == n && r.rank == root;
+      // gather: rank p's src holds val(p, i); scatter: the root's src
+      // holds block p as val(p, i). In place the root's vector is its dst
+      // (gather) or src (scatter), with its own block already there.
+      for (size_t i = 0; i < kN * n; ++i)
+        in[i] = gather ? val(r.rank, i) : val(int(i / kN), i % kN);
+      std::vector<int32_t> d0 = poison;
+      if (in_place && gather)
+        for (size_t i = 0; i < kN; ++i) d0[root * kN + i] = val(root, i);
+      EXPECT(ucct::gpu::to_device(src, in.data(), kN * n * 4) &&
+                 ucct::gpu::to_device(dst, d0.data(), kN * n * 4),
+             "input");
+      ucc_coll_args_t a = allreduce(src, dst, kN, UCC_DT_INT32);
+      a.coll_type = gather ? UCC_COLL_TYPE_GATHER : UCC_COLL_TYPE_SCATTER;
+      a.root = root;
+      if (gather)
+        a.dst.info.count = kN * n;
+      else
+        a.src.info.count = kN * n;
+      if (in_place) {
+        a.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+        a.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+      }
+      const unsigned long long c0 = l.on() ? l.host_copies() : 0;
+      const unsigned long long k0 = l.on() ? l.launches() : 0;
+      CK(w.run(a));
+      if (l.on()) {
+        EXPECT(l.host_copies() == c0, "case %d: staged", c);
+        EXPECT(l.launches() - k0 == (r.rank == 0 ? 1u : 0u),
+               "case %d: rank %d launched %llu kernels", c, r.rank,
+               l.launches() - k0);
+      }
+      EXPECT(ucct::gpu::to_host(got.data(), dst, kN * n * 4), "result");
+      for (size_t i = 0; i < kN * n; ++i) {
+        int32_t expect = -7;
+        if (gather && r.rank == root)
+          expect = val(int(i / kN), i % kN);
+        else if (!gather && !in_place && i < kN)
+          expect = val(r.rank, i);
+        EXPECT(got[i] == expect,
+               "case %d (%s, root %d%s) rank %d: element %zu is %d, want %d", c,
+               gather ? "gather" : "scatter", root,
+               in_place ? ", in place" : "", r.rank, i, got[i], expect);
+      }
+      CK(w.barrier());
+    }
+    ucct::gpu::release(src);
+    ucct::gpu::release(dst);
+    return 0;
+  }));
+}
+
 // UCC_GPU_DIRECT=no stages every GPU buffer: no kernel runs, no peer
 // allocation is opened, and the result is the same.
 TEST(GpuDirect, NoStagesInstead) {
