@@ -78,7 +78,7 @@ asan_stage() {
   # kernel launches, flag pages) and the staged one.
   t0=$SECONDS
   UCCT_MEM=cuda LD_LIBRARY_PATH=$PWD/build-asan/tests/cuda_loop \
-    $t/ucc_mp_tests --gtest_brief=1 --gtest_filter="GpuDirect.*:Gpu.StagedPostNeverWaits:$(printf \
+    $t/ucc_mp_tests --gtest_brief=1 --gtest_filter="GpuDirect.*:GpuHostile.*:Gpu.StagedPostNeverWaits:$(printf \
     'Mp/Collectives.Matrix/%s_default_n3:' allreduce allgather alltoall bcast reduce reduce_scatter)$(printf \
     'Mp/CollectivesV.Matrix/%s_default_n3:' gather scatter)"
   check_logs "the GPU cases on tests/cuda_loop ($((SECONDS - t0)) s)"

@@ -138,10 +138,15 @@ bool coll_applies(const off::CollDesc& d, uint32_t n) {
   }
 }
 
-// Checks the tokens of every rank and, on the worker, opens what the work
-// needs. False (logged) on a token that does not fit.
+// Checks the tokens of every rank (each rank checks all of them: one that
+// does not fit fails the collective everywhere without a word from the
+// worker) and, on the worker, maps every fitting peer's flag page, also
+// past one that does not fit or cannot be mapped, so that it can tell
+// the others it gave up (tell_failed). False (logged) on a token that
+// does not fit.
 bool check_tokens(GpuDirectTeam& t, Request* r, const Token* tok) {
   const uint32_t n = r->team->size;
+  bool ok = true;
   for (uint32_t p = 0; p < n; ++p) {
     const Token& k = tok[p];
     if (k.magic != kTokenMagic || k.seq != r->gd.seq ||
@@ -152,14 +157,12 @@ bool check_tokens(GpuDirectTeam& t, Request* r, const Token* tok) {
           "same memory types?)",
           p, static_cast<unsigned long long>(r->gd.seq), k.magic,
           static_cast<unsigned long long>(k.seq), k.slot);
-      return false;
+      ok = false;
+    } else if (r->gd.worker && p != r->team->rank &&
+               !map_peer_page(t.peers[p], k)) {
+      ok = false;
     }
   }
-  // The worker maps every peer's page, also past one it cannot, so that
-  // it can tell the others it gave up (tell_failed).
-  bool ok = true;
-  for (uint32_t p = 0; p < n && r->gd.worker; ++p)
-    if (p != r->team->rank && !map_peer_page(t.peers[p], tok[p])) ok = false;
   return ok;
 }
 

@@ -238,6 +238,18 @@ bool resolve(GpuDirectCtx& g, GpuDirectReq& q, const Token& k, bool dst,
     return false;
   }
   if (k.pid == static_cast<uint32_t>(getpid())) {  // ranks in one process
+    // Used as it stands, so it must be one of this process's allocations
+    // as a whole: a token naming this process is no licence to reach
+    // anywhere in it.
+    uint64_t b = 0;
+    size_t sz = 0;
+    if (drv().mem_get_address_range(&b, &sz, base) != cu::kSuccess ||
+        b != base || sz != size) {
+      UCC_ERROR(
+          "GPU direct: a token naming this process names memory that is not "
+          "one of its GPU allocations");
+      return false;
+    }
     *out = base + off;
     return true;
   }
