@@ -129,6 +129,7 @@ UCC_HOT uint64_t reap(ucc_context* ctx, Request** callbacks) {
       unlink_posted(ctx, r);
       ++done;
       r->gr.stream = false;
+      r->gd.on_stream = false;
       Request* lead = r->lead;
       if (lead != nullptr) {
         // A member of a task list: the list ends with its last member,

@@ -134,8 +134,10 @@ ucc_status_t ee_cuda_trigger(ucc_ee* ee, Request* r, uint32_t slot) {
   }
   c->seq_posted = seq;
   if (r->gpu.n != 0) gpu_copy_out_on(r, c->stream);
-  // GPUDirect RDMA: posted once the stream has produced the input.
+  // GPUDirect RDMA and the direct path: posted once the stream has
+  // produced the input, which they then need not wait for.
   r->gr.stream = r->gr.on;
+  r->gd.on_stream = r->gd.on;
   return UCC_OK;
 }
 

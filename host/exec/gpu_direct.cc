@@ -271,12 +271,22 @@ ucc_status_t gpu_direct_post(ucc_context* ctx, Request* r) {
   q.input_ok = false;
   release_refs(&g, q);
   CtxScope in(d, g.cuctx);
-  // The caller's work on the buffers so far (legacy stream: it waits for
-  // every blocking stream, as a plain post's staging copy does).
-  cu::CuResult cr = in.ok() ? d.event_record(q.in_ev, nullptr) : 1;
-  if (cr != cu::kSuccess) {
-    UCC_ERROR("GPU direct: cuEventRecord failed (%s)", cu::error_name(d, cr));
-    return UCC_ERR_NO_MESSAGE;
+  if (q.on_stream) {
+    // Triggered: the stream has produced the input already. An event on
+    // the legacy stream would wait for the caller's stream too, if it is
+    // a blocking one, and that stream waits for this collective.
+    q.on_stream = false;
+    q.input_ok = true;
+    if (!q.worker)
+      slot_at(t.page, r->index)->ready.store(q.seq, std::memory_order_release);
+  } else {
+    // The caller's work on the buffers so far (legacy stream: it waits
+    // for every blocking stream, as a plain post's staging copy does).
+    const cu::CuResult cr = in.ok() ? d.event_record(q.in_ev, nullptr) : 1;
+    if (cr != cu::kSuccess) {
+      UCC_ERROR("GPU direct: cuEventRecord failed (%s)", cu::error_name(d, cr));
+      return UCC_ERR_NO_MESSAGE;
+    }
   }
   if (!fill_token(g, t, r, token_at(t, r, r->team->size)))
     return UCC_ERR_NO_MESSAGE;

@@ -58,6 +58,10 @@ struct GpuDirectReq {
   uint8_t phase;  // gpu_direct.cc: Phase
   bool worker;
   bool input_ok;  // `in` has completed (a peer: its ready word says so)
+  // Triggered on a CUDA stream engine (ee_cuda_trigger), for the post
+  // that follows: the engine posts it once the stream has produced the
+  // input, so there is no `in` to wait for.
+  bool on_stream;
   uint64_t seq;
   uint64_t polls;             // liveness checks of peers are spaced by it
   off::CollDesc user;         // the collective, with its GPU addresses

@@ -180,8 +180,8 @@ bool to_host(void* dst, uint64_t dev, size_t bytes) {
   return bytes == 0 || check(g_api.dtoh(dst, dev, bytes), "cuMemcpyDtoH");
 }
 
-bool stream_create(void** stream) {
-  return check(g_api.stream_create(stream, 1), "cuStreamCreate");
+bool stream_create(void** stream, bool blocking) {
+  return check(g_api.stream_create(stream, blocking ? 0 : 1), "cuStreamCreate");
 }
 
 bool stream_sync(void* stream) {

@@ -33,7 +33,9 @@ bool to_device(uint64_t dev, const void* src, size_t bytes);
 bool to_host(void* dst, uint64_t dev, size_t bytes);
 // Streams, for the stream engine tests: a non-blocking stream, a memset
 // of 32-bit words queued on it, a device-to-host copy queued on it.
-bool stream_create(void** stream);
+// A non-blocking stream (CU_STREAM_NON_BLOCKING), or with `blocking` one
+// that the legacy default stream synchronises with.
+bool stream_create(void** stream, bool blocking = false);
 bool stream_sync(void* stream);
 void stream_destroy(void* stream);
 bool memset32_async(uint64_t dev, uint32_t value, size_t words, void* stream);

@@ -28,12 +28,22 @@ ucc_coll_args_t allreduce_i32(void* src, void* dst, size_t n,
 // A collective triggered on a CUDA stream runs in the stream's order: its
 // input is what a memset queued just before it (behind a long run of
 // other work) wrote, and a copy queued just after it sees its result,
-// before the next memset on the stream overwrites dst.
-class GpuStream : public ::testing::TestWithParam<int> {};
+// before the next memset on the stream overwrites dst. Also on a blocking
+// stream, which the legacy default stream waits for (the direct path
+// must not wait for its input there: the stream waits for the collective).
+struct StreamCase {
+  int ranks;
+  bool blocking;
+};
+void PrintTo(const StreamCase& c, std::ostream* os) {
+  *os << c.ranks << " ranks" << (c.blocking ? ", a blocking stream" : "");
+}
+class GpuStream : public ::testing::TestWithParam<StreamCase> {};
 
 TEST_P(GpuStream, TriggeredAllreduceInStreamOrder) {
   NEED_GPU();
-  EXPECT_TRUE(ucct::run_ranks(GetParam(), [](ucct::Rank& r) {
+  const bool blocking = GetParam().blocking;
+  EXPECT_TRUE(ucct::run_ranks(GetParam().ranks, [blocking](ucct::Rank& r) {
     ucct::World w;
     if (w.init(r) != UCC_OK) return 1;
     EXPECT(ucct::gpu::init(), "CUDA init");
@@ -44,7 +54,7 @@ TEST_P(GpuStream, TriggeredAllreduceInStreamOrder) {
     EXPECT(ucct::gpu::alloc(kN * 4, false, &src) &&
                ucct::gpu::alloc(kN * 4, false, &dst) &&
                ucct::gpu::alloc(kBusy * 4, false, &busy) &&
-               ucct::gpu::stream_create(&stream),
+               ucct::gpu::stream_create(&stream, blocking),
            "GPU setup");
     auto* out = static_cast<int32_t*>(ucct::gpu::host_alloc(kN * 4));
     EXPECT(out != nullptr, "pinned host memory");
@@ -101,9 +111,14 @@ TEST_P(GpuStream, TriggeredAllreduceInStreamOrder) {
   }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, GpuStream, ::testing::Values(1, 2, 4),
-                         [](const ::testing::TestParamInfo<int>& i) {
-                           return "n" + std::to_string(i.param);
+INSTANTIATE_TEST_SUITE_P(Ranks, GpuStream,
+                         ::testing::Values(StreamCase{1, false},
+                                           StreamCase{2, false},
+                                           StreamCase{4, false},
+                                           StreamCase{2, true}),
+                         [](const ::testing::TestParamInfo<StreamCase>& i) {
+                           return "n" + std::to_string(i.param.ranks) +
+                                  (i.param.blocking ? "_blocking" : "");
                          });
 
 // In a process that has loaded CUDA, host memory given as UNKNOWN is still
