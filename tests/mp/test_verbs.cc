@@ -170,7 +170,7 @@ TEST(Verbs, QueuePairErrorMidTransferEndsInError) {
 
 TEST(Verbs, CompletionQueueOverflowEndsInError) {
   NEEDS_LOOP();
-  fault_ends_in_error("cqovf=2");
+  fault_ends_in_error("cqovf=1");
 }
 
 // UCC_OFFLOAD_MEM=verbs: a firmware_sim engine (--verbs) reads and writes
