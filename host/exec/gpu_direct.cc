@@ -159,7 +159,7 @@ bool check_tokens(GpuDirectTeam& t, Request* r, const Token* tok) {
           static_cast<unsigned long long>(k.seq), k.slot);
       ok = false;
     } else if (r->gd.worker && p != r->team->rank &&
-               !map_peer_page(t.peers[p], k)) {
+               !map_peer_page(t.peers[p], k, true)) {
       ok = false;
     }
   }
@@ -308,14 +308,13 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
     q.phase = kIdle;
     return st;
   };
-  // Failing after the exchange: the worker tells its peers, a peer tells
-  // the worker (its own slot's failed word, which the worker reads), so
-  // nobody waits for a collective that will not run.
+  // Failing after the exchange: each rank says so in its own slot's
+  // failed word, which the worker reads for its peers and the peers for
+  // the worker; the worker also writes it into each peer's page it has
+  // mapped. Nobody waits for a collective that will not run.
   auto give_up = [&]() {
-    if (q.worker)
-      tell_failed(t, r, tok);
-    else
-      slot_at(t.page, r->index)->failed.store(q.seq, std::memory_order_release);
+    if (q.worker) tell_failed(t, r, tok);
+    slot_at(t.page, r->index)->failed.store(q.seq, std::memory_order_release);
     return fail(UCC_ERR_NO_MESSAGE);
   };
   // Whether the caller's work on the buffers has ended; a peer says so in
@@ -339,6 +338,9 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
       if (xst == UCC_INPROGRESS) return UCC_INPROGRESS;
       if (xst != UCC_OK) return fail(xst);
       if (!check_tokens(t, r, tok)) return give_up();
+      // A peer watches the worker's own failed word too (once mapped, the
+      // page stays): the worker may give up on it without reaching it.
+      if (!q.worker) map_peer_page(t.peers[0], tok[0], false);
       q.phase = kInput;
       [[fallthrough]];
     }
@@ -376,8 +378,12 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
           slot_at(t.page, r->index)->done.load(std::memory_order_acquire);
       if (static_cast<int32_t>(w - static_cast<uint32_t>(q.seq)) >= 0)
         return fail(UCC_OK);
+      const PeerPage& wp = t.peers[0];
       if (slot_at(t.page, r->index)->failed.load(std::memory_order_acquire) >=
-          q.seq) {
+              q.seq ||
+          (wp.map != nullptr && tok[0].slot < wp.bytes / kSlotBytes &&
+           slot_at(wp.map, tok[0].slot)
+                   ->failed.load(std::memory_order_acquire) >= q.seq)) {
         UCC_ERROR("GPU direct: the worker gave up collective %llu",
                   static_cast<unsigned long long>(q.seq));
         return fail(UCC_ERR_NO_MESSAGE);
@@ -422,7 +428,7 @@ void gpu_direct_team_fini(ucc_team* team) {
   for (uint32_t p = 0; t->peers != nullptr && p < team->size; ++p) {
     PeerPage& pp = t->peers[p];
     if (pp.map == nullptr) continue;
-    if (d != nullptr) d->host_unregister(pp.map);
+    if (d != nullptr && pp.dptr != 0) d->host_unregister(pp.map);
     munmap(pp.map, pp.bytes);
   }
   if (t->page != nullptr) munmap(t->page, t->page_bytes);

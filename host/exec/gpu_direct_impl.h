@@ -115,7 +115,8 @@ struct PeerPage {
   uint64_t ino, dev;
   uint8_t* map;  // nullptr until mapped
   uint32_t bytes;
-  cu::CuDevPtr dptr;  // the mapping as the GPU addresses it
+  cu::CuDevPtr dptr;  // the mapping as the GPU addresses it (0: not
+                      // registered: a peer's view of the worker's page)
 };
 
 struct GpuDirectTeam {
@@ -144,7 +145,7 @@ Token* token_at(GpuDirectTeam& t, const Request* r, uint32_t i);
 bool export_of(GpuDirectCtx& g, uint64_t p, Export** out);
 void close_import(GpuDirectCtx& g, Import& e);
 void release_refs(GpuDirectCtx* g, GpuDirectReq& q);
-bool map_peer_page(PeerPage& pp, const Token& t);
+bool map_peer_page(PeerPage& pp, const Token& t, bool for_gpu);
 bool fill_token(GpuDirectCtx& g, GpuDirectTeam& t, Request* r, Token* k);
 bool resolve(GpuDirectCtx& g, GpuDirectReq& q, const Token& k, bool dst,
              uint64_t bytes, uint64_t* out);

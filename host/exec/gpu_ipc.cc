@@ -134,14 +134,15 @@ void release_refs(GpuDirectCtx* g, GpuDirectReq& q) {
   q.nrefs = 0;
 }
 
-// Maps and registers a peer's flag page (the worker; first use).
-bool map_peer_page(PeerPage& pp, const Token& t) {
+// Maps a peer's flag page (first use), registered for the GPU to write
+// where `for_gpu` (the worker's kernels raise the done words).
+bool map_peer_page(PeerPage& pp, const Token& t, bool for_gpu) {
   if (pp.map != nullptr && pp.pid == t.pid && pp.fd == t.flag_fd &&
       pp.ino == t.flag_ino && pp.dev == t.flag_dev)
     return true;
   const cu::Driver& d = drv();
   if (pp.map != nullptr) {
-    d.host_unregister(pp.map);
+    if (pp.dptr != 0) d.host_unregister(pp.map);
     munmap(pp.map, pp.bytes);
     pp.map = nullptr;
   }
@@ -161,10 +162,14 @@ bool map_peer_page(PeerPage& pp, const Token& t) {
       mmap(nullptr, t.flag_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return false;
-  cu::CuResult cr = d.host_register(
-      p, t.flag_bytes, cu::kHostRegisterPortable | cu::kHostRegisterDeviceMap);
+  cu::CuResult cr = cu::kSuccess;
   cu::CuDevPtr dp = 0;
-  if (cr == cu::kSuccess) cr = d.host_get_device_pointer(&dp, p, 0);
+  if (for_gpu) {
+    cr =
+        d.host_register(p, t.flag_bytes,
+                        cu::kHostRegisterPortable | cu::kHostRegisterDeviceMap);
+    if (cr == cu::kSuccess) cr = d.host_get_device_pointer(&dp, p, 0);
+  }
   if (cr != cu::kSuccess) {
     UCC_ERROR("GPU direct: registering a peer's flag page failed (%s)",
               cu::error_name(d, cr));

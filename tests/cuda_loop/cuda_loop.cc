@@ -23,7 +23,9 @@
 //     synchronize of the event, its stream or the context ends the lag);
 //     stream memory operations and host functions are not provided (the
 //     library must cope: CUDA stream engines are then refused at the
-//     first triggered post).
+//     first triggered post);
+//   - CUDA_LOOP_NO_DEVICE_MAP=1 refuses host memory registered for the
+//     device to address (the flag pages of the GPU direct path).
 // Copies and kernels check every range against the allocation table: one
 // that leaves its allocation fails (CUDA_ERROR_INVALID_VALUE for copies,
 // CUDA_ERROR_ILLEGAL_ADDRESS for kernels).
@@ -353,7 +355,13 @@ Res cuMemsetD32Async(DevPtr d, unsigned v, size_t words, void*) {
   return cuMemsetD32_v2(d, v, words);
 }
 
-Res cuMemHostRegister_v2(void* p, size_t n, unsigned) {
+// CUDA_LOOP_NO_DEVICE_MAP=1: host memory registered for the device to
+// address (CU_MEMHOSTREGISTER_DEVICEMAP) is refused, as a driver out of
+// resources might; plain pinning still works.
+Res cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
+  const char* no = getenv("CUDA_LOOP_NO_DEVICE_MAP");
+  if ((flags & 0x02) != 0 && no != nullptr && strcmp(no, "1") == 0)
+    return kInvalidValue;
   return p != nullptr && n != 0 ? kOk : kInvalidValue;
 }
 Res cuMemHostUnregister(void* p) { return p != nullptr ? kOk : kInvalidValue; }

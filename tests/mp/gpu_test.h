@@ -59,6 +59,13 @@ inline Loop loop() {
   return l;
 }
 
+// Whether libcuda.so.1 here is tests/cuda_loop (loads it to ask: for a
+// test that needs one of its faults, before forking the ranks).
+inline bool is_cuda_loop() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW);
+  return h != nullptr && dlsym(h, "cuda_loop_launches") != nullptr;
+}
+
 inline ucc_coll_args_t allreduce(uint64_t src, uint64_t dst, size_t n,
                                  ucc_datatype_t dt) {
   ucc_coll_args_t a{};

@@ -375,6 +375,45 @@ TEST(GpuDirect, GatherAndScatter) {
   }));
 }
 
+// The worker cannot map any peer's flag page (tests/cuda_loop refuses to
+// register it for the GPU: CUDA_LOOP_NO_DEVICE_MAP in the worker only),
+// so it cannot write into them that it gave up: the peers read it in the
+// worker's own page instead, and every rank ends with an error at once
+// (not the 20 s wait). The team's host collectives go on.
+TEST(GpuDirect, WorkerThatCannotReachItsPeersTellsThem) {
+  NEED_GPU();
+  if (!gput::is_cuda_loop())
+    GTEST_SKIP() << "SKIPPED: needs a fault of tests/cuda_loop's";
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    if (r.rank == 0) setenv("CUDA_LOOP_NO_DEVICE_MAP", "1", 1);
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    constexpr size_t kN = 500;
+    uint64_t src = 0, dst = 0;
+    EXPECT(filled(kN, r.rank + 1, &src) && filled(kN, -7, &dst), "buffers");
+    ucc_coll_args_t a = allreduce(src, dst, kN, UCC_DT_INT32);
+    const double t0 = ucct::now_s();
+    const ucc_status_t st = w.run(a, 20);
+    EXPECT(st != UCC_OK && st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT,
+           "rank %d: %s after %.1f s (an error, at once, was due)", r.rank,
+           ucct::status_name(st), ucct::now_s() - t0);
+    EXPECT(all_equal(dst, kN, -7), "rank %d: dst written", r.rank);
+    std::vector<int32_t> hs(100, r.rank), hd(100, -1);
+    ucc_coll_args_t h{};
+    h.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+    h.op = UCC_OP_SUM;
+    h.src.info = {hs.data(), hs.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    h.dst.info = {hd.data(), hd.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+    CK(w.run(h));
+    EXPECT(hd[0] == 3 && hd[99] == 3, "the host allreduce after: %d", hd[0]);
+    CK(w.barrier());
+    ucct::gpu::release(src);
+    ucct::gpu::release(dst);
+    return 0;
+  }));
+}
+
 // UCC_GPU_DIRECT=no stages every GPU buffer: no kernel runs, no peer
 // allocation is opened, and the result is the same.
 TEST(GpuDirect, NoStagesInstead) {
