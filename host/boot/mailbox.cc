@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "platform/base/order.h"
 #include "platform/os/log.h"
 #include "platform/os/segment.h"
 
@@ -244,14 +245,14 @@ Status Mailbox::send(uint32_t peer, uint64_t nonce, uint32_t tag,
   for (uint32_t i = 0; i < kMboxCells; ++i) {
     Cell* c = cell(peers_[peer].base, my_ep_, i);
     // W1 pairs with R2: the owner is done with the cell's old contents.
-    if (c->state.load(std::memory_order_acquire) != 0) continue;
+    if (c->state.load(base::acquire_of(base::kMboxReuse)) != 0) continue;
     c->tag = tag;
     c->from_ep = my_ep_;
     c->len = len;
     c->nonce = nonce;
     memcpy(c->payload, payload, len);
     // W2 pairs with R1: the contents before the hand-off.
-    c->state.store(1, std::memory_order_release);
+    c->state.store(1, base::release_of(base::kMboxHandoff));
     return Status::kOk;
   }
   return Status::kInProgress;
@@ -271,7 +272,7 @@ bool Mailbox::recv(uint32_t peer, uint64_t nonce, uint32_t tag, void* out,
   for (uint32_t i = 0; i < kMboxCells; ++i) {
     Cell* c = cell(seg_, peer, i);
     // R1 pairs with W2.
-    if (c->state.load(std::memory_order_acquire) != 1) continue;
+    if (c->state.load(base::acquire_of(base::kMboxHandoff)) != 1) continue;
     uint64_t n = c->nonce;
     uint32_t t = c->tag;
     uint32_t from = c->from_ep;
@@ -289,7 +290,7 @@ bool Mailbox::recv(uint32_t peer, uint64_t nonce, uint32_t tag, void* out,
       *len = l;
     }
     // R2 pairs with W1: taken or dropped, the cell goes back to the writer.
-    c->state.store(0, std::memory_order_release);
+    c->state.store(0, base::release_of(base::kMboxReuse));
     if (mine) return true;
   }
   return false;

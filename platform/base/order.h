@@ -28,6 +28,8 @@ enum OrderPair : int {
   kInboxReuse = 5,   // inbox R1/C1: reads of a slot before its done count
   kCompletion = 6,   // channel E1/H1: a collective's writes before its
                      // completion word
+  kMboxHandoff = 7,  // mailbox W2/R1: a cell's message before its state
+  kMboxReuse = 8,    // mailbox R2/W1: reads of a cell before it is empty
 };
 
 // The release side of `pair`.
