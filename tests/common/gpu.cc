@@ -219,8 +219,54 @@ void host_free(void* p) {
   if (p != nullptr) check(g_api.host_free(p), "cuMemFreeHost");
 }
 
+namespace {
+
+// Device buffers the mirrors keep for the next collective of exactly the
+// same size (the matrix runs every op on the same buffers, and each
+// cuMemFree synchronises the device and each new allocation costs the
+// GPU direct path an IPC open), a few of them, the oldest given back
+// first. Exact sizes only: an access past a region still leaves the
+// allocation (tests/cuda_loop checks every range against it). The
+// tests of buffers freed and made again use alloc() and release().
+struct Kept {
+  uint64_t dev;
+  size_t bytes;
+  bool managed;
+  uint64_t when;
+};
+constexpr int kKept = 24;
+Kept g_kept[kKept];
+uint64_t g_kept_clock;
+
+bool take_kept(size_t bytes, bool managed, uint64_t* dev) {
+  for (Kept& k : g_kept)
+    if (k.dev != 0 && k.bytes == bytes && k.managed == managed) {
+      *dev = k.dev;
+      k.dev = 0;
+      return true;
+    }
+  return alloc(bytes, managed, dev);
+}
+
+void keep(uint64_t dev, size_t bytes, bool managed) {
+  if (dev == 0) return;
+  Kept* slot = &g_kept[0];
+  for (Kept& k : g_kept) {
+    if (k.dev == 0) {
+      slot = &k;
+      break;
+    }
+    if (k.when < slot->when) slot = &k;
+  }
+  if (slot->dev != 0) release(slot->dev);
+  *slot = Kept{dev, bytes, managed, ++g_kept_clock};
+}
+
+}  // namespace
+
 Mirror::~Mirror() {
-  for (int i = 0; i < n_; ++i) release(r_[i].dev);
+  const bool managed = mode() == Mode::kManaged;
+  for (int i = 0; i < n_; ++i) keep(r_[i].dev, r_[i].bytes, managed);
 }
 
 bool Mirror::map(ucc_coll_args_t* args, Region* regions, int n) {
@@ -232,7 +278,7 @@ bool Mirror::map(ucc_coll_args_t* args, Region* regions, int n) {
   for (int i = 0; i < n; ++i) {
     regions[i].dev = 0;
     if (regions[i].bytes == 0) continue;
-    if (!alloc(regions[i].bytes, m == Mode::kManaged, &regions[i].dev) ||
+    if (!take_kept(regions[i].bytes, m == Mode::kManaged, &regions[i].dev) ||
         !to_device(regions[i].dev, regions[i].host, regions[i].bytes))
       return false;
   }
