@@ -181,6 +181,21 @@ void tell_failed(GpuDirectTeam& t, Request* r, const Token* tok) {
   }
 }
 
+// The caller's work on this rank's buffers has ended: a peer says so in
+// its ready word at once, even before the exchange ends (the worker reads
+// it only after).
+void input_ready(GpuDirectTeam& t, Request* r) {
+  GpuDirectReq& q = r->gd;
+  q.input_ok = true;
+  if (!q.worker)
+    slot_at(t.page, r->index)->ready.store(q.seq, std::memory_order_release);
+}
+
+// Whether the slot's owner gave up collective `seq` (or a later one).
+bool gave_up(const Slot* s, uint64_t seq) {
+  return s->failed.load(std::memory_order_acquire) >= seq;
+}
+
 // Whether a process still exists (a peer the wait depends on).
 bool alive(uint32_t pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
@@ -276,9 +291,7 @@ ucc_status_t gpu_direct_post(ucc_context* ctx, Request* r) {
     // the legacy stream would wait for the caller's stream too, if it is
     // a blocking one, and that stream waits for this collective.
     q.on_stream = false;
-    q.input_ok = true;
-    if (!q.worker)
-      slot_at(t.page, r->index)->ready.store(q.seq, std::memory_order_release);
+    input_ready(t, r);
   } else {
     // The caller's work on the buffers so far (legacy stream: it waits
     // for every blocking stream, as a plain post's staging copy does).
@@ -317,17 +330,12 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
     slot_at(t.page, r->index)->failed.store(q.seq, std::memory_order_release);
     return fail(UCC_ERR_NO_MESSAGE);
   };
-  // Whether the caller's work on the buffers has ended; a peer says so in
-  // its ready word at once, even before the exchange ends (the worker
-  // reads it only after).
+  // Whether the caller's work on the buffers has ended (input_ready).
   auto input = [&]() {
     if (q.input_ok) return cu::kSuccess;
     CtxScope in(d, g.cuctx);
     const cu::CuResult cr = d.event_query(q.in_ev);
-    if (cr != cu::kSuccess) return cr;
-    q.input_ok = true;
-    if (!q.worker)
-      slot_at(t.page, r->index)->ready.store(q.seq, std::memory_order_release);
+    if (cr == cu::kSuccess) input_ready(t, r);
     return cr;
   };
   switch (q.phase) {
@@ -355,7 +363,7 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
       for (uint32_t p = 0; p < n; ++p) {
         if (p == r->team->rank) continue;
         const Slot* s = slot_at(t.peers[p].map, tok[p].slot);
-        if (s->failed.load(std::memory_order_acquire) >= q.seq) {
+        if (gave_up(s, q.seq)) {
           UCC_ERROR("GPU direct: rank %u gave up collective %llu", p,
                     static_cast<unsigned long long>(q.seq));
           return give_up();
@@ -379,11 +387,9 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
       if (static_cast<int32_t>(w - static_cast<uint32_t>(q.seq)) >= 0)
         return fail(UCC_OK);
       const PeerPage& wp = t.peers[0];
-      if (slot_at(t.page, r->index)->failed.load(std::memory_order_acquire) >=
-              q.seq ||
+      if (gave_up(slot_at(t.page, r->index), q.seq) ||
           (wp.map != nullptr && tok[0].slot < wp.bytes / kSlotBytes &&
-           slot_at(wp.map, tok[0].slot)
-                   ->failed.load(std::memory_order_acquire) >= q.seq)) {
+           gave_up(slot_at(wp.map, tok[0].slot), q.seq))) {
         UCC_ERROR("GPU direct: the worker gave up collective %llu",
                   static_cast<unsigned long long>(q.seq));
         return fail(UCC_ERR_NO_MESSAGE);

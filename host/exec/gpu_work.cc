@@ -107,19 +107,28 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
   cu::CuResult cr = cu::kSuccess;
   bool flagged = false;  // the work itself raises the peers' flags
   switch (u.coll) {
-    case off::CollType::kAllreduce: {
-      const uint64_t bytes = u.count * es;
-      for (uint32_t p = 0; p < n; ++p)
-        if (!resolve(g, q, tok[p], true, bytes, &dst[p]) ||
-            (!in_place && !resolve(g, q, tok[p], false, bytes, &src[p])))
-          return false;
+    case off::CollType::kAllreduce:
+    case off::CollType::kReduceScatter: {
+      // Allreduce: every rank's src into every rank's dst. Reduce_scatter:
+      // block p of every rank's vector into rank p's dst (in place the
+      // vector is dst, and block p stays where it is), in one kernel over
+      // the whole vector (ReduceArgs::blk).
+      const bool scatter = u.coll == off::CollType::kReduceScatter;
+      const uint64_t vec = u.count * es * (scatter ? n : 1);  // a rank's input
+      const uint64_t out = scatter && !in_place ? u.count * es : vec;
       gpu::ReduceArgs a{};
       for (uint32_t p = 0; p < n; ++p) {
-        a.src[p] = in_place ? dst[p] : src[p];
-        a.dst[p] = dst[p];
+        if (!resolve(g, q, tok[p], true, out, &a.dst[p]) ||
+            (!in_place && !resolve(g, q, tok[p], false, vec, &a.src[p])))
+          return false;
+        if (in_place) a.src[p] = a.dst[p];
       }
       a.ndst = n;
-      cr = reduce(g, s, u, n, u.count, a, r, tok);
+      if (scatter) {
+        a.blk = u.count;
+        a.blk_whole = in_place ? 1 : 0;
+      }
+      cr = reduce(g, s, u, n, scatter ? u.count * n : u.count, a, r, tok);
       flagged = true;
       break;
     }
@@ -134,27 +143,6 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
         return false;
       a.ndst = 1;
       cr = reduce(g, s, u, n, u.count, a, r, tok);
-      flagged = true;
-      break;
-    }
-    case off::CollType::kReduceScatter: {
-      // Block p of every rank's vector, reduced into rank p's dst (in
-      // place: the vector is dst, and block p stays where it is), in one
-      // kernel.
-      const uint64_t b = u.count * es;
-      for (uint32_t p = 0; p < n; ++p)
-        if (!resolve(g, q, tok[p], true, in_place ? b * n : b, &dst[p]) ||
-            (!in_place && !resolve(g, q, tok[p], false, b * n, &src[p])))
-          return false;
-      gpu::ReduceArgs a{};
-      for (uint32_t p = 0; p < n; ++p) {
-        a.src[p] = in_place ? dst[p] : src[p];
-        a.dst[p] = dst[p];
-      }
-      a.ndst = n;
-      a.blk = u.count;
-      a.blk_whole = in_place ? 1 : 0;
-      cr = reduce(g, s, u, n, u.count * n, a, r, tok);
       flagged = true;
       break;
     }

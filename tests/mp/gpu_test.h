@@ -1,4 +1,4 @@
-// What the GPU suites share (test_gpu.cc, test_gpu_direct.cc): the rank
+// What the GPU suites share (test_gpu*.cc): the rank
 // checks, and the skip where this machine has no CUDA GPU (nor
 // tests/cuda_loop in its place).
 #pragma once
@@ -89,6 +89,29 @@ inline bool all_equal(uint64_t d, size_t n, int32_t want) {
   for (int32_t v : h)
     if (v != want) return false;
   return true;
+}
+
+// A collective that was due to fail at once: an error, not success, not
+// still running, not the wait's timeout.
+inline bool ended_in_error(ucc_status_t st) {
+  return st != UCC_OK && st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT;
+}
+
+// The team's host collectives still work after a GPU one failed: a host
+// allreduce of 100 int32 (each rank its rank). Its status; its first and
+// last results in *first and *last.
+inline ucc_status_t host_allreduce(ucct::World& w, int rank, int32_t* first,
+                                   int32_t* last) {
+  std::vector<int32_t> hs(100, rank), hd(100, -1);
+  ucc_coll_args_t h{};
+  h.coll_type = UCC_COLL_TYPE_ALLREDUCE;
+  h.op = UCC_OP_SUM;
+  h.src.info = {hs.data(), hs.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+  h.dst.info = {hd.data(), hd.size(), UCC_DT_INT32, UCC_MEMORY_TYPE_HOST};
+  const ucc_status_t st = w.run(h);
+  *first = hd[0];
+  *last = hd[99];
+  return st;
 }
 
 }  // namespace gput
