@@ -6,7 +6,9 @@
 // the root streams each rank its block, rank by rank. Every inbox has
 // several slots, so the ranks the root is not serving yet already have
 // their first messages waiting. The block tables (blocks.h) make the
-// regular and the v-variants one algorithm.
+// regular and the v-variants one algorithm. Every stream is a plain copy
+// into bytes nothing else touches: large blocks across hosts go
+// one-sided where the link allows (streams.h).
 #include "device/coll/algorithms.h"
 #include "device/coll/streams.h"
 
@@ -26,10 +28,10 @@ struct Linear {
     if (run.rank != run.d->root) {
       if (kGather)
         tx.init(run, run.d->root, Buf::kSrc, run.src_off[r] * es,
-                run.src_cnt[r] * es);
+                run.src_cnt[r] * es, true);
       else
         rx.init(run, run.d->root, Buf::kDst, run.dst_off[r] * es,
-                run.dst_cnt[r] * es, false);
+                run.dst_cnt[r] * es, false, true);
       return progress(run);
     }
     // The root's own block: gather copies it into dst, scatter out of src;
@@ -57,10 +59,10 @@ struct Linear {
         const uint32_t t = run.tab(peer);
         if (kGather)
           rx.init(run, peer, Buf::kDst, run.dst_off[t] * es,
-                  run.dst_cnt[t] * es, false);
+                  run.dst_cnt[t] * es, false, true);
         else
           tx.init(run, peer, Buf::kSrc, run.src_off[t] * es,
-                  run.src_cnt[t] * es);
+                  run.src_cnt[t] * es, true);
         started = true;
       }
       Status st = kGather ? rx.progress(run) : tx.progress(run);

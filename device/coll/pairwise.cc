@@ -60,9 +60,16 @@ struct Pairwise {
         ++step;
         continue;
       }
+      // Receiving into bytes we still have to send (in place): never
+      // overtake our own sending.
+      const bool aliased = !kPuts && run.overlap(Buf::kSrc, soff, sbytes,
+                                                 Buf::kDst, doff, dbytes);
       if (!started) {
-        tx.init(run, p, Buf::kSrc, soff, sbytes);
-        if (!kPuts) rx.init(run, p, Buf::kDst, doff, dbytes, false);
+        // One-sided where the link allows, but not in place: the peer
+        // would read the bytes our own get overwrites (streams.h).
+        const bool zcopy = !kPuts && !aliased;
+        tx.init(run, p, Buf::kSrc, soff, sbytes, zcopy);
+        if (!kPuts) rx.init(run, p, Buf::kDst, doff, dbytes, false, zcopy);
         told = heard = !kPuts;
         started = true;
       }
@@ -87,10 +94,6 @@ struct Pairwise {
         rx.init(run, p, Buf::kDst, h.off, h.bytes, false);
         heard = true;
       }
-      // Receiving into bytes we still have to send (in place): never
-      // overtake our own sending.
-      const bool aliased = !kPuts && run.overlap(Buf::kSrc, soff, sbytes,
-                                                 Buf::kDst, doff, dbytes);
       st = rx.progress(run, aliased ? tx.done : UINT32_MAX);
       if (failed(st)) return st;
       if (!tx.finished() || !rx.finished()) return Status::kInProgress;

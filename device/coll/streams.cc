@@ -1,8 +1,15 @@
 #include "device/coll/streams.h"
 
+#include <cstring>
+
 namespace ucc::dev {
 
 Status SendStream::progress(const CollRun& run) {
+  if (phase != RmaPhase::kSlots) {
+    Status st = offer(run);
+    if (st != Status::kOk) return st;
+    // Finished one-sided (done == n), or slots from here on.
+  }
   while (done < n) {
     void* slot = run.reserve(peer);
     if (slot == nullptr) return Status::kInProgress;
@@ -15,7 +22,106 @@ Status SendStream::progress(const CollRun& run) {
   return Status::kOk;
 }
 
+Status SendStream::offer(const CollRun& run) {
+  if (phase == RmaPhase::kOffer) {
+    void* m = run.reserve(peer);
+    if (m == nullptr) return Status::kInProgress;
+    // A registration the device refuses is no error: the offer says so
+    // and the bytes go through slots.
+    Status st = run.rma_reg(buf, off, bytes, plat::kRmaRemoteRead, &reg);
+    if (st == Status::kInvalidParam) return st;
+    registered = ok(st);
+    const RmaOffer o{registered ? reg.addr : 0, bytes,
+                     registered ? reg.rkey : 0, registered ? 1u : 0u};
+    memcpy(m, &o, sizeof o);
+    run.commit(peer, sizeof o);
+    if (!registered) {
+      phase = RmaPhase::kSlots;
+      return Status::kOk;
+    }
+    phase = RmaPhase::kWait;
+  }
+  uint32_t len = 0;
+  if (run.peek_done(peer, &len) == nullptr) return Status::kInProgress;
+  if (len > 1) return Status::kNoMessage;  // not an answer (or a clash)
+  run.release_done(peer);
+  run.rma_dereg(reg);
+  registered = false;
+  phase = RmaPhase::kSlots;
+  // One byte: the receiver could not register; slots follow.
+  if (len == 0) done = n;
+  return Status::kOk;
+}
+
+Status RecvStream::one_sided_step(const CollRun& run) {
+  for (;;) {
+    switch (phase) {
+      case RmaPhase::kOffer: {
+        Status err = Status::kOk;
+        const void* m = run.peek(peer, sizeof(RmaOffer), &err);
+        if (m == nullptr) return failed(err) ? err : Status::kInProgress;
+        RmaOffer o;
+        memcpy(&o, m, sizeof o);
+        run.release(peer);
+        if (o.bytes != bytes) return Status::kNoMessage;
+        if (o.ok == 0) {  // the sender's slots follow
+          phase = RmaPhase::kSlots;
+          return Status::kOk;
+        }
+        Status st = run.rma_reg(buf, off, bytes, plat::kRmaLocal, &reg);
+        if (st == Status::kInvalidParam) return st;
+        if (failed(st)) {
+          phase = RmaPhase::kRefuse;
+          break;
+        }
+        raddr = o.addr;
+        rkey = o.rkey;
+        posted = 0;
+        phase = RmaPhase::kGet;
+        break;
+      }
+      case RmaPhase::kGet:
+        while (posted < bytes) {
+          const uint64_t rest = bytes - posted;
+          const uint32_t len = rest < plat::kRmaMaxOp
+                                   ? static_cast<uint32_t>(rest)
+                                   : plat::kRmaMaxOp;
+          void* local = reinterpret_cast<char*>(reg.addr) + posted;
+          Status st =
+              run.get(peer, local, reg, raddr + posted, rkey, len, &ticket);
+          if (st != Status::kOk) return st;  // kInProgress: queue full
+          posted += len;
+        }
+        phase = RmaPhase::kWait;
+        break;
+      case RmaPhase::kWait:
+        // A link that fails never gets here: the team's failure ends us.
+        if (run.rma_done(peer) < ticket) return Status::kInProgress;
+        phase = RmaPhase::kDone;
+        break;
+      case RmaPhase::kDone:
+        if (!run.send_done(peer, nullptr, 0)) return Status::kInProgress;
+        run.rma_dereg(reg);
+        done = n;
+        phase = RmaPhase::kSlots;
+        return Status::kOk;
+      case RmaPhase::kRefuse: {
+        const uint8_t no = 1;
+        if (!run.send_done(peer, &no, 1)) return Status::kInProgress;
+        phase = RmaPhase::kSlots;
+        return Status::kOk;
+      }
+      case RmaPhase::kSlots:
+        return Status::kOk;
+    }
+  }
+}
+
 Status RecvStream::progress(const CollRun& run, uint32_t limit) {
+  if (phase != RmaPhase::kSlots) {
+    Status st = one_sided_step(run);
+    if (st != Status::kOk) return st;
+  }
   while (done < n && done < limit) {
     uint32_t len = msg_len(bytes, run.slot, done);
     Status err = Status::kOk;

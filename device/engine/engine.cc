@@ -122,7 +122,9 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
     if (pass == 0 && !t.mem.commit()) return Status::kNoMemory;
   }
   Status st = t.port.init(i, size, k, &store_, port_mem);
-  plat::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots};
+  // One-sided messages need user buffers this process can register.
+  plat::FabricConfig fc{size, rank, cfg_.slot_size, cfg_.nslots,
+                        env_.mem.mode() == plat::MemAccess::Mode::kDirect};
   if (ok(st))
     st = t.port.links().open(fc, env_.net, env_.where, port_mem.links, addr);
   if (failed(st)) {

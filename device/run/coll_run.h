@@ -267,6 +267,50 @@ struct CollRun {
     port->release(team_rank(peer), key, MsgKind::kData);
   }
 
+  // --- one-sided (device/coll/streams.h)
+  // -------------------------------------- The smallest stream towards `peer`
+  // that goes one-sided (0: none): the same at both ends of a link. Never with
+  // the cache (engine memory).
+  uint64_t rma_min(uint32_t peer) const {
+    return cache == nullptr ? port->links().rma_min(team_rank(peer)) : 0;
+  }
+  // Registers bytes [off, off+len) of a user buffer (bounds-checked; it
+  // must map directly) for this collective; given back by rma_dereg or
+  // when the collective ends.
+  Status rma_reg(Buf b, uint64_t off, uint64_t len, uint32_t access,
+                 plat::RmaReg* reg) const {
+    void* p = at(b, off, len);
+    if (p == nullptr) return Status::kInvalidParam;
+    return port->mem_reg(id, p, len, access, reg);
+  }
+  void rma_dereg(const plat::RmaReg& reg) const {
+    port->mem_dereg(id, reg.handle);
+  }
+  Status get(uint32_t peer, void* local, const plat::RmaReg& reg,
+             uint64_t raddr, uint32_t rkey, uint32_t len,
+             uint64_t* ticket) const {
+    return port->links().get(team_rank(peer), local, reg, raddr, rkey, len,
+                             ticket);
+  }
+  uint64_t rma_done(uint32_t peer) const {
+    return port->links().rma_done(team_rank(peer));
+  }
+  // The offer's answer (MsgKind::kDone): `len` bytes from `body`.
+  bool send_done(uint32_t peer, const void* body, uint32_t len) const {
+    void* m = reserve(peer);
+    if (m == nullptr) return false;
+    if (len != 0) memcpy(m, body, len);
+    port->commit(team_rank(peer), len, key, MsgKind::kDone);
+    return true;
+  }
+  // The peer's answer, or nullptr; *len its length.
+  const void* peek_done(uint32_t peer, uint32_t* len) const {
+    return port->find(team_rank(peer), key, MsgKind::kDone, len);
+  }
+  void release_done(uint32_t peer) const {
+    port->release(team_rank(peer), key, MsgKind::kDone);
+  }
+
   // --- single copy -----------------------------------------------------------
   // bytes [off, off+len) of a user buffer <- `len` bytes at address `remote`
   // in peer's process, with cross-memory attach (platform/mem/cma.h). The

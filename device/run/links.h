@@ -141,6 +141,26 @@ class Links {
   }
   bool tx_flushed() const { return net_ == nullptr || net_->tx_flushed(); }
 
+  // One-sided operations: over the network only (fabric.h).
+  uint64_t rma_min(uint32_t p) const {
+    return mem_.remote[p] ? net_->rma_min(p) : 0;
+  }
+  Status mem_reg(void* addr, uint64_t len, uint32_t access, plat::RmaReg* reg) {
+    return net_ != nullptr ? net_->mem_reg(addr, len, access, reg)
+                           : Status::kNotSupported;
+  }
+  void mem_dereg(uint32_t handle) {
+    if (net_ != nullptr) net_->mem_dereg(handle);
+  }
+  Status get(uint32_t p, void* local, const plat::RmaReg& reg, uint64_t raddr,
+             uint32_t rkey, uint32_t len, uint64_t* ticket) {
+    return mem_.remote[p] ? net_->get(p, local, reg, raddr, rkey, len, ticket)
+                          : Status::kInvalidParam;
+  }
+  uint64_t rma_done(uint32_t p) const {
+    return mem_.remote[p] ? net_->rma_done(p) : 0;
+  }
+
  private:
   Status build_nodes(const off::TeamAddr* addrs);
 

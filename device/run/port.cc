@@ -99,6 +99,7 @@ Status Port::init(uint32_t team_idx, uint32_t nranks, uint32_t live,
   attention_seen_ = 0;
   live_mask_ = 0;
   for (uint32_t& n : nheld_) n = 0;
+  for (uint32_t& n : nregs_) n = 0;
   nabandoned_ = 0;
   for (MsgKey& k : abandoned_) k = MsgKey{};
   return Status::kOk;
@@ -113,7 +114,29 @@ void Port::fini(bool lost) {
   }
   stored_ = 0;
   owner_ = nullptr;  // the team's arena goes after us
+  for (uint32_t id = 0; id < kMaxLive; ++id) drop_regs(id);
   links_.close(lost);
+}
+
+Status Port::mem_reg(uint32_t id, void* addr, uint64_t len, uint32_t access,
+                     plat::RmaReg* reg) {
+  if (nregs_[id] == kRegsPerColl) return Status::kNoResource;
+  Status st = links_.mem_reg(addr, len, access, reg);
+  if (ok(st)) regs_[id][nregs_[id]++] = reg->handle;
+  return st;
+}
+
+void Port::mem_dereg(uint32_t id, uint32_t handle) {
+  for (uint32_t i = 0; i < nregs_[id]; ++i) {
+    if (regs_[id][i] != handle) continue;
+    regs_[id][i] = regs_[id][--nregs_[id]];
+    links_.mem_dereg(handle);
+    return;
+  }
+}
+
+void Port::drop_regs(uint32_t id) {
+  while (nregs_[id] != 0) links_.mem_dereg(regs_[id][--nregs_[id]]);
 }
 
 bool Port::never_comes(uint32_t peer, const MsgKey& k, MsgKind kind) {
@@ -128,6 +151,7 @@ bool Port::never_comes(uint32_t peer, const MsgKey& k, MsgKind kind) {
       team_, peer, static_cast<unsigned long long>(k.w[0]),
       kind == MsgKind::kData     ? "data"
       : kind == MsgKind::kStatus ? "status"
+      : kind == MsgKind::kDone   ? "done"
                                  : "abort");
   return true;
 }

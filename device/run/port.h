@@ -41,7 +41,9 @@ using off::Status;
 using plat::MsgHdr;
 using plat::MsgKey;
 
-enum class MsgKind : uint8_t { kData = 0, kAbort = 1, kStatus = 2 };
+// kDone: a receiver's answer to a one-sided offer (device/coll/streams.h),
+// kept apart from the data messages of the same collective.
+enum class MsgKind : uint8_t { kData = 0, kAbort = 1, kStatus = 2, kDone = 3 };
 
 // A key's words: w[0] the sequence number (ordered) or the tag; w[1] 0
 // or the active set's start and size; w[2] coll (8 bits) | mode (8 bits)
@@ -165,6 +167,7 @@ class Port {
   void end_live(uint32_t id, bool abandoned) {
     live_mask_ &= ~(uint64_t{1} << id);
     if (abandoned) abandon(id);
+    if (nregs_[id] != 0) drop_regs(id);
   }
   // Ordered collectives started so far (keys up to this seq are not future).
   void set_started(uint64_t seq) { started_ = seq; }
@@ -200,6 +203,14 @@ class Port {
   void drop_reservations(uint32_t id) {
     if (nheld_[id] != 0) drop_held(id);  // usually it committed them all
   }
+
+  // --- registrations of user memory (one-sided streams) ----------------------
+  // At most kRegsPerColl per collective at once; those still held when it
+  // ends (an error, a timeout) are given back then.
+  static constexpr uint32_t kRegsPerColl = 4;
+  Status mem_reg(uint32_t id, void* addr, uint64_t len, uint32_t access,
+                 plat::RmaReg* reg);
+  void mem_dereg(uint32_t id, uint32_t handle);
 
   // --- receiving -------------------------------------------------------------
   // The oldest message from `peer` with key k and this kind, or nullptr.
@@ -293,6 +304,7 @@ class Port {
   // find_any found nothing for k: whether nothing can come any more.
   bool never_comes(uint32_t peer, const MsgKey& k, MsgKind kind);
   void drop_held(uint32_t id);
+  void drop_regs(uint32_t id);
   void abandon(uint32_t id);
   void release_any(uint32_t peer, const MsgKey& k, MsgKind kind);
   // The inbox message at `idx` (header h) is find()'s answer: its length
@@ -337,6 +349,8 @@ class Port {
   uint32_t attention_seen_ = 0;
   uint8_t* owner_ = nullptr;       // per peer: 0, or id + 1 of the reserver
   uint32_t nheld_[kMaxLive] = {};  // per id: peers it holds a slot of
+  uint32_t nregs_[kMaxLive] = {};  // per id: registrations it holds
+  uint32_t regs_[kMaxLive][kRegsPerColl] = {};
   MsgKey live_[kMaxLive] = {};
   uint64_t live_mask_ = 0;
   static constexpr uint32_t kAbandoned = 16;

@@ -202,6 +202,8 @@ bool valid(Knob k, const char* v) {
       return parse_time_ms(v, &u) && u >= 1 && u <= 86400000;
     case Knob::kNetChecksum:
       return parse_size(v, &u) && u <= 1;
+    case Knob::kNetZcopyMin:
+      return parse_size(v, &u) && u <= UINT32_MAX;
     case Knob::kNetFaults: {
       plat::TcpConfig t;
       return parse_net_faults(v, &t);
@@ -496,6 +498,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   if (l.net.tcp.keepalive_ms > l.net.tcp.peer_timeout_ms / 4)
     l.net.tcp.keepalive_ms = l.net.tcp.peer_timeout_ms / 4 + 1;
   l.net.tcp.checksum = num(Knob::kNetChecksum) != 0;
+  l.net.verbs.zcopy_min = static_cast<uint32_t>(num(Knob::kNetZcopyMin));
   if (!parse_net_faults(c.value[static_cast<int>(Knob::kNetFaults)],
                         &l.net.tcp))
     return Status::kInvalidParam;

@@ -48,6 +48,7 @@ enum class Knob : uint8_t {
   kNetFaults,
   kNetDevices,
   kNetGidIndex,
+  kNetZcopyMin,
   kVerbsLib,
   kAllreduceRingMin,
   kCma,

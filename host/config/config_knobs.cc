@@ -128,6 +128,13 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "UCC_NET=verbs: the GID table entry to route by (RoCE); auto: 0 on "
      "InfiniBand; on RoCE a RoCE v2 GID over IPv4, else any RoCE v2, else "
      "an IPv4-mapped one, else the first set"},
+    {"NET_ZCOPY_MIN", "256K", Scope::kContext,
+     "UCC_NET=verbs: blocks of at least this many bytes that a collective "
+     "copies whole to a rank on another host (alltoall(v), allgatherv, "
+     "gather(v), scatter(v); never reductions or exchanges in place) go "
+     "one-sided, read by RDMA from the sender's registered user buffer "
+     "straight into the receiver's, without slots; 0: never. The ends of "
+     "a link use the larger of their two values"},
     {"VERBS_LIB", "", Scope::kContext,
      "UCC_NET=verbs: the libibverbs to load; empty: libibverbs.so.1. Tests "
      "name tests/verbs_loop's provider here"},

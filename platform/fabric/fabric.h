@@ -14,6 +14,11 @@
 //   credits   a slot is free again once the receiver releases it
 //             (rx_release, in any order): tx_free / tx_reserve see it.
 //   failure   peer_lost(): a peer left the team for good or died.
+//   one-sided where the transport moves bytes between members' memory
+//             itself (verbs RDMA): registered memory, and get/put into
+//             it with completions counted per peer (below), so that a
+//             large message goes from the sender's user buffer into the
+//             receiver's without a slot (device/coll/streams.h).
 //
 // Words about peers: a fabric belongs to one team member and names its
 // peers by team rank (0..nranks-1, itself included); it serves the ranks
@@ -75,7 +80,34 @@ struct FabricConfig {
   uint32_t rank;
   uint32_t slot_size;  // bytes; multiple of 64
   uint32_t nslots;     // power of two, 2..kMaxSlots
+  // The member's user buffers are memory of this process (an inline
+  // engine), which the fabric may register for one-sided operations.
+  bool rma = false;
 };
+
+// One-sided operations. A registration names bytes of this process's
+// memory to the fabric's device: `lkey` for the fabric's own operations
+// on it, `rkey` for peers' (their get's source or put's target), and the
+// fabric's handle for mem_dereg. What a registration lets peers do is
+// chosen at mem_reg: the fewest rights the use needs.
+struct RmaReg {
+  uint64_t addr;
+  uint64_t len;
+  uint32_t lkey;
+  uint32_t rkey;
+  uint32_t handle;
+  uint32_t pad;
+};
+enum RmaAccess : uint32_t {
+  kRmaLocal = 1,        // the fabric writes into it (a get's destination)
+  kRmaRemoteRead = 2,   // peers read it (a get's source)
+  kRmaRemoteWrite = 4,  // peers write into it (a put's target)
+};
+// Registrations one fabric holds at once.
+inline constexpr uint32_t kMaxRmaRegs = 256;
+// The longest single get or put (callers split longer transfers: each
+// operation stays short beside the peer timeout).
+inline constexpr uint32_t kRmaMaxOp = 1u << 22;
 
 // Whether a configuration is one every fabric accepts.
 inline bool fabric_config_ok(const FabricConfig& c) {
@@ -151,6 +183,64 @@ class Fabric {
   // collective (into MPI, or to compute) leaves no peer waiting for data
   // that only its next call would send. Shared memory: always.
   virtual bool tx_flushed() const { return true; }
+
+  // --- one-sided operations
+  // --------------------------------------------------- Defaults: none (rma_min
+  // 0; then the rest is never called).
+  //
+  // The smallest message this member and `peer` agreed to move one-sided:
+  // both opened with FabricConfig::rma on nets that allow it, and the
+  // larger of their nets' thresholds (exchanged in the members'
+  // addresses). Known from connect() on and the same at both ends, so
+  // that sender and receiver choose alike; 0: never.
+  virtual uint64_t rma_min(uint32_t peer) const {
+    (void)peer;
+    return 0;
+  }
+  // Registers [addr, addr + len) with the rights `access` (RmaAccess
+  // bits); *reg gets its keys and handle. kNoResource when the fabric
+  // holds kMaxRmaRegs already or the device refuses (logged once: pinned
+  // memory limits, RLIMIT_MEMLOCK).
+  virtual Status mem_reg(void* addr, uint64_t len, uint32_t access,
+                         RmaReg* reg) {
+    (void)addr;
+    (void)len;
+    (void)access;
+    (void)reg;
+    return Status::kNotSupported;
+  }
+  // Gives a registration back. Peers lose their access at once; the
+  // fabric's own operations on it still running complete first.
+  virtual void mem_dereg(uint32_t handle) { (void)handle; }
+  // get: `len` bytes (1..kRmaMaxOp) at raddr under the peer's rkey into
+  // `local`, which lies inside `reg` (kRmaLocal). put: the other way,
+  // from `local` (any registration) into the peer's memory. Completion:
+  // *ticket is the operation's number towards `peer`; it has completed
+  // once rma_done(peer) reaches it (operations towards one peer complete
+  // in the order posted). kOk posted; kInProgress: the queue is full or
+  // the link not connected yet, nothing posted, call again; kError: the
+  // link is down (peer_lost() says so). Bounds and keys are checked by
+  // the device: an operation outside the peer's registration fails the
+  // link, as any error completion does.
+  virtual Status get(uint32_t peer, void* local, const RmaReg& reg,
+                     uint64_t raddr, uint32_t rkey, uint32_t len,
+                     uint64_t* ticket) {
+    (void)peer, (void)local, (void)reg, (void)raddr, (void)rkey, (void)len;
+    (void)ticket;
+    return Status::kNotSupported;
+  }
+  virtual Status put(uint32_t peer, const void* local, const RmaReg& reg,
+                     uint64_t raddr, uint32_t rkey, uint32_t len,
+                     uint64_t* ticket) {
+    (void)peer, (void)local, (void)reg, (void)raddr, (void)rkey, (void)len;
+    (void)ticket;
+    return Status::kNotSupported;
+  }
+  // One-sided operations towards `peer` completed successfully so far.
+  virtual uint64_t rma_done(uint32_t peer) const {
+    (void)peer;
+    return 0;
+  }
 };
 
 // An engine's way to other hosts: opens one fabric per team member,

@@ -49,6 +49,10 @@ struct VerbsConfig {
   uint32_t max_inline = 256;         // asked of each queue pair
   uint32_t linger_ms = 1000;  // a closed member's memory stays registered
                               // this long after its goodbyes
+  // UCC_NET_ZCOPY_MIN: messages of at least this many bytes between
+  // inline engines go one-sided, from the sender's registered user
+  // buffer into the receiver's (0: never).
+  uint32_t zcopy_min = 256 * 1024;
 };
 
 // An engine's network (UCC_NET): TCP, verbs RDMA with TCP for connection

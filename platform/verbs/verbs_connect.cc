@@ -84,7 +84,9 @@ void VerbsFabric::create_qp(uint32_t r) {
   }
   max_inline_ = a.cap.max_inline_data;
   l.psn = static_cast<uint32_t>(net_->rand64()) & 0xffffffu;
-  if (!net_->qp_init(l.qp, IBV_ACCESS_REMOTE_WRITE))
+  // Peers write messages and credits, and read what a member offers
+  // (its registrations say what each may reach).
+  if (!net_->qp_init(l.qp, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ))
     fail(r, "cannot move a queue pair to INIT");
 }
 

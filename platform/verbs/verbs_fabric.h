@@ -21,7 +21,9 @@ class VerbsNet;
 inline constexpr uint32_t kVerbsAddrMagic = 0x55435642u;  // "UCVB"
 
 // A member's FabricAddr over verbs: kind kVerbsAddrMagic, `pad` the
-// connection manager's address kind, `bytes` that address's bytes.
+// smallest message the member moves one-sided (0: none; Fabric::rma_min),
+// `bytes` its connection manager's address, whose kind is the same for
+// every member (the net's cm_kind()).
 
 // What goes over the connection manager, one message each (all fields
 // the peer's: checked before use).
@@ -60,6 +62,9 @@ struct VLink {
   uint32_t peer_shadow_rkey = 0;
   uint32_t msgs = 0;         // of our shadow's messages, posted
   uint32_t outstanding = 0;  // work requests posted, not completed
+  uint64_t rma_min = 0;      // agreed at connect (Fabric::rma_min)
+  uint64_t rma_posted = 0;   // gets and puts posted
+  uint64_t rma_done = 0;     // ... and completed successfully
   uint64_t since = 0;        // connecting since / last completion (ns)
   InboxView shadow;          // the peer's inbox for us (our copy)
 };
@@ -85,6 +90,28 @@ class VerbsFabric final : public InboxFabric {
   uint32_t attention() const override;
   uint64_t events() const override { return events_; }
   bool tx_flushed() const override;
+  uint64_t rma_min(uint32_t peer) const override {
+    return links_[peer].rma_min;
+  }
+  Status mem_reg(void* addr, uint64_t len, uint32_t access,
+                 RmaReg* reg) override;
+  void mem_dereg(uint32_t handle) override;
+  Status get(uint32_t peer, void* local, const RmaReg& reg, uint64_t raddr,
+             uint32_t rkey, uint32_t len, uint64_t* ticket) override {
+    return post_rma(peer, IBV_WR_RDMA_READ, local, reg, raddr, rkey, len,
+                    ticket);
+  }
+  Status put(uint32_t peer, const void* local, const RmaReg& reg,
+             uint64_t raddr, uint32_t rkey, uint32_t len,
+             uint64_t* ticket) override {
+    return post_rma(peer, IBV_WR_RDMA_WRITE, const_cast<void*>(local), reg,
+                    raddr, rkey, len, ticket);
+  }
+  uint64_t rma_done(uint32_t peer) const override {
+    return links_[peer].rma_done;
+  }
+  // Registrations held (tests).
+  uint32_t rma_regs() const;
 
   // --- for the net ------------------------------------------------------------
   // Completions, connection messages, what is owed: returns how much
@@ -121,11 +148,26 @@ class VerbsFabric final : public InboxFabric {
                   uint32_t lkey, uint64_t raddr, uint32_t rkey, bool imm,
                   uint32_t imm_slot);
   void publish(uint32_t r, uint32_t slot);
+  Status post_rma(uint32_t r, ibv_wr_opcode op, void* local, const RmaReg& reg,
+                  uint64_t raddr, uint32_t rkey, uint32_t len,
+                  uint64_t* ticket);
+  void rma_completed(uint64_t wr_id, VLink& l, bool ok);
   bool check_peers();
   void break_links();
 
+  // A registration of mem_reg: its device registration, the fabric's
+  // operations on it still running, and whether it was given back (its
+  // device registration goes when the last of them completes).
+  struct RegEnt {
+    ibv_mr* mr;
+    uint32_t inflight;
+    bool dying;
+  };
+
   VerbsNet* net_;
   Fabric* cm_;
+  RegEnt* regs_ = nullptr;  // kMaxRmaRegs
+  bool reg_warned_ = false;
   char* seg_ = nullptr;      // our inboxes (segment layout)
   char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
   size_t seg_bytes_ = 0;

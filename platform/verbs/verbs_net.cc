@@ -281,7 +281,9 @@ Fabric* VerbsNet::open(const FabricConfig& cfg, FabricAddr* addr) {
   }
   *addr = FabricAddr{};
   addr->kind = kVerbsAddrMagic;
-  addr->pad = cm_addr.kind;
+  // One-sided messages where this member's buffers are ours to register.
+  addr->pad = cfg.rma ? cfg_.zcopy_min : 0;
+  cm_kind_ = cm_addr.kind;
   memcpy(addr->bytes, cm_addr.bytes, sizeof(addr->bytes));
   eps_[nopen_++] = f;
   return f;
@@ -373,14 +375,19 @@ void VerbsNet::fini() {
     eps_.release();
   }
   if (ctx_ != nullptr)
-    UCC_INFO("verbs: %llu messages out (%llu inline), %llu in, %llu credit "
-             "writes, %llu error completions, %llu refused",
-             static_cast<unsigned long long>(stats_.tx_msgs),
-             static_cast<unsigned long long>(stats_.inline_msgs),
-             static_cast<unsigned long long>(stats_.rx_msgs),
-             static_cast<unsigned long long>(stats_.credits),
-             static_cast<unsigned long long>(stats_.errors),
-             static_cast<unsigned long long>(stats_.bad_imm));
+    UCC_INFO(
+        "verbs: %llu messages out (%llu inline), %llu in, %llu credit "
+        "writes, %llu one-sided (%llu bytes, %llu registrations), "
+        "%llu error completions, %llu refused",
+        static_cast<unsigned long long>(stats_.tx_msgs),
+        static_cast<unsigned long long>(stats_.inline_msgs),
+        static_cast<unsigned long long>(stats_.rx_msgs),
+        static_cast<unsigned long long>(stats_.credits),
+        static_cast<unsigned long long>(stats_.rma_ops),
+        static_cast<unsigned long long>(stats_.rma_bytes),
+        static_cast<unsigned long long>(stats_.regs),
+        static_cast<unsigned long long>(stats_.errors),
+        static_cast<unsigned long long>(stats_.bad_imm));
   if (srq_ != nullptr) api_->destroy_srq(srq_);
   if (pd_ != nullptr) api_->dealloc_pd(pd_);
   if (ctx_ != nullptr) api_->close_device(ctx_);

@@ -48,6 +48,9 @@ struct VerbsStats {
   uint64_t inline_msgs;  // of tx_msgs
   uint64_t errors;       // error completions
   uint64_t bad_imm;      // receive completions naming no live link
+  uint64_t rma_ops;      // gets and puts posted
+  uint64_t rma_bytes;    // ... and their bytes
+  uint64_t regs;         // user memory registrations made
 };
 
 class VerbsFabric;
@@ -127,6 +130,8 @@ class VerbsNet final : public Net {
   const ibv_gid& gid() const { return gid_; }
   ibv_mtu mtu() const { return mtu_; }
   Net* cm() const { return cm_; }
+  // The kind of the connection manager's addresses (every member's).
+  uint32_t cm_kind() const { return cm_kind_; }
   VerbsStats& counters() { return stats_; }
   // A receive of the shared queue was used: posted again in batches.
   void srq_used() { ++srq_owed_; }
@@ -151,6 +156,7 @@ class VerbsNet final : public Net {
   VerbsConfig cfg_{};
   const Api* api_ = nullptr;
   Net* cm_ = nullptr;
+  uint32_t cm_kind_ = 0;
   bool own_cm_ = false;
   ibv_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;

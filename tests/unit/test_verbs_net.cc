@@ -12,6 +12,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,6 +21,7 @@
 
 #include "platform/os/clock.h"
 #include "platform/tcp/tcp_net.h"
+#include "platform/verbs/verbs_fabric.h"
 #include "platform/verbs/verbs_net.h"
 #include "tests/unit/fabric_exchange.h"
 
@@ -33,7 +36,9 @@ struct Engines {
   std::vector<std::unique_ptr<tcp::TcpNet>> cms;
   std::vector<std::unique_ptr<verbs::VerbsNet>> nets;
   std::string fabric;
-  explicit Engines(uint32_t n, uint32_t linger_ms = 20) {
+  // zcopy[i]: engine i's UCC_NET_ZCOPY_MIN (default: the production one).
+  explicit Engines(uint32_t n, uint32_t linger_ms = 20,
+                   std::vector<uint32_t> zcopy = {}) {
     // A fabric file of this test's own (the provider reads it at open).
     fabric = "/tmp/ucct-verbs-unit-" + std::to_string(getpid()) + ".fabric";
     setenv("VERBS_LOOP_FABRIC", fabric.c_str(), 1);
@@ -50,6 +55,7 @@ struct Engines {
       v.lib = UCCT_VERBS_LOOP_LIB;
       v.peer_timeout_ms = 2000;
       v.linger_ms = linger_ms;
+      if (i < zcopy.size()) v.zcopy_min = zcopy[i];
       nets.push_back(std::make_unique<verbs::VerbsNet>());
       EXPECT_EQ(nets[i]->init(v, cms[i].get()), Status::kOk);
     }
@@ -89,12 +95,15 @@ struct Team {
   uint32_t engine(uint32_t r) const {
     return r % static_cast<uint32_t>(e->nets.size());
   }
-  bool open(Engines& en, uint32_t ranks, uint32_t slot, uint32_t nslots) {
+  // rma: which ranks may move one-sided (FabricConfig::rma); none if empty.
+  bool open(Engines& en, uint32_t ranks, uint32_t slot, uint32_t nslots,
+            std::vector<bool> rma = {}) {
     e = &en;
     addrs.resize(ranks);
     for (uint32_t r = 0; r < ranks; ++r) {
+      const bool one_sided = r < rma.size() && rma[r];
       fab.push_back(en.nets[engine(r)]->open(
-          plat::FabricConfig{ranks, r, slot, nslots}, &addrs[r]));
+          plat::FabricConfig{ranks, r, slot, nslots, one_sided}, &addrs[r]));
       if (fab[r] == nullptr) return false;
     }
     for (uint32_t r = 0; r < ranks; ++r) {
@@ -192,6 +201,176 @@ TEST(VerbsNet, TeamChurnWaitsForRoomInsteadOfFailing) {
   printf("3000 teams in %.2f s; creation waited for room %llu times\n", secs,
          static_cast<unsigned long long>(e.nets[0]->room_waits() +
                                          e.nets[1]->room_waits()));
+}
+
+// --- one-sided operations (fabric.h: registered memory, get and put) -------
+
+// Runs fn (a get or a put) until the link takes it.
+Status post_until_taken(Engines& e, const std::function<Status()>& fn) {
+  const uint64_t end = plat::now_ns() + 5000000000ull;
+  for (;;) {
+    const Status st = fn();
+    if (st != Status::kInProgress || plat::now_ns() > end) return st;
+    e.progress();
+  }
+}
+
+bool wait_done(Engines& e, plat::Fabric* f, uint32_t peer, uint64_t ticket) {
+  const uint64_t end = plat::now_ns() + 5000000000ull;
+  while (f->rma_done(peer) < ticket) {
+    if (plat::now_ns() > end || f->peer_lost()) return false;
+    e.progress();
+  }
+  return true;
+}
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 7 + seed);
+  return v;
+}
+
+uint32_t regs_of(plat::Fabric* f) {
+  return static_cast<verbs::VerbsFabric*>(f)->rma_regs();
+}
+
+// Rank 0 reads rank 1's registered bytes in two gets, and writes into
+// rank 1's memory with a put; every byte checked, the bytes around the
+// target untouched; the registrations all go back.
+TEST(VerbsNet, OneSidedGetAndPutMoveRegisteredBytes) {
+  if (!have_provider()) GTEST_SKIP() << "no " << UCCT_VERBS_LOOP_LIB;
+  Engines e(2, 20, {4096, 4096});
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4, {true, true}));
+  EXPECT_EQ(t.fab[0]->rma_min(1), 4096u);
+  EXPECT_EQ(t.fab[1]->rma_min(0), 4096u);
+  const size_t n = (size_t{3} << 20) + 5;
+  std::vector<uint8_t> src = pattern(n, 1), dst(n + 2, 0xee);
+  plat::RmaReg rs{}, rd{};
+  ASSERT_EQ(t.fab[1]->mem_reg(src.data(), n, plat::kRmaRemoteRead, &rs),
+            Status::kOk);
+  ASSERT_EQ(t.fab[0]->mem_reg(dst.data() + 1, n, plat::kRmaLocal, &rd),
+            Status::kOk);
+  uint64_t ticket = 0;
+  const size_t half = n / 2;
+  for (size_t at : {size_t{0}, half}) {
+    const uint32_t len = static_cast<uint32_t>(at == 0 ? half : n - half);
+    ASSERT_EQ(post_until_taken(e,
+                               [&] {
+                                 return t.fab[0]->get(1, dst.data() + 1 + at,
+                                                      rd, rs.addr + at, rs.rkey,
+                                                      len, &ticket);
+                               }),
+              Status::kOk);
+  }
+  ASSERT_TRUE(wait_done(e, t.fab[0], 1, ticket));
+  EXPECT_EQ(ticket, 2u);
+  EXPECT_EQ(dst[0], 0xee);
+  EXPECT_EQ(dst[n + 1], 0xee);
+  EXPECT_EQ(memcmp(dst.data() + 1, src.data(), n), 0);
+  // A put from the same local registration into rank 1's target.
+  std::vector<uint8_t> target(n, 0x11);
+  plat::RmaReg rt{};
+  ASSERT_EQ(t.fab[1]->mem_reg(target.data(), n, plat::kRmaRemoteWrite, &rt),
+            Status::kOk);
+  ASSERT_EQ(post_until_taken(e,
+                             [&] {
+                               return t.fab[0]->put(
+                                   1, dst.data() + 1, rd, rt.addr, rt.rkey,
+                                   static_cast<uint32_t>(n), &ticket);
+                             }),
+            Status::kOk);
+  ASSERT_TRUE(wait_done(e, t.fab[0], 1, ticket));
+  EXPECT_EQ(memcmp(target.data(), src.data(), n), 0);
+  // The local bytes must lie in the registration named: refused before
+  // anything is posted.
+  EXPECT_EQ(t.fab[0]->get(1, dst.data(), rd, rs.addr, rs.rkey, 8, &ticket),
+            Status::kInvalidParam);
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  EXPECT_EQ(regs_of(t.fab[0]), 1u);
+  EXPECT_EQ(regs_of(t.fab[1]), 2u);
+  t.fab[0]->mem_dereg(rd.handle);
+  t.fab[1]->mem_dereg(rs.handle);
+  t.fab[1]->mem_dereg(rt.handle);
+  EXPECT_EQ(regs_of(t.fab[0]), 0u);
+  EXPECT_EQ(regs_of(t.fab[1]), 0u);
+}
+
+// Both ends move one-sided from the larger threshold, and not at all
+// where either end does not.
+TEST(VerbsNet, OneSidedNeedsBothEnds) {
+  if (!have_provider()) GTEST_SKIP() << "no " << UCCT_VERBS_LOOP_LIB;
+  Engines e(3, 20, {4096, 65536, 0});
+  {
+    Team t;
+    ASSERT_TRUE(t.open(e, 3, 4096, 4, {true, true, true}));
+    EXPECT_EQ(t.fab[0]->rma_min(1), 65536u);
+    EXPECT_EQ(t.fab[1]->rma_min(0), 65536u);
+    EXPECT_EQ(t.fab[0]->rma_min(2), 0u);  // engine 2: UCC_NET_ZCOPY_MIN=0
+    EXPECT_EQ(t.fab[2]->rma_min(0), 0u);
+    ASSERT_TRUE(t.exchange(2, 4096, 30));
+  }
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4, {true, false}));  // rank 1: not inline
+  EXPECT_EQ(t.fab[0]->rma_min(1), 0u);
+  EXPECT_EQ(t.fab[1]->rma_min(0), 0u);
+}
+
+// What a peer's registration does not allow fails the link (the device's
+// check), never touches memory outside it: a get past its end, a put into
+// bytes registered for reading only, a get with a key given back.
+TEST(VerbsNet, OneSidedOutsideARegistrationFailsTheLink) {
+  if (!have_provider()) GTEST_SKIP() << "no " << UCCT_VERBS_LOOP_LIB;
+  Engines e(2, 20, {4096, 4096});
+  const size_t n = 8192;
+  for (int c = 0; c < 3; ++c) {
+    Team t;
+    ASSERT_TRUE(t.open(e, 2, 4096, 4, {true, true}));
+    std::vector<uint8_t> theirs = pattern(n + 64, 3), mine(n + 64, 0);
+    const std::vector<uint8_t> before = theirs;
+    plat::RmaReg rr{}, rl{};
+    ASSERT_EQ(t.fab[1]->mem_reg(theirs.data(), n, plat::kRmaRemoteRead, &rr),
+              Status::kOk);
+    ASSERT_EQ(t.fab[0]->mem_reg(mine.data(), n + 64, plat::kRmaLocal, &rl),
+              Status::kOk);
+    if (c == 2) t.fab[1]->mem_dereg(rr.handle);
+    uint64_t ticket = 0;
+    const Status st = post_until_taken(e, [&] {
+      if (c == 1)
+        return t.fab[0]->put(1, mine.data(), rl, rr.addr, rr.rkey, 64, &ticket);
+      // c 0: 64 bytes past the end; c 2: inside, but the key is gone.
+      return t.fab[0]->get(1, mine.data(), rl, rr.addr + (c == 0 ? n : 0),
+                           rr.rkey, 64, &ticket);
+    });
+    ASSERT_EQ(st, Status::kOk) << "case " << c;
+    EXPECT_FALSE(wait_done(e, t.fab[0], 1, ticket)) << "case " << c;
+    EXPECT_TRUE(t.fab[0]->peer_lost()) << "case " << c;
+    EXPECT_EQ(theirs, before) << "case " << c;
+    for (size_t i = 0; i < 64; ++i) ASSERT_EQ(mine[i], 0) << "case " << c;
+  }
+}
+
+// The fabric holds kMaxRmaRegs registrations at most: then kNoResource
+// (the streams fall back to slots), and room again once one goes.
+TEST(VerbsNet, RegistrationsAreBounded) {
+  if (!have_provider()) GTEST_SKIP() << "no " << UCCT_VERBS_LOOP_LIB;
+  Engines e(2, 20, {4096, 4096});
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4, {true, true}));
+  std::vector<uint8_t> buf(4096);
+  std::vector<plat::RmaReg> regs(plat::kMaxRmaRegs);
+  for (auto& r : regs)
+    ASSERT_EQ(t.fab[0]->mem_reg(buf.data(), buf.size(), plat::kRmaLocal, &r),
+              Status::kOk);
+  plat::RmaReg more{};
+  EXPECT_EQ(t.fab[0]->mem_reg(buf.data(), buf.size(), plat::kRmaLocal, &more),
+            Status::kNoResource);
+  t.fab[0]->mem_dereg(regs[7].handle);
+  EXPECT_EQ(t.fab[0]->mem_reg(buf.data(), buf.size(), plat::kRmaLocal, &more),
+            Status::kOk);
+  EXPECT_EQ(more.handle, regs[7].handle);
+  for (auto& r : regs) t.fab[0]->mem_dereg(r.handle);
+  EXPECT_EQ(regs_of(t.fab[0]), 0u);
 }
 
 }  // namespace
