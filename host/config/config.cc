@@ -203,6 +203,7 @@ bool valid(Knob k, const char* v) {
     case Knob::kNetChecksum:
       return parse_size(v, &u) && u <= 1;
     case Knob::kNetZcopyMin:
+    case Knob::kNetTcpZcopyMin:
       return parse_size(v, &u) && u <= UINT32_MAX;
     case Knob::kNetFaults: {
       plat::TcpConfig t;
@@ -499,6 +500,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
     l.net.tcp.keepalive_ms = l.net.tcp.peer_timeout_ms / 4 + 1;
   l.net.tcp.checksum = num(Knob::kNetChecksum) != 0;
   l.net.verbs.zcopy_min = static_cast<uint32_t>(num(Knob::kNetZcopyMin));
+  l.net.tcp.zcopy_min = static_cast<uint32_t>(num(Knob::kNetTcpZcopyMin));
   if (!parse_net_faults(c.value[static_cast<int>(Knob::kNetFaults)],
                         &l.net.tcp))
     return Status::kInvalidParam;

@@ -49,6 +49,7 @@ enum class Knob : uint8_t {
   kNetDevices,
   kNetGidIndex,
   kNetZcopyMin,
+  kNetTcpZcopyMin,
   kVerbsLib,
   kAllreduceRingMin,
   kCma,

@@ -135,6 +135,11 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "one-sided, read by RDMA from the sender's registered user buffer "
      "straight into the receiver's, without slots; 0: never. The ends of "
      "a link use the larger of their two values"},
+    {"NET_TCP_ZCOPY_MIN", "0", Scope::kContext,
+     "UCC_NET=tcp: the same for TCP, whose one-sided reads are emulated "
+     "(the owner's progress writes the bytes from its buffer, the reader "
+     "receives them into its own); 0 (default): never, as they measured "
+     "slower than the slots here (docs/network.md)"},
     {"VERBS_LIB", "", Scope::kContext,
      "UCC_NET=verbs: the libibverbs to load; empty: libibverbs.so.1. Tests "
      "name tests/verbs_loop's provider here"},

@@ -21,6 +21,10 @@ struct TcpConfig {
   uint32_t spin = 256;               // idle progress calls before waiting
   uint32_t wait_us = 20;             // longest wait for data when idle
   bool checksum = false;             // UCC_NET_CHECKSUM: payloads too
+  // UCC_NET_TCP_ZCOPY_MIN: messages of at least this many bytes between
+  // inline engines go one-sided (emulated gets, tcp_rma.cc; 0: never,
+  // the default: slower than the slots where measured, docs/network.md).
+  uint32_t zcopy_min = 0;
   // Fault injection (tests): write at most 1..split bytes per call;
   // hold every frame delay_us before writing it; break the connection
   // after a data frame with probability drop.

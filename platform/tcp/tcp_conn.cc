@@ -79,6 +79,9 @@ bool Conn::begin_frame() {
       in.link = own_link(h);
       in.dst = reinterpret_cast<char*>(in.small);
       return true;
+    case Type::kGet:
+    case Type::kGetData:
+      return begin_rma(h);
     case Type::kData: {
       in.link = own_link(h);
       if (in.link == nullptr) return h.len <= kSlotHdr + (64u << 20);
@@ -136,6 +139,9 @@ bool Conn::end_frame() {
           l->shadow.ctl->done[k].store(in.small[k], std::memory_order_release);
       }
       return true;
+    case Type::kGet:
+    case Type::kGetData:
+      return end_rma(h);
     case Type::kData: {
       if (in.dst == nullptr) return true;  // dropped
       const auto* mh = reinterpret_cast<const MsgHdr*>(in.dst);
@@ -269,6 +275,7 @@ void Conn::frame(Type t, Link* l, uint32_t len) {
   out.off = 0;
   out.link = l;
   out.data_frame = false;
+  out.answer = false;
   out.data = reinterpret_cast<const char*>(out.small);
   const uint32_t delay = net->config().fault_delay_us;
   out.ready_at = delay != 0 ? net->now() + uint64_t{delay} * 1000 : 0;
@@ -320,8 +327,8 @@ bool Conn::pick() {
 }
 
 // Round robin over the links: answers to goodbyes, credits (they unblock
-// the peer), then a message, then our goodbye once everything before it is
-// out.
+// the peer), answers to its gets and our own gets (tcp_rma.cc), then a
+// message, then our goodbye once everything before it is out.
 bool Conn::pick_link() {
   if (rr == nullptr) rr = links;
   Link* l = rr;
@@ -346,6 +353,10 @@ bool Conn::pick_link() {
         for (uint32_t k = 0; k < c.nslots; ++k)
           out.small[k] = l->done_sent[k] =
               rx->done[k].load(std::memory_order_relaxed);
+        rr = nx;
+        return true;
+      }
+      if (pick_rma(l)) {
         rr = nx;
         return true;
       }
@@ -490,6 +501,7 @@ bool Conn::pump() {
     if (out.hdr.type == Type::kBye && out.link != nullptr &&
         (out.hdr.flags & kAck))
       out.link->byeack_owed = false;
+    if (out.answer) ++out.link->ans_head;
     if (out.data_frame) {
       Link* l = out.link;
       ++l->msgs;

@@ -78,6 +78,7 @@ struct Conn {
     bool sealed = false;   // checksums in place (just before the first byte)
     Link* link = nullptr;  // a data frame's link
     bool data_frame = false;
+    bool answer = false;  // a kGetData: the link's oldest answer
     uint8_t small[kSmall];
   } out;
 
@@ -113,6 +114,11 @@ struct Conn {
   bool end_frame();
   bool pick();  // chooses the next frame; false when nothing is owed
   bool pick_link();
+  // One-sided frames (tcp_rma.cc): their checks as they begin and their
+  // effect when read whole; the link's next answer or request.
+  bool begin_rma(const Hdr& h);
+  bool end_rma(const Hdr& h);
+  bool pick_rma(Link* l);
   void frame(Type t, Link* l, uint32_t len);
   Link* own_link(const Hdr& h);
   bool on_bye(const Hdr& h);

@@ -21,9 +21,11 @@ TcpFabric::TcpFabric(TcpNet* net, uint32_t id, const FabricConfig& cfg)
     shadows_ = mem_.take<char>(size_t{cfg.nranks} * shadow_bytes(cfg), 64);
     peers_ = mem_.take<InboxPair>(cfg.nranks);
     links_ = mem_.take<Link>(cfg.nranks);
+    regs_ = mem_.take<Reg>(kMaxRmaRegs);
     if (pass == 0 && !mem_.commit()) return;  // seg_ stays nullptr
   }
   seg_init(seg_, cfg, getpid());
+  for (uint32_t h = 0; h < kMaxRmaRegs; ++h) regs_[h] = Reg{};
   for (uint32_t i = 0; i < cfg.nranks; ++i) {
     new (&peers_[i]) InboxPair;
     new (&links_[i]) Link;
@@ -38,7 +40,8 @@ TcpFabric::~TcpFabric() {
   }
   // The pairs and links need no destructor; the block goes with mem_.
   static_assert(std::is_trivially_destructible_v<InboxPair> &&
-                std::is_trivially_destructible_v<Link>);
+                std::is_trivially_destructible_v<Link> &&
+                std::is_trivially_destructible_v<Reg>);
 }
 
 Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
@@ -66,6 +69,10 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     l.peer_ip = a.ip;
     l.peer_port = a.port;
     memcpy(l.peer_key, a.key, sizeof(l.peer_key));
+    // One-sided from the larger of both ends' thresholds, or never.
+    const uint32_t mine = cfg_.rma ? net_->config().zcopy_min : 0;
+    l.rma_min =
+        mine != 0 && a.rma_min != 0 ? (mine > a.rma_min ? mine : a.rma_min) : 0;
     l.state = Link::State::kLive;
     char* base = shadows_ + sb * r;
     l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};

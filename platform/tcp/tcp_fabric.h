@@ -20,6 +20,9 @@ class TcpNet;
 class TcpFabric;
 struct Conn;
 
+// Gets outstanding per link, each way (tcp_rma.cc).
+inline constexpr uint32_t kMaxGets = 8;
+
 // The state of one endpoint towards one remote peer (tcp_proto.h).
 struct Link {
   enum class State : uint8_t { kNone, kLive, kLeft, kLost };
@@ -44,6 +47,26 @@ struct Link {
   bool bye_acked = false;    // the peer has our goodbye
   bool byeack_owed = false;  // the peer left: answer its goodbye
   uint8_t bye_flags = 0;
+  // One-sided (tcp_rma.cc). Our gets towards the peer, a ring: posted up
+  // to get_tail, answered whole up to get_head, asked on this
+  // connection up to get_asked. The peer's gets of our memory that we
+  // owe answers to, a ring from ans_head to ans_tail.
+  uint64_t rma_min = 0;  // agreed at connect (Fabric::rma_min)
+  struct Get {
+    char* dst;  // nullptr: its registration was given back (dropped)
+    uint64_t raddr;
+    uint32_t rkey;
+    uint32_t len;
+    uint32_t handle;  // our registration it lands in
+  } gets[kMaxGets] = {};
+  uint32_t get_head = 0, get_tail = 0, get_asked = 0;
+  uint64_t rma_done = 0;
+  struct Answer {
+    const char* src;
+    uint32_t len;
+    uint32_t handle;  // the registration it reads (kMaxRmaRegs: refused)
+  } answers[kMaxGets] = {};
+  uint32_t ans_head = 0, ans_tail = 0;
 };
 
 class TcpFabric final : public InboxFabric {
@@ -65,6 +88,24 @@ class TcpFabric final : public InboxFabric {
   uint32_t attention() const override;
   uint64_t events() const override { return events_; }
   bool tx_flushed() const override;
+  // One-sided: gets only (tcp_rma.cc); put is not emulated.
+  uint64_t rma_min(uint32_t peer) const override {
+    return links_[peer].rma_min;
+  }
+  Status mem_reg(void* addr, uint64_t len, uint32_t access,
+                 RmaReg* reg) override;
+  void mem_dereg(uint32_t handle) override;
+  Status get(uint32_t peer, void* local, const RmaReg& reg, uint64_t raddr,
+             uint32_t rkey, uint32_t len, uint64_t* ticket) override;
+  uint64_t rma_done(uint32_t peer) const override {
+    return links_[peer].rma_done;
+  }
+  // A peer's get of our memory (the connection read its request): the
+  // answer, queued on the link; false when the link already owes
+  // kMaxGets (the peer broke the protocol).
+  bool on_get(Link& l, const GetReq& q);
+  // Registrations held (tests).
+  uint32_t rma_regs() const;
 
   // --- for the net ------------------------------------------------------------
   uint32_t id() const { return id_; }
@@ -88,8 +129,17 @@ class TcpFabric final : public InboxFabric {
   bool drained() const;
 
  private:
+  // A registration (mem_reg): its bytes, what peers may do, its key.
+  struct Reg {
+    uint64_t addr;
+    uint64_t len;
+    uint32_t key;  // 0: free
+    uint32_t access;
+  };
+
   TcpNet* net_;
   uint32_t id_;
+  Reg* regs_ = nullptr;      // kMaxRmaRegs
   char* seg_ = nullptr;      // our inboxes (segment layout)
   char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
   Link* links_ = nullptr;

@@ -152,6 +152,15 @@ void TcpNet::fini() {
   }
   close_gracefully(limit);
   while (conns_ != nullptr) free_conn(conns_);
+  if (stats_.connects != 0)
+    UCC_INFO(
+        "tcp: %llu frames out, %llu in, %llu one-sided reads (%llu "
+        "bytes), %llu connections lost",
+        static_cast<unsigned long long>(stats_.tx_frames),
+        static_cast<unsigned long long>(stats_.rx_frames),
+        static_cast<unsigned long long>(stats_.gets),
+        static_cast<unsigned long long>(stats_.get_bytes),
+        static_cast<unsigned long long>(stats_.breaks));
   tables_.release();
   eps_ = nullptr;
   gen_ = nullptr;
@@ -213,8 +222,9 @@ Fabric* TcpNet::open(const FabricConfig& cfg, FabricAddr* addr) {
   ++nopen_;
   *addr = FabricAddr{};
   addr->kind = kTcpAddrMagic;
+  const uint32_t rma = cfg.rma ? cfg_.zcopy_min : 0;
   TcpAddr a{ip_,           port_,      0,          instance_, id,
-            cfg.slot_size, cfg.nslots, cfg.nranks, 0,         {}};
+            cfg.slot_size, cfg.nslots, cfg.nranks, rma,       {}};
   memcpy(a.key, key_, sizeof(a.key));
   memcpy(addr->bytes, &a, sizeof(a));
   return f;
@@ -410,6 +420,10 @@ void TcpNet::established(Conn* c) {
   for (Link* l = c->links; l != nullptr; l = l->next) {
     l->msgs = l->acked;
     l->credit_owed = true;
+    // Gets not answered whole are asked again; the peer, which forgot
+    // its answers, answers them anew.
+    l->get_asked = l->get_head;
+    l->ans_head = l->ans_tail;
     if (l->fab->leaving() && l->state == Link::State::kLive && !l->bye_acked)
       l->bye_owed = true;
   }

@@ -53,6 +53,7 @@ struct TcpStats {
   uint64_t strangers_dropped;   // unproven connections closed for a newer one
   uint64_t bad_sums;            // frames that failed a checksum (also bad)
   uint64_t data_sealed;         // data frames about to go out (resent too)
+  uint64_t gets, get_bytes;     // one-sided reads of ours answered whole
 };
 
 struct Conn;

@@ -55,6 +55,16 @@
 // until then (TCP order: the answer also says every message before the
 // bye arrived), and says it again on a new connection after a break.
 //
+// One-sided reads (the fabric's get, emulated: tcp_rma.cc): a kGet asks
+// for bytes of a registration of the receiving endpoint; that engine's
+// progress answers with one kGetData frame written straight from the
+// registered memory, and the asker reads it straight into the get's
+// destination: no slot and no copy by either side's CPU, only the
+// sockets'. After a reconnection the asker asks again for every get not
+// answered whole (a read may be repeated); a request outside the
+// registration, or for one given back, is answered kRefused, and the
+// asker's link fails, as a remote access error fails an RDMA link.
+//
 // Byte order: little-endian hosts only (checked at compile time), like the
 // wire between emulated NICs.
 #pragma once
@@ -70,7 +80,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 inline constexpr uint32_t kTcpAddrMagic = 0x55435443u;  // "UCTC"
 inline constexpr uint16_t kFrameMagic = 0x5554;         // "TU"
-inline constexpr uint8_t kFrameVersion = 3;
+inline constexpr uint8_t kFrameVersion = 4;
 inline constexpr uint32_t kMaxStrangers = 64;  // accepted, not proven yet
 inline constexpr uint32_t kHelloMs = 3000;     // to prove itself, at most
 
@@ -84,8 +94,8 @@ struct TcpAddr {
   uint32_t slot_size;
   uint32_t nslots;
   uint32_t nranks;
-  uint32_t pad2;
-  uint64_t key[2];  // the engine's secret: a connection must prove it
+  uint32_t rma_min;  // one-sided from this many bytes (0: none)
+  uint64_t key[2];   // the engine's secret: a connection must prove it
 };
 static_assert(sizeof(TcpAddr) <= sizeof(FabricAddr::bytes));
 
@@ -96,12 +106,30 @@ enum class Type : uint8_t {
   kPing = 4,
   kPong = 5,
   kBye = 6,
+  kGet = 7,      // payload: GetReq (a one-sided read of the receiver's memory)
+  kGetData = 8,  // payload: the bytes of the link's oldest get (or kRefused)
 };
+
+// A get's request: `len` bytes at `addr` under the receiver endpoint's
+// registration `rkey` (tcp_rma.cc). The answers come in request order.
+struct GetReq {
+  uint64_t addr;
+  uint32_t rkey;
+  uint32_t len;
+};
+static_assert(sizeof(GetReq) == 16);
 
 // Hdr::flags. kBye: kLost, kAck, and on the engine's bye (dst_ep 0)
 // kCorrupt: we close because a frame of yours failed its checksum. Any
-// frame: kSummed, body_crc holds the payload's CRC32C.
-enum : uint8_t { kLost = 1, kAck = 2, kSummed = 4, kCorrupt = 8 };
+// frame: kSummed, body_crc holds the payload's CRC32C. kGetData:
+// kRefused, the get named memory its registration does not cover.
+enum : uint8_t {
+  kLost = 1,
+  kAck = 2,
+  kSummed = 4,
+  kCorrupt = 8,
+  kRefused = 16
+};
 
 struct Hdr {
   uint16_t magic;

@@ -85,4 +85,37 @@ inline bool exchange_messages(
   return have == want;
 }
 
+// --- one-sided operations (fabric.h: registered memory, get, put) ---------
+
+// Runs fn (a get or a put) until the link takes it (5 s at most).
+inline ucc::base::Status post_until_taken(
+    const std::function<void()>& progress,
+    const std::function<ucc::base::Status()>& fn) {
+  const uint64_t end = ucc::plat::now_ns() + 5000000000ull;
+  for (;;) {
+    const ucc::base::Status st = fn();
+    if (st != ucc::base::Status::kInProgress || ucc::plat::now_ns() > end)
+      return st;
+    progress();
+  }
+}
+
+// Until f's one-sided operations towards `peer` reach `ticket`: false
+// when the link fails first, or 5 s pass.
+inline bool rma_wait(const std::function<void()>& progress,
+                     ucc::plat::Fabric* f, uint32_t peer, uint64_t ticket) {
+  const uint64_t end = ucc::plat::now_ns() + 5000000000ull;
+  while (f->rma_done(peer) < ticket) {
+    if (ucc::plat::now_ns() > end || f->peer_lost()) return false;
+    progress();
+  }
+  return true;
+}
+
+inline std::vector<uint8_t> rma_pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 7 + seed);
+  return v;
+}
+
 }  // namespace ucct

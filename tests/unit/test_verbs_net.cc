@@ -205,29 +205,14 @@ TEST(VerbsNet, TeamChurnWaitsForRoomInsteadOfFailing) {
 
 // --- one-sided operations (fabric.h: registered memory, get and put) -------
 
-// Runs fn (a get or a put) until the link takes it.
 Status post_until_taken(Engines& e, const std::function<Status()>& fn) {
-  const uint64_t end = plat::now_ns() + 5000000000ull;
-  for (;;) {
-    const Status st = fn();
-    if (st != Status::kInProgress || plat::now_ns() > end) return st;
-    e.progress();
-  }
+  return ucct::post_until_taken([&e] { e.progress(); }, fn);
 }
-
 bool wait_done(Engines& e, plat::Fabric* f, uint32_t peer, uint64_t ticket) {
-  const uint64_t end = plat::now_ns() + 5000000000ull;
-  while (f->rma_done(peer) < ticket) {
-    if (plat::now_ns() > end || f->peer_lost()) return false;
-    e.progress();
-  }
-  return true;
+  return ucct::rma_wait([&e] { e.progress(); }, f, peer, ticket);
 }
-
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 7 + seed);
-  return v;
+  return ucct::rma_pattern(n, seed);
 }
 
 uint32_t regs_of(plat::Fabric* f) {

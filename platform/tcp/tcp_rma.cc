@@ -1,0 +1,186 @@
+// One-sided reads over TCP (tcp_proto.h, "One-sided reads"): the
+// fabric's registrations and gets emulated with request and answer
+// frames. The answer is written from the registered memory itself
+// (sendmsg), and read into the get's destination itself (recv), so the
+// bytes cross no slot and neither CPU copies them; what a NIC would do
+// alone, the owner's progress does here (it is in the collective whose
+// bytes are read, waiting for the reader's answer, so it progresses).
+//
+// Registrations: a fixed table of kMaxRmaRegs per endpoint. A key is
+// the entry's index in its low 8 bits and 24 random bits above, so a
+// request for an entry given back and taken again is refused. A
+// request is checked against the endpoint its frame names, whole
+// elements of the registration and its rights, before a byte is read.
+#include <cstring>
+
+#include "platform/os/log.h"
+#include "platform/tcp/tcp_conn.h"
+#include "platform/tcp/tcp_net.h"
+
+namespace ucc::plat::tcp {
+
+static_assert(kMaxRmaRegs <= 256, "the key keeps the entry in 8 bits");
+
+Status TcpFabric::mem_reg(void* addr, uint64_t len, uint32_t access,
+                          RmaReg* reg) {
+  uint32_t h = 0;
+  while (h < kMaxRmaRegs && regs_[h].key != 0) ++h;
+  if (h == kMaxRmaRegs || len == 0) return Status::kNoResource;
+  uint32_t key = 0;
+  while (key == 0)
+    key = (static_cast<uint32_t>(net_->rand64()) & 0xffffff00u) | h;
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  regs_[h] = Reg{a, len, key, access};
+  *reg = RmaReg{a, len, key, key, h, 0};
+  return Status::kOk;
+}
+
+void TcpFabric::mem_dereg(uint32_t handle) {
+  if (handle >= kMaxRmaRegs || regs_[handle].key == 0) return;
+  const Reg gone = regs_[handle];
+  regs_[handle] = Reg{};
+  // Our gets into it land nowhere from now on (the memory is the user's
+  // again), also the answer being read.
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    Link& l = links_[r];
+    if (l.state == Link::State::kNone) continue;
+    for (uint32_t i = l.get_head; i != l.get_tail; ++i)
+      if (l.gets[i % kMaxGets].handle == handle)
+        l.gets[i % kMaxGets].dst = nullptr;
+    Conn* c = l.conn;
+    if (c != nullptr && c->in.have_hdr && c->in.link == &l &&
+        c->in.hdr.type == Type::kGetData && c->in.dst != nullptr) {
+      const auto d = reinterpret_cast<uintptr_t>(c->in.dst);
+      if (d >= gone.addr && d - gone.addr < gone.len) c->in.dst = nullptr;
+    }
+  }
+  // Answers still owed from it are refused instead; one being written
+  // cannot be cut short in the stream: its connection is made again, and
+  // the peer's repeated request is refused then.
+  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    Link& l = links_[r];
+    if (l.state == Link::State::kNone || l.ans_head == l.ans_tail) continue;
+    Conn* c = l.conn;
+    const bool writing =
+        c != nullptr && c->out.active && c->out.answer && c->out.link == &l;
+    for (uint32_t i = l.ans_head; i != l.ans_tail; ++i) {
+      Link::Answer& a = l.answers[i % kMaxGets];
+      if (a.handle != handle) continue;
+      if (i == l.ans_head && writing) {
+        net_->broken(c, "a registration being read was given back");
+        break;  // the connection's answers are forgotten
+      }
+      a = Link::Answer{nullptr, 0, kMaxRmaRegs};
+    }
+  }
+}
+
+uint32_t TcpFabric::rma_regs() const {
+  uint32_t n = 0;
+  for (uint32_t h = 0; h < kMaxRmaRegs; ++h) n += regs_[h].key != 0;
+  return n;
+}
+
+Status TcpFabric::get(uint32_t peer, void* local, const RmaReg& reg,
+                      uint64_t raddr, uint32_t rkey, uint32_t len,
+                      uint64_t* ticket) {
+  if (peer >= cfg_.nranks) return Status::kInvalidParam;
+  Link& l = links_[peer];
+  if (l.state == Link::State::kNone) return Status::kInvalidParam;
+  if (l.state != Link::State::kLive) return Status::kError;
+  const auto at = reinterpret_cast<uintptr_t>(local);
+  if (reg.handle >= kMaxRmaRegs || regs_[reg.handle].key != reg.lkey ||
+      (regs_[reg.handle].access & kRmaLocal) == 0 || len == 0 ||
+      len > kRmaMaxOp || at < reg.addr || len > reg.len ||
+      at - reg.addr > reg.len - len)
+    return Status::kInvalidParam;
+  if (l.get_tail - l.get_head == kMaxGets) return Status::kInProgress;
+  l.gets[l.get_tail % kMaxGets] =
+      Link::Get{static_cast<char*>(local), raddr, rkey, len, reg.handle};
+  *ticket = ++l.get_tail;  // get n completes as rma_done reaches n
+  net_->kick(&l);
+  return Status::kOk;
+}
+
+bool TcpFabric::on_get(Link& l, const GetReq& q) {
+  if (l.ans_tail - l.ans_head == kMaxGets) return false;
+  const uint32_t h = q.rkey & 0xffu;
+  Link::Answer a{nullptr, 0, kMaxRmaRegs};
+  if (h < kMaxRmaRegs && regs_[h].key == q.rkey && regs_[h].key != 0 &&
+      (regs_[h].access & kRmaRemoteRead) != 0 && q.len != 0 &&
+      q.len <= kRmaMaxOp && q.addr >= regs_[h].addr && q.len <= regs_[h].len &&
+      q.addr - regs_[h].addr <= regs_[h].len - q.len)
+    a = Link::Answer{reinterpret_cast<const char*>(q.addr), q.len, h};
+  l.answers[l.ans_tail++ % kMaxGets] = a;
+  net_->kick(&l);
+  return true;
+}
+
+// --- the connection's side (tcp_conn.h)
+// ------------------------------------------
+
+bool Conn::begin_rma(const Hdr& h) {
+  in.link = own_link(h);
+  if (h.type == Type::kGet) {
+    if (h.len != sizeof(GetReq)) return false;
+    in.dst = reinterpret_cast<char*>(in.small);
+    return true;
+  }
+  // kGetData: the answer to the link's oldest get asked on this
+  // connection, as long as it asked; dropped for an endpoint gone since.
+  if (in.link == nullptr) return h.len <= kRmaMaxOp;
+  Link& l = *in.link;
+  if (l.get_head == l.get_asked) return false;  // nothing asked
+  const Link::Get& g = l.gets[l.get_head % kMaxGets];
+  if ((h.flags & kRefused) != 0) return h.len == 0;
+  if (h.len != g.len) return false;
+  in.dst = g.dst;
+  return true;
+}
+
+bool Conn::end_rma(const Hdr& h) {
+  Link* l = in.link;
+  if (h.type == Type::kGet) {
+    if (l == nullptr || l->state != Link::State::kLive) return true;
+    GetReq q;
+    memcpy(&q, in.small, sizeof(q));
+    return l->fab->on_get(*l, q);
+  }
+  if (l == nullptr) return true;
+  ++l->get_head;
+  if ((h.flags & kRefused) != 0) {
+    // As a remote access error on RDMA: the link fails.
+    if (l->state == Link::State::kLive) {
+      UCC_WARN("tcp: team rank %u refused a one-sided read of its memory",
+               l->rank);
+      l->state = Link::State::kLost;
+    }
+    return true;
+  }
+  ++l->rma_done;
+  ++net->counters().gets;
+  net->counters().get_bytes += h.len;
+  return true;
+}
+
+bool Conn::pick_rma(Link* l) {
+  if (l->ans_head != l->ans_tail) {
+    const Link::Answer& a = l->answers[l->ans_head % kMaxGets];
+    frame(Type::kGetData, l, a.len);
+    if (a.handle == kMaxRmaRegs) out.hdr.flags = kRefused;
+    out.data =
+        a.src != nullptr ? a.src : reinterpret_cast<const char*>(out.small);
+    out.answer = true;
+    return true;
+  }
+  if (l->get_asked != l->get_tail) {
+    const Link::Get& g = l->gets[l->get_asked++ % kMaxGets];
+    frame(Type::kGet, l, sizeof(GetReq));
+    const GetReq q{g.raddr, g.rkey, g.len};
+    memcpy(out.small, &q, sizeof(q));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace ucc::plat::tcp
