@@ -13,6 +13,8 @@ namespace ucc::plat::tcp {
 
 class TcpNet;
 
+inline constexpr uint64_t kMs = 1000000;  // ns
+
 struct Conn {
   enum class State : uint8_t {
     kWait,        // no socket: the peer engine connects to us
