@@ -166,6 +166,8 @@ class Server {
   uint32_t nclients_ = 0;
   uint32_t cap_ = 0;
   uint64_t started_ms_ = 0;
+  uint32_t passes_ = 0;  // progress() calls, for the id checks
+  bool look_ = true;     // check ids on the next pass (after a nap)
   uint64_t registered_ = 0;
   bool shutdown_ = false;
   volatile int stop_ = 0;
