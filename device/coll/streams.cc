@@ -30,7 +30,7 @@ Status SendStream::offer(const CollRun& run) {
     // and the bytes go through slots.
     Status st = run.rma_reg(buf, off, bytes, plat::kRmaRemoteRead, &reg);
     if (st == Status::kInvalidParam) return st;
-    registered = ok(st);
+    const bool registered = ok(st);
     const RmaOffer o{registered ? reg.addr : 0, bytes,
                      registered ? reg.rkey : 0, registered ? 1u : 0u};
     memcpy(m, &o, sizeof o);
@@ -46,7 +46,6 @@ Status SendStream::offer(const CollRun& run) {
   if (len > 1) return Status::kNoMessage;  // not an answer (or a clash)
   run.release_done(peer);
   run.rma_dereg(reg);
-  registered = false;
   phase = RmaPhase::kSlots;
   // One byte: the receiver could not register; slots follow.
   if (len == 0) done = n;

@@ -70,7 +70,6 @@ struct SendStream {
   uint32_t peer = 0;
   Buf buf = Buf::kSrc;
   RmaPhase phase = RmaPhase::kSlots;
-  bool registered = false;
   uint64_t off = 0;
   uint64_t bytes = 0;
   uint32_t n = 0;     // messages in all
@@ -86,7 +85,6 @@ struct SendStream {
     n = pat::nmsgs(len, run.slot);
     done = 0;
     phase = one_sided(run, p, len, zcopy) ? RmaPhase::kOffer : RmaPhase::kSlots;
-    registered = false;
   }
   bool finished() const { return done == n; }
   Status progress(const CollRun& run);

@@ -267,10 +267,9 @@ struct CollRun {
     port->release(team_rank(peer), key, MsgKind::kData);
   }
 
-  // --- one-sided (device/coll/streams.h)
-  // -------------------------------------- The smallest stream towards `peer`
-  // that goes one-sided (0: none): the same at both ends of a link. Never with
-  // the cache (engine memory).
+  // --- one-sided (device/coll/streams.h) ----------------------------------
+  // The smallest stream towards `peer` that goes one-sided (0: none): the
+  // same at both ends of a link. Never with the cache (engine memory).
   uint64_t rma_min(uint32_t peer) const {
     return cache == nullptr ? port->links().rma_min(team_rank(peer)) : 0;
   }

@@ -105,6 +105,18 @@ enum RmaAccess : uint32_t {
 };
 // Registrations one fabric holds at once.
 inline constexpr uint32_t kMaxRmaRegs = 256;
+// A link's one-sided threshold from its two ends' (each published in its
+// address): the larger, or 0 (never) where either end says 0. Both ends
+// compute the same.
+inline uint32_t rma_agree(uint32_t mine, uint32_t theirs) {
+  return mine != 0 && theirs != 0 ? (mine > theirs ? mine : theirs) : 0;
+}
+// Whether [at, at + len) lies inside [base, base + blen), len >= 1,
+// without overflow.
+inline bool rma_covers(uint64_t base, uint64_t blen, uint64_t at,
+                       uint64_t len) {
+  return len != 0 && at >= base && len <= blen && at - base <= blen - len;
+}
 // The longest single get or put (callers split longer transfers: each
 // operation stays short beside the peer timeout).
 inline constexpr uint32_t kRmaMaxOp = 1u << 22;
@@ -184,9 +196,8 @@ class Fabric {
   // that only its next call would send. Shared memory: always.
   virtual bool tx_flushed() const { return true; }
 
-  // --- one-sided operations
-  // --------------------------------------------------- Defaults: none (rma_min
-  // 0; then the rest is never called).
+  // --- one-sided operations ------------------------------------------------
+  // Defaults: none (rma_min 0; then the rest is never called).
   //
   // The smallest message this member and `peer` agreed to move one-sided:
   // both opened with FabricConfig::rma on nets that allow it, and the

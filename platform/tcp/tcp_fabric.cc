@@ -69,10 +69,7 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     l.peer_ip = a.ip;
     l.peer_port = a.port;
     memcpy(l.peer_key, a.key, sizeof(l.peer_key));
-    // One-sided from the larger of both ends' thresholds, or never.
-    const uint32_t mine = cfg_.rma ? net_->config().zcopy_min : 0;
-    l.rma_min =
-        mine != 0 && a.rma_min != 0 ? (mine > a.rma_min ? mine : a.rma_min) : 0;
+    l.rma_min = rma_agree(cfg_.rma ? net_->config().zcopy_min : 0, a.rma_min);
     l.state = Link::State::kLive;
     char* base = shadows_ + sb * r;
     l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};

@@ -137,6 +137,9 @@ class TcpFabric final : public InboxFabric {
     uint32_t access;
   };
 
+  // Link l after registration `handle` was given back (tcp_rma.cc).
+  void forget(Link& l, uint32_t handle);
+
   TcpNet* net_;
   uint32_t id_;
   Reg* regs_ = nullptr;      // kMaxRmaRegs

@@ -37,41 +37,35 @@ Status TcpFabric::mem_reg(void* addr, uint64_t len, uint32_t access,
 
 void TcpFabric::mem_dereg(uint32_t handle) {
   if (handle >= kMaxRmaRegs || regs_[handle].key == 0) return;
-  const Reg gone = regs_[handle];
   regs_[handle] = Reg{};
+  for (uint32_t r = 0; r < cfg_.nranks; ++r)
+    if (links_[r].state != Link::State::kNone) forget(links_[r], handle);
+}
+
+void TcpFabric::forget(Link& l, uint32_t handle) {
+  Conn* c = l.conn;
   // Our gets into it land nowhere from now on (the memory is the user's
-  // again), also the answer being read.
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    Link& l = links_[r];
-    if (l.state == Link::State::kNone) continue;
-    for (uint32_t i = l.get_head; i != l.get_tail; ++i)
-      if (l.gets[i % kMaxGets].handle == handle)
-        l.gets[i % kMaxGets].dst = nullptr;
-    Conn* c = l.conn;
-    if (c != nullptr && c->in.have_hdr && c->in.link == &l &&
-        c->in.hdr.type == Type::kGetData && c->in.dst != nullptr) {
-      const auto d = reinterpret_cast<uintptr_t>(c->in.dst);
-      if (d >= gone.addr && d - gone.addr < gone.len) c->in.dst = nullptr;
-    }
+  // again), also the oldest's answer if it is being read.
+  for (uint32_t i = l.get_head; i != l.get_tail; ++i) {
+    Link::Get& g = l.gets[i % kMaxGets];
+    if (g.handle != handle) continue;
+    g.dst = nullptr;
+    if (i == l.get_head && c != nullptr && c->in.have_hdr && c->in.link == &l &&
+        c->in.hdr.type == Type::kGetData)
+      c->in.dst = nullptr;
   }
   // Answers still owed from it are refused instead; one being written
   // cannot be cut short in the stream: its connection is made again, and
   // the peer's repeated request is refused then.
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    Link& l = links_[r];
-    if (l.state == Link::State::kNone || l.ans_head == l.ans_tail) continue;
-    Conn* c = l.conn;
-    const bool writing =
-        c != nullptr && c->out.active && c->out.answer && c->out.link == &l;
-    for (uint32_t i = l.ans_head; i != l.ans_tail; ++i) {
-      Link::Answer& a = l.answers[i % kMaxGets];
-      if (a.handle != handle) continue;
-      if (i == l.ans_head && writing) {
-        net_->broken(c, "a registration being read was given back");
-        break;  // the connection's answers are forgotten
-      }
-      a = Link::Answer{nullptr, 0, kMaxRmaRegs};
+  for (uint32_t i = l.ans_head; i != l.ans_tail; ++i) {
+    Link::Answer& a = l.answers[i % kMaxGets];
+    if (a.handle != handle) continue;
+    if (i == l.ans_head && c != nullptr && c->out.active && c->out.answer &&
+        c->out.link == &l) {
+      net_->broken(c, "a registration being read was given back");
+      return;  // the connection's answers are forgotten
     }
+    a = Link::Answer{nullptr, 0, kMaxRmaRegs};
   }
 }
 
@@ -90,9 +84,8 @@ Status TcpFabric::get(uint32_t peer, void* local, const RmaReg& reg,
   if (l.state != Link::State::kLive) return Status::kError;
   const auto at = reinterpret_cast<uintptr_t>(local);
   if (reg.handle >= kMaxRmaRegs || regs_[reg.handle].key != reg.lkey ||
-      (regs_[reg.handle].access & kRmaLocal) == 0 || len == 0 ||
-      len > kRmaMaxOp || at < reg.addr || len > reg.len ||
-      at - reg.addr > reg.len - len)
+      (regs_[reg.handle].access & kRmaLocal) == 0 || len > kRmaMaxOp ||
+      !rma_covers(reg.addr, reg.len, at, len))
     return Status::kInvalidParam;
   if (l.get_tail - l.get_head == kMaxGets) return Status::kInProgress;
   l.gets[l.get_tail % kMaxGets] =
@@ -107,9 +100,8 @@ bool TcpFabric::on_get(Link& l, const GetReq& q) {
   const uint32_t h = q.rkey & 0xffu;
   Link::Answer a{nullptr, 0, kMaxRmaRegs};
   if (h < kMaxRmaRegs && regs_[h].key == q.rkey && regs_[h].key != 0 &&
-      (regs_[h].access & kRmaRemoteRead) != 0 && q.len != 0 &&
-      q.len <= kRmaMaxOp && q.addr >= regs_[h].addr && q.len <= regs_[h].len &&
-      q.addr - regs_[h].addr <= regs_[h].len - q.len)
+      (regs_[h].access & kRmaRemoteRead) != 0 && q.len <= kRmaMaxOp &&
+      rma_covers(regs_[h].addr, regs_[h].len, q.addr, q.len))
     a = Link::Answer{reinterpret_cast<const char*>(q.addr), q.len, h};
   l.answers[l.ans_tail++ % kMaxGets] = a;
   net_->kick(&l);

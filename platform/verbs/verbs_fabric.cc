@@ -15,12 +15,9 @@
 namespace ucc::plat::verbs {
 namespace {
 
-// Work request ids: the shared receive queue's, or (rank << 8) | kind,
-// and for one-sided operations (registration handle + 1) << 32.
 constexpr uint64_t kRecvId = ~uint64_t{0};
 constexpr uint64_t kMsgWr = 1;
 constexpr uint64_t kCreditWr = 2;
-constexpr uint64_t kRmaWr = 3;
 
 void* map_zeroed(size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
@@ -108,12 +105,7 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
     }
     cm_addrs[r].kind = net_->cm_kind();
     memcpy(cm_addrs[r].bytes, addrs[r].bytes, sizeof(addrs[r].bytes));
-    // Both ends must move one-sided, from the larger threshold up: each
-    // computes the same from the two addresses.
-    const uint32_t their_rma = addrs[r].pad;
-    links_[r].rma_min = my_rma != 0 && their_rma != 0
-                            ? (my_rma > their_rma ? my_rma : their_rma)
-                            : 0;
+    links_[r].rma_min = rma_agree(my_rma, addrs[r].pad);
     ++nremote_;
   }
   Status st = cm_->connect(cm_addrs, mine);
@@ -152,6 +144,18 @@ void VerbsFabric::owe(uint32_t r) {
   owe_[nowe_++] = r;
 }
 
+bool VerbsFabric::post_wr(VLink& l, uint32_t r, ibv_send_wr& wr) {
+  ibv_send_wr* bad = nullptr;
+  const int rc = ibv_post_send(l.qp, &wr, &bad);
+  if (rc != 0) {
+    fail(r, strerror(rc));
+    return false;
+  }
+  // The net's clock may be old here (the engine runs before the net).
+  if (l.outstanding++ == 0) l.since = now_ns();
+  return true;
+}
+
 bool VerbsFabric::post_write(VLink& l, uint32_t r, const void* src,
                              uint32_t len, uint32_t lkey, uint64_t raddr,
                              uint32_t rkey, bool imm, uint32_t imm_slot) {
@@ -160,7 +164,6 @@ bool VerbsFabric::post_write(VLink& l, uint32_t r, const void* src,
   sge.length = len;
   sge.lkey = lkey;
   ibv_send_wr wr{};
-  ibv_send_wr* bad = nullptr;
   wr.wr_id = (uint64_t{r} << 8) | (imm ? kMsgWr : kCreditWr);
   wr.sg_list = &sge;
   wr.num_sge = len != 0 ? 1 : 0;
@@ -171,13 +174,7 @@ bool VerbsFabric::post_write(VLink& l, uint32_t r, const void* src,
   if (imm) wr.imm_data = htonl((cfg_.rank << 8) | (imm_slot & 0xffu));
   wr.wr.rdma.remote_addr = raddr;
   wr.wr.rdma.rkey = rkey;
-  const int rc = ibv_post_send(l.qp, &wr, &bad);
-  if (rc != 0) {
-    fail(r, strerror(rc));
-    return false;
-  }
-  // The net's clock may be old here (the engine runs before the net).
-  if (l.outstanding++ == 0) l.since = now_ns();
+  if (!post_wr(l, r, wr)) return false;
   VerbsStats& s = net_->counters();
   if (imm) {
     ++s.tx_msgs;
@@ -279,7 +276,7 @@ uint64_t VerbsFabric::poll_cq() {
     VLink& l = links_[r];
     if (l.outstanding > 0) --l.outstanding;
     l.since = net_->now();
-    if ((w.wr_id & 0xffu) == kRmaWr)
+    if ((w.wr_id & 0xffu) == kRmaWrKind)
       rma_completed(w.wr_id, l, w.status == IBV_WC_SUCCESS);
     if (w.status != IBV_WC_SUCCESS) {
       ++net_->counters().errors;
@@ -423,109 +420,6 @@ bool VerbsFabric::tx_flushed() const {
 
 uint32_t VerbsFabric::attention() const {
   return seg_header(seg_)->attention.load(std::memory_order_acquire);
-}
-
-}  // namespace ucc::plat::verbs
-
-namespace ucc::plat::verbs {
-
-Status VerbsFabric::mem_reg(void* addr, uint64_t len, uint32_t access,
-                            RmaReg* reg) {
-  uint32_t h = 0;
-  while (h < kMaxRmaRegs && regs_[h].mr != nullptr) ++h;
-  if (h == kMaxRmaRegs || len == 0) return Status::kNoResource;
-  int acc = 0;
-  if (access & kRmaLocal) acc |= IBV_ACCESS_LOCAL_WRITE;
-  if (access & kRmaRemoteRead) acc |= IBV_ACCESS_REMOTE_READ;
-  // Remote writes need local write rights too (the verbs rule).
-  if (access & kRmaRemoteWrite)
-    acc |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-  ibv_mr* mr = net_->api().reg_mr(net_->pd(), addr, len, acc);
-  if (mr == nullptr) {
-    if (!reg_warned_)
-      UCC_WARN(
-          "verbs: cannot register %llu bytes of user memory (%s; see "
-          "RLIMIT_MEMLOCK): those messages go through slots",
-          static_cast<unsigned long long>(len), strerror(errno));
-    reg_warned_ = true;
-    return Status::kNoResource;
-  }
-  regs_[h] = RegEnt{mr, 0, false};
-  ++net_->counters().regs;
-  *reg =
-      RmaReg{reinterpret_cast<uintptr_t>(addr), len, mr->lkey, mr->rkey, h, 0};
-  return Status::kOk;
-}
-
-void VerbsFabric::mem_dereg(uint32_t handle) {
-  if (handle >= kMaxRmaRegs || regs_[handle].mr == nullptr) return;
-  RegEnt& e = regs_[handle];
-  if (e.inflight != 0) {
-    e.dying = true;  // rma_completed finishes it
-    return;
-  }
-  net_->api().dereg_mr(e.mr);
-  e = RegEnt{nullptr, 0, false};
-}
-
-uint32_t VerbsFabric::rma_regs() const {
-  uint32_t n = 0;
-  for (uint32_t h = 0; h < kMaxRmaRegs; ++h) n += regs_[h].mr != nullptr;
-  return n;
-}
-
-Status VerbsFabric::post_rma(uint32_t r, ibv_wr_opcode op, void* local,
-                             const RmaReg& reg, uint64_t raddr, uint32_t rkey,
-                             uint32_t len, uint64_t* ticket) {
-  if (r >= cfg_.nranks || r == cfg_.rank) return Status::kInvalidParam;
-  VLink& l = links_[r];
-  if (l.state == VLink::State::kConnecting) return Status::kInProgress;
-  if (l.state != VLink::State::kReady) return Status::kError;
-  // The caller's registration must hold the local bytes: the device would
-  // refuse them anyway, but as a failed link.
-  const auto at = reinterpret_cast<uintptr_t>(local);
-  if (reg.handle >= kMaxRmaRegs || regs_[reg.handle].mr == nullptr ||
-      regs_[reg.handle].dying || len == 0 || len > kRmaMaxOp || at < reg.addr ||
-      len > reg.len || at - reg.addr > reg.len - len)
-    return Status::kInvalidParam;
-  if (l.outstanding >= max_send_) return Status::kInProgress;
-  ibv_sge sge{};
-  sge.addr = at;
-  sge.length = len;
-  sge.lkey = reg.lkey;
-  ibv_send_wr wr{};
-  ibv_send_wr* bad = nullptr;
-  wr.wr_id = (uint64_t{reg.handle + 1} << 32) | (uint64_t{r} << 8) | kRmaWr;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = op;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = raddr;
-  wr.wr.rdma.rkey = rkey;
-  const int rc = ibv_post_send(l.qp, &wr, &bad);
-  if (rc != 0) {
-    fail(r, strerror(rc));
-    return Status::kError;
-  }
-  if (l.outstanding++ == 0) l.since = now_ns();
-  ++regs_[reg.handle].inflight;
-  *ticket = ++l.rma_posted;
-  VerbsStats& s = net_->counters();
-  ++s.rma_ops;
-  s.rma_bytes += len;
-  return Status::kOk;
-}
-
-void VerbsFabric::rma_completed(uint64_t wr_id, VLink& l, bool ok) {
-  if (ok) ++l.rma_done;
-  const uint64_t h = (wr_id >> 32) - 1;
-  if (h >= kMaxRmaRegs) return;
-  RegEnt& e = regs_[h];
-  if (e.mr == nullptr || e.inflight == 0) return;
-  if (--e.inflight == 0 && e.dying) {
-    net_->api().dereg_mr(e.mr);
-    e = RegEnt{nullptr, 0, false};
-  }
 }
 
 }  // namespace ucc::plat::verbs

@@ -20,6 +20,11 @@ class VerbsNet;
 
 inline constexpr uint32_t kVerbsAddrMagic = 0x55435642u;  // "UCVB"
 
+// Work request ids: the shared receive queue's (all ones), or
+// (rank << 8) | kind, and for one-sided operations (kind kRmaWrKind)
+// also (registration handle + 1) << 32.
+inline constexpr uint64_t kRmaWrKind = 3;
+
 // A member's FabricAddr over verbs: kind kVerbsAddrMagic, `pad` the
 // smallest message the member moves one-sided (0: none; Fabric::rma_min),
 // `bytes` its connection manager's address, whose kind is the same for
@@ -148,6 +153,9 @@ class VerbsFabric final : public InboxFabric {
                   uint32_t lkey, uint64_t raddr, uint32_t rkey, bool imm,
                   uint32_t imm_slot);
   void publish(uint32_t r, uint32_t slot);
+  // Posts one work request on link r's queue pair; false (the link
+  // failed) when the device refuses it.
+  bool post_wr(VLink& l, uint32_t r, ibv_send_wr& wr);
   Status post_rma(uint32_t r, ibv_wr_opcode op, void* local, const RmaReg& reg,
                   uint64_t raddr, uint32_t rkey, uint32_t len,
                   uint64_t* ticket);

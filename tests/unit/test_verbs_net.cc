@@ -211,9 +211,6 @@ Status post_until_taken(Engines& e, const std::function<Status()>& fn) {
 bool wait_done(Engines& e, plat::Fabric* f, uint32_t peer, uint64_t ticket) {
   return ucct::rma_wait([&e] { e.progress(); }, f, peer, ticket);
 }
-std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
-  return ucct::rma_pattern(n, seed);
-}
 
 uint32_t regs_of(plat::Fabric* f) {
   return static_cast<verbs::VerbsFabric*>(f)->rma_regs();
@@ -230,7 +227,7 @@ TEST(VerbsNet, OneSidedGetAndPutMoveRegisteredBytes) {
   EXPECT_EQ(t.fab[0]->rma_min(1), 4096u);
   EXPECT_EQ(t.fab[1]->rma_min(0), 4096u);
   const size_t n = (size_t{3} << 20) + 5;
-  std::vector<uint8_t> src = pattern(n, 1), dst(n + 2, 0xee);
+  std::vector<uint8_t> src = ucct::rma_pattern(n, 1), dst(n + 2, 0xee);
   plat::RmaReg rs{}, rd{};
   ASSERT_EQ(t.fab[1]->mem_reg(src.data(), n, plat::kRmaRemoteRead, &rs),
             Status::kOk);
@@ -311,7 +308,7 @@ TEST(VerbsNet, OneSidedOutsideARegistrationFailsTheLink) {
   for (int c = 0; c < 3; ++c) {
     Team t;
     ASSERT_TRUE(t.open(e, 2, 4096, 4, {true, true}));
-    std::vector<uint8_t> theirs = pattern(n + 64, 3), mine(n + 64, 0);
+    std::vector<uint8_t> theirs = ucct::rma_pattern(n + 64, 3), mine(n + 64, 0);
     const std::vector<uint8_t> before = theirs;
     plat::RmaReg rr{}, rl{};
     ASSERT_EQ(t.fab[1]->mem_reg(theirs.data(), n, plat::kRmaRemoteRead, &rr),
