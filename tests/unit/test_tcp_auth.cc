@@ -233,6 +233,27 @@ TEST(TcpAuth, SilentConnectionsAreBounded) {
   EXPECT_FALSE(t.fab[0]->peer_lost());
 }
 
+// A caller that proves the key (a member of some team gone rogue) sends
+// one frame: how many frames the victim refused for it (the connection
+// then closed) within `secs`. The header's checksum is made right unless
+// `keep_crc`.
+uint64_t forged_frame(Engines& e, tcp::TcpNet& victim, tcp::Hdr h,
+                      const void* body, size_t len, double secs = 2,
+                      bool keep_crc = false) {
+  if (!keep_crc) h.crc = tcp::hdr_crc(h);
+  Caller c(e, victim);
+  tcp::Hello ans{};
+  EXPECT_TRUE(c.open(victim.key(), &ans));
+  c.prove(victim.key(), ans);
+  std::vector<char> buf(sizeof(h) + len);
+  memcpy(buf.data(), &h, sizeof(h));
+  if (len != 0) memcpy(buf.data() + sizeof(h), body, len);
+  const uint64_t bad = victim.stats().bad_frames;
+  c.put(buf);
+  c.refused(bad, secs);
+  return victim.stats().bad_frames - bad;
+}
+
 // A connection that proves the key and then sends frames no link
 // accepts, or that break the framing, is closed; the team works on.
 TEST(TcpAuth, ForgedFramesCloseTheirConnection) {
@@ -241,22 +262,9 @@ TEST(TcpAuth, ForgedFramesCloseTheirConnection) {
   ASSERT_TRUE(t.open(e, 2, 4096, 4));
   ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
   tcp::TcpNet& victim = *e.nets[0];
-  // A caller that proves the key (a member of some team gone rogue).
-  // The header's checksum is made right unless `keep_crc`.
   auto attack = [&](tcp::Hdr h, const void* body, size_t len, double secs = 2,
                     bool keep_crc = false) {
-    if (!keep_crc) h.crc = tcp::hdr_crc(h);
-    Caller c(e, victim);
-    tcp::Hello ans{};
-    EXPECT_TRUE(c.open(victim.key(), &ans));
-    c.prove(victim.key(), ans);
-    std::vector<char> buf(sizeof(h) + len);
-    memcpy(buf.data(), &h, sizeof(h));
-    if (len != 0) memcpy(buf.data() + sizeof(h), body, len);
-    const uint64_t bad = victim.stats().bad_frames;
-    c.put(buf);
-    c.refused(bad, secs);
-    return victim.stats().bad_frames - bad;
+    return forged_frame(e, victim, h, body, len, secs, keep_crc);
   };
   tcp::Hdr h{};
   h.magic = tcp::kFrameMagic;
@@ -289,6 +297,45 @@ TEST(TcpAuth, ForgedFramesCloseTheirConnection) {
   h.len = 200;
   h.nslots = 200;
   EXPECT_EQ(attack(h, junk.data(), junk.size()), 1u);
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
+}
+
+// One-sided frames (tcp_rma.cc) from a connection that proved the key
+// but holds no link of ours: a request of the wrong size and an answer
+// longer than any get are refused before a byte lands; a well-formed
+// request names no link of this connection, so it reads nothing and is
+// answered with nothing; an answer to a get it never saw is dropped.
+// The team's own one-sided reads go on.
+TEST(TcpAuth, ForgedOneSidedFramesAreRefused) {
+  plat::TcpConfig cfg = quick();
+  cfg.zcopy_min = 4096;
+  Engines e(2, cfg);
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4));
+  ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
+  tcp::TcpNet& victim = *e.nets[0];
+  tcp::Hdr h{};
+  h.magic = tcp::kFrameMagic;
+  h.version = tcp::kFrameVersion;
+  h.type = tcp::Type::kGet;
+  h.len = sizeof(tcp::GetReq) + 8;
+  std::vector<char> junk(64, 7);
+  EXPECT_EQ(forged_frame(e, victim, h, junk.data(), h.len), 1u);
+  // Aimed at the team's endpoint and rank, over the attacker's own
+  // connection: no link of that connection, nothing read or sent.
+  const uint64_t frames = victim.stats().tx_frames;
+  h.len = sizeof(tcp::GetReq);
+  h.dst_ep = 1;
+  h.src_rank = 1;
+  const tcp::GetReq q{reinterpret_cast<uintptr_t>(junk.data()), 0, 64};
+  EXPECT_EQ(forged_frame(e, victim, h, &q, sizeof(q), 0.2), 0u);
+  EXPECT_LE(victim.stats().tx_frames - frames, 8u);  // pings, goodbyes
+  h.type = tcp::Type::kGetData;
+  h.len = plat::kRmaMaxOp + 1;
+  EXPECT_EQ(forged_frame(e, victim, h, nullptr, 0), 1u);
+  h.len = 64;
+  EXPECT_EQ(forged_frame(e, victim, h, junk.data(), 64, 0.2), 0u);
   EXPECT_FALSE(t.fab[0]->peer_lost());
   EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
 }
