@@ -53,6 +53,10 @@ struct Conn {
   Link* rr = nullptr;  // where the next pick starts
   uint64_t since = 0;  // entered the current state (kWait .. kBroken)
   uint64_t heard = 0;  // last bytes received
+  // When a team began waiting on the peer (ping_wanted set): silence is
+  // counted from the later of the two, so a connection kept idle across
+  // teams is not taken for silent the moment a new team waits on it.
+  uint64_t asked = 0;
   uint64_t pinged = 0;
   uint64_t retry_at = 0;
   bool hello_owed = false;

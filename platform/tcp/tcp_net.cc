@@ -276,7 +276,8 @@ uint64_t TcpNet::maintain() {
       free_conn(c);
     } else if (c->state == S::kReady) {
       if (c->ping_wanted) {
-        if (now_ - c->heard > timeout) {
+        const uint64_t from = c->heard > c->asked ? c->heard : c->asked;
+        if (now_ > from && now_ - from > timeout) {
           dead(c, "silent past UCC_NET_PEER_TIMEOUT");
         } else if (now_ - c->heard <= keep) {
           c->ping_wanted = false;  // it talks

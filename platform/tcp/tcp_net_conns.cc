@@ -132,7 +132,10 @@ void TcpNet::owe_credit(Link* l) {
 }
 
 void TcpNet::want_ping(Link* l) {
-  if (l->conn != nullptr) l->conn->ping_wanted = true;
+  Conn* c = l->conn;
+  if (c == nullptr || c->ping_wanted) return;
+  c->ping_wanted = true;
+  c->asked = now_ns();  // now_ may be old here: no team polled us
 }
 
 void TcpNet::start_connect(Conn* c) {

@@ -128,4 +128,32 @@ TEST(Tcp, SilentPeerIsLost) {
   EXPECT_GE(plat::now_ns() - t0, 400000000ull);
 }
 
+// A net that served no team for longer than the peer timeout (a
+// daemon between jobs, an application between teams) takes new teams
+// with a fresh clock: their members are not taken for silent at once.
+TEST(Tcp, NewTeamAfterALongIdleIsNotLost) {
+  plat::TcpConfig cfg = quick();
+  cfg.peer_timeout_ms = 300;
+  Engines e(2, cfg);
+  {
+    Team first;
+    ASSERT_TRUE(first.open(e, 2, 4096, 4));
+    ASSERT_TRUE(exchange(e, first, 2, 4096, 10));
+    first.close(0, /*lost=*/false);
+    first.close(1, /*lost=*/false);
+    for (int i = 0; i < 2000; ++i) e.progress();
+  }
+  usleep(2 * cfg.peer_timeout_ms * 1000);  // no team, nothing polled
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4));
+  // Rank 0 waits on rank 1 before anything was heard on the connection
+  // the two engines kept: the wait starts now, not when it was last heard.
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  e.nets[0]->progress();
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  EXPECT_TRUE(exchange(e, t, 4, 4096, 10));
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  EXPECT_FALSE(t.fab[1]->peer_lost());
+}
+
 }  // namespace
