@@ -23,6 +23,14 @@ void ClientIo::fini() {
   ohead_ = olen_ = 0;
 }
 
+int ClientIo::release() {
+  reset_in();
+  const int fd = fd_;
+  fd_ = -1;
+  ohead_ = olen_ = 0;
+  return fd;
+}
+
 void ClientIo::reset_in() {
   if (body_ != nullptr && body_ != small_) free(body_);
   body_ = nullptr;

@@ -36,6 +36,9 @@ class ClientIo {
 
   void init(int fd);  // a connected, non-blocking socket; now ours
   void fini();        // closes the socket and what it held
+  // Hands the socket over (nothing queued may be left: see wants_out())
+  // and forgets it; -1 when there is none.
+  int release();
 
   int fd() const { return fd_; }
 

@@ -24,58 +24,60 @@ void on_signal(int) {
 }
 
 void usage(FILE* f) {
-  fprintf(f,
-          "Usage: firmware_sim [options]\n"
-          "The emulated DPU of this node: runs the collective engines of the\n"
-          "host processes that use UCC_OFFLOAD=emu and connect to its socket.\n"
-          "\n"
-          "  --socket <path>    unix socket to listen on (default: "
-          "UCC_FIRMWARE_SOCKET,\n"
-          "                     else firmware-sim.sock in $XDG_RUNTIME_DIR "
-          "or\n"
-          "                     /tmp/ucc-<uid>, a directory of this user's "
-          "alone)\n"
-          "  --allow-users      serve clients of every user (default: only "
-          "this\n"
-          "                     daemon's own user's); the socket file is "
-          "then\n"
-          "                     mode 0666, in a --socket directory they can "
-          "enter;\n"
-          "                     only this user and root may --shutdown it\n"
-          "  --exit-idle <s>    exit after s seconds without clients "
-          "(default: never)\n"
-          "  --spin <n>         idle passes before sleeping (default 256)\n"
-          "  --sleep-ms <ms>    longest sleep while clients exist (default 5)\n"
-          "  --log-level <l>    error, warn, info, debug, trace (default "
-          "UCC_LOG_LEVEL)\n"
-          "  --stats            ask the daemon on the socket for its "
-          "statistics, print\n"
-          "                     them and exit\n"
-          "  --shutdown         ask the daemon on the socket to exit once it "
-          "has no\n"
-          "                     clients, and exit\n"
-          "  --node <name>      the node this daemon emulates: its engines "
-          "share memory\n"
-          "                     with those of daemons of the same node and "
-          "use the\n"
-          "                     wire to the others (default: with a wire, "
-          "this daemon\n"
-          "                     alone; without, the machine)\n"
-          "  --listen <h:port>  dpu mode (docs/dpu.md): also serve hosts on "
-          "other\n"
-          "                     computers over TCP here (0.0.0.0: every "
-          "interface);\n"
-          "                     needs --verbs (their memory by RDMA only) and "
-          "a key\n"
-          "  --key-file <path>  the deployment's secret for --listen (a file "
-          "of this\n"
-          "                     user's, mode 0600; default "
-          "UCC_DPU_KEY_FILE, else\n"
-          "                     UCC_DPU_KEY)\n"
-          "  --has-wire         exit 0 when built with the DPDK wire, else 1\n"
-          "  --help             this text\n"
-          "\n%s%s",
-          ucc::fw::wire_usage(), ucc::fw::verbs_usage());
+  fprintf(
+      f,
+      "Usage: firmware_sim [options]\n"
+      "The emulated DPU of this node: runs the collective engines of the\n"
+      "host processes that use UCC_OFFLOAD=emu and connect to its socket.\n"
+      "\n"
+      "  --socket <path>    unix socket to listen on (default: "
+      "UCC_FIRMWARE_SOCKET,\n"
+      "                     else firmware-sim.sock in $XDG_RUNTIME_DIR "
+      "or\n"
+      "                     /tmp/ucc-<uid>, a directory of this user's "
+      "alone)\n"
+      "  --allow-users      serve clients of every user (default: only "
+      "this\n"
+      "                     daemon's own user's); the socket file is "
+      "then\n"
+      "                     mode 0666, in a --socket directory they can "
+      "enter;\n"
+      "                     only this user and root may --shutdown it\n"
+      "  --exit-idle <s>    exit after s seconds without clients "
+      "(default: never)\n"
+      "  --spin <n>         idle passes before sleeping (default 256)\n"
+      "  --sleep-ms <ms>    longest sleep while clients exist (default 5)\n"
+      "  --log-level <l>    error, warn, info, debug, trace (default "
+      "UCC_LOG_LEVEL)\n"
+      "  --stats            ask the daemon on the socket for its "
+      "statistics, print\n"
+      "                     them and exit\n"
+      "  --shutdown         ask the daemon on the socket to exit once it "
+      "has no\n"
+      "                     clients, and exit\n"
+      "  --node <name>      the node this daemon emulates: its engines "
+      "share memory\n"
+      "                     with those of daemons of the same node and "
+      "use the\n"
+      "                     wire to the others (default: with a wire, "
+      "this daemon\n"
+      "                     alone; without, the machine)\n"
+      "  --listen <h:port>  dpu mode (docs/dpu.md): also serve hosts on "
+      "other\n"
+      "                     computers over TCP here (0.0.0.0: every "
+      "interface);\n"
+      "                     with --verbs their memory by RDMA; without, only "
+      "the\n                     TCP fallback (UCC_DPU_MEM=tcp); needs "
+      "a key\n"
+      "  --key-file <path>  the deployment's secret for --listen (a file "
+      "of this\n"
+      "                     user's, mode 0600; default "
+      "UCC_DPU_KEY_FILE, else\n"
+      "                     UCC_DPU_KEY)\n"
+      "  --has-wire         exit 0 when built with the DPDK wire, else 1\n"
+      "  --help             this text\n"
+      "\n%s%s",
+      ucc::fw::wire_usage(), ucc::fw::verbs_usage());
 }
 
 // One request to a running daemon (--stats, --shutdown).
@@ -104,7 +106,8 @@ int query(const char* path, uint16_t type) {
         "registered %llu\nregistrations %llu\n"
         "wire_tx_frames %llu\nwire_rx_frames %llu\nwire_tx_bytes %llu\n"
         "wire_retransmits %llu\nwire_bad_frames %llu\nwire_dup_rx %llu\n"
-        "wire_injected %llu\nforeign_reaches %llu\n",
+        "wire_injected %llu\nforeign_reaches %llu\n"
+        "tcp_mem_clients %llu\ntcp_mem_requests %llu\n",
         sr.clients, static_cast<unsigned long long>(sr.teams),
         static_cast<unsigned long long>(sr.descriptors),
         static_cast<unsigned long long>(sr.uptime_ms),
@@ -117,7 +120,9 @@ int query(const char* path, uint16_t type) {
         static_cast<unsigned long long>(sr.wire_bad_frames),
         static_cast<unsigned long long>(sr.wire_dup_rx),
         static_cast<unsigned long long>(sr.wire_injected),
-        static_cast<unsigned long long>(sr.foreign_reaches));
+        static_cast<unsigned long long>(sr.foreign_reaches),
+        static_cast<unsigned long long>(sr.tcp_mem_clients),
+        static_cast<unsigned long long>(sr.tcp_mem_requests));
   }
   return sr.status == 0 ? 0 : 1;
 }
@@ -223,6 +228,8 @@ int main(int argc, char** argv) {
       return ucc::fw::verbs_built() ? 0 : 1;
     } else if (strcmp(a, "--stats") == 0) {
       ask = ucc::off::proto::kStats;
+    } else if (strcmp(a, "--tcp-net") == 0) {
+      vopt.tcp = true;
     } else if (strcmp(a, "--shutdown") == 0) {
       ask = ucc::off::proto::kShutdown;
     } else if (int w = ucc::fw::wire_option(a, v, &wopt);
@@ -253,8 +260,10 @@ int main(int argc, char** argv) {
             "UCC_DPU_KEY_FILE or UCC_DPU_KEY (docs/dpu.md)\n");
     return 2;
   }
-  if (wopt.nvdev != 0 && vopt.device != nullptr) {
-    fprintf(stderr, "firmware_sim: --verbs and a wire exclude each other\n");
+  if (wopt.nvdev != 0 && (vopt.device != nullptr || vopt.tcp)) {
+    fprintf(stderr,
+            "firmware_sim: --verbs or --tcp-net and a wire exclude each "
+            "other\n");
     return 2;
   }
   ucc::plat::wire::Wire wire;

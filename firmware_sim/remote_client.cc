@@ -173,8 +173,9 @@ bool Server::mirror_ok(Client& c) {
     UCC_INFO("firmware_sim: a dpu client has gone; dropping it");
   } else {
     UCC_ERROR("firmware_sim: a dpu client's channel broke (%s); dropping it",
-              c.mirror->corrupt() ? "impossible ring indices"
-                                  : "an RDMA transfer failed");
+              c.mirror->corrupt()   ? "impossible ring indices"
+              : c.tcpmem != nullptr ? "a transfer over TCP failed"
+                                    : "an RDMA transfer failed");
   }
   return false;
 }

@@ -57,12 +57,15 @@ Status Server::start(const ServerConfig& cfg) {
   }
   lfd_ = s;
   if (cfg.listen_addr != nullptr) {
-    if (cfg.hostmem == nullptr || cfg.key.len == 0) {
-      UCC_ERROR(
-          "firmware_sim: --listen needs --verbs (host memory by RDMA) "
-          "and a key (--key-file)");
+    if (cfg.key.len == 0) {
+      UCC_ERROR("firmware_sim: --listen needs a key (--key-file)");
       return Status::kInvalidParam;
     }
+    if (cfg.hostmem == nullptr)
+      UCC_WARN(
+          "firmware_sim: --listen without --verbs: hosts' memory over TCP "
+          "only (UCC_DPU_MEM=tcp), a development fallback, slower than "
+          "RDMA (docs/dpu.md)");
     const int t = plat::sock::tcp_listen(cfg.listen_addr);
     if (t < 0) {
       UCC_ERROR("firmware_sim: cannot listen on %s: %s", cfg.listen_addr,
@@ -130,7 +133,12 @@ void Server::drop(uint32_t i) {
   // shared with other clients' engines go with it, and their collectives
   // with this client's ranks end with an error, not a hang.
   c->engine.fini(/*lost=*/true);
-  if (c->rmem.mem != nullptr) cfg_.hostmem->close(c->rmem.mem);
+  if (c->tcpmem != nullptr) {
+    tcp_mem_requests_ += c->tcpmem->requests();
+    delete c->tcpmem;
+  } else if (c->rmem.mem != nullptr) {
+    cfg_.hostmem->close(c->rmem.mem);
+  }
   delete c->mirror;
   if (c->chmem != nullptr) munmap(c->chmem, c->chbytes);
   delete c;  // closes the socket
@@ -224,6 +232,10 @@ bool Server::dispatch(Client& c, Msg& m) {
       return on_register(c, m);
     case proto::kRdmaConnect:
       return on_rdma_connect(c, m);
+    case proto::kTcpMemConnect:
+      return on_tcp_mem_connect(c, m);
+    case proto::kTcpMemAttach:
+      return on_tcp_mem_attach(c, m);
     case proto::kDeregister: {
       proto::Deregister dr;
       if (c.ready && m.fixed(sizeof(dr))) {
@@ -389,25 +401,6 @@ bool Server::on_register(Client& c, const Msg& m) {
   return reply(c, m.h.type, m.h.seq, &rr, sizeof(rr));
 }
 
-bool Server::on_rdma_connect(Client& c, const Msg& m) {
-  proto::RdmaConnectReply rr{};
-  rr.status = static_cast<int32_t>(Status::kInvalidParam);
-  proto::RdmaAddr host;
-  if (cfg_.hostmem == nullptr) {
-    rr.status = static_cast<int32_t>(Status::kNotSupported);
-  } else if ((c.ready || (c.tcp && c.authed)) && c.rmem.mem == nullptr &&
-             c.regs.size() == 0 && m.fixed(sizeof(host))) {
-    // Before any registration: every one the engine holds has a key.
-    memcpy(&host, m.body, sizeof(host));
-    c.rmem.mem = cfg_.hostmem->open(host, &rr.addr);
-    UCC_INFO("firmware_sim: pid %d: its memory by RDMA%s", c.pid,
-             c.rmem.mem != nullptr ? "" : ": refused (no channel)");
-    rr.status = static_cast<int32_t>(c.rmem.mem != nullptr ? Status::kOk
-                                                             : Status::kError);
-  }
-  return reply(c, m.h.type, m.h.seq, &rr, sizeof(rr));
-}
-
 bool Server::on_stats(Client& c, const Msg& m) {
   Stats s = stats();
   proto::StatsReply sr{};
@@ -419,6 +412,8 @@ bool Server::on_stats(Client& c, const Msg& m) {
   sr.registered = s.registered;
   sr.registrations = s.registrations;
   sr.foreign_reaches = plat::foreign_reaches();
+  sr.tcp_mem_clients = s.tcp_mem_clients;
+  sr.tcp_mem_requests = s.tcp_mem_requests;
   if (cfg_.wire != nullptr) {
     const plat::wire::WireStats& w = cfg_.wire->stats();
     sr.wire_tx_frames = w.tx_frames;
@@ -482,7 +477,12 @@ Stats Server::stats() const {
   Stats s{};
   s.uptime_ms = now_ms() - started_ms_;
   s.registered = registered_;
+  s.tcp_mem_requests = tcp_mem_requests_;
   for (uint32_t i = 0; i < nclients_; ++i) {
+    if (const plat::TcpMemClient* t = clients_[i]->tcpmem; t != nullptr) {
+      s.tcp_mem_requests += t->requests();
+      s.tcp_mem_clients += clients_[i]->rmem.mem != nullptr ? 1 : 0;
+    }
     if (!clients_[i]->ready) continue;  // a --stats query, say
     ++s.clients;
     s.teams += clients_[i]->teams;

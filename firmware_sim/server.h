@@ -70,6 +70,9 @@ struct ServerConfig {
   // napped on the same way (its peers cannot ring our doorbell either).
   plat::Net* net = nullptr;
   // Where clients may ask the engine to reach their memory by RDMA.
+  // Without it, dpu clients can only use the TCP fallback
+  // (kTcpMemConnect, platform/mem/tcp_mem.h), which every daemon that
+  // listens serves.
   HostMemPort* hostmem = nullptr;
   // The identity of the node this daemon emulates (platform/os/host_id.h):
   // its engines share memory with the engines of daemons of the same node.
@@ -84,6 +87,8 @@ struct Stats {
   uint64_t uptime_ms;
   uint64_t registered;     // registrations granted so far (all clients)
   uint64_t registrations;  // held now (clients still connected)
+  uint64_t tcp_mem_clients;   // dpu clients on the TCP fallback now
+  uint64_t tcp_mem_requests;  // their memory requests so far
 };
 
 class Server {
@@ -125,6 +130,11 @@ class Server {
   bool tcp_in(Client& c, Msg& m);
   bool on_auth(Client& c, const Msg& m);
   bool on_hello_remote(Client& c, const Msg& m);
+  // The TCP fallback: a token for the client's second connection, and
+  // that connection, once it proved the key, made its memory channel
+  // (false: the connection is no client of its own; drop it).
+  bool on_tcp_mem_connect(Client& c, const Msg& m);
+  bool on_tcp_mem_attach(Client& c, const Msg& m);
   // A TCP client that has not proved the key within io_timeout_ms (it
   // may not hold a place for longer; remote_client.cc).
   bool stranger_overdue(const Client& c, uint64_t now) const;
@@ -169,6 +179,7 @@ class Server {
   uint32_t passes_ = 0;  // progress() calls, for the id checks
   bool look_ = true;     // check ids on the next pass (after a nap)
   uint64_t registered_ = 0;
+  uint64_t tcp_mem_requests_ = 0;  // of clients gone
   bool shutdown_ = false;
   volatile int stop_ = 0;
 };

@@ -14,6 +14,7 @@
 #include "offload/proto.h"
 #include "platform/mem/reg_table.h"
 #include "platform/mem/remote_mem.h"
+#include "platform/mem/tcp_mem.h"
 #include "platform/os/clock.h"
 #include "platform/os/proc_id.h"
 
@@ -44,6 +45,10 @@ struct Server::Client {
   uint32_t last_seq = 0;
   uint64_t since_ms = 0;            // accepted at
   RemoteChannel* mirror = nullptr;  // its channel, by RDMA
+  // Or over TCP (the fallback): its memory channel, once attached also
+  // in rmem, and the token its second connection must present.
+  plat::TcpMemClient* tcpmem = nullptr;
+  uint8_t token[32] = {};
 };
 
 inline uint64_t now_ms() { return plat::now_ns() / 1000000; }

@@ -15,6 +15,7 @@ namespace ucc::fw {
 
 struct VerbsOptions {
   const char* device = nullptr;  // --verbs: "auto", or mlx5_0[:1]
+  bool tcp = false;              // --tcp-net: TCP instead (no RDMA at all)
   const char* lib = nullptr;     // --verbs-lib: libibverbs to load
   const char* iface = nullptr;   // --net-if: where TCP listens
   uint32_t peer_timeout_ms = 30000;  // --net-peer-timeout (ms)
@@ -28,12 +29,14 @@ const char* verbs_usage();
 bool verbs_built();
 
 class VerbsNode;
-// Opens the device and the TCP listener (*out: the engines' net); with no
-// --verbs, or without verbs in the build (a message then), nothing.
+// Opens the device and the TCP listener (*out: the engines' net); with
+// --tcp-net, a TCP net alone (the engines of other nodes over TCP, the
+// dpu fallback's; no way to hosts' memory by RDMA); with neither,
+// nothing. Without verbs in the build, --verbs fails (a message).
 off::Status verbs_start(const VerbsOptions& o, VerbsNode** node,
                         plat::Net** out);
 // The node's way for engines to reach their hosts' memory by RDMA
-// (ServerConfig::hostmem); nullptr without --verbs.
+// (ServerConfig::hostmem); nullptr without --verbs (and with --tcp-net).
 HostMemPort* verbs_host_mem(VerbsNode* node);
 // After the server (and its engines' fabrics) are gone.
 void verbs_stop(VerbsNode* node);

@@ -53,7 +53,7 @@ asan_stage() {
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DUCC_SANITIZE=address >/dev/null
   cmake --build build-asan -j"$jobs" --target ucc_unit_tests ucc_mp_tests \
-    firmware_sim fuzz_engine_driver fuzz_control_driver
+    firmware_sim fuzz_engine_driver fuzz_control_driver fuzz_tcp_mem_driver
   logs=${UCCT_SAN_LOGS:-$PWD/build-asan/sanitizer-logs}
   rm -rf "$logs"
   mkdir -p "$logs"
@@ -136,6 +136,8 @@ asan_stage() {
     -o ./build-asan/fuzz_control_crash.bin
   $t/fuzz_control_driver -r -n 1000000 -t 5 -s 11 \
     -o ./build-asan/fuzz_remote_crash.bin
+  $t/fuzz_tcp_mem_driver -n 1000000 -t 5 -s 11 \
+    -o ./build-asan/fuzz_tcp_mem_crash.bin
   check_logs "the fuzz drivers"
 }
 

@@ -193,6 +193,8 @@ bool valid(Knob k, const char* v) {
              strcasecmp(v, "verbs") == 0 || strcasecmp(v, "none") == 0;
     case Knob::kOffloadMem:
       return strcasecmp(v, "cma") == 0 || strcasecmp(v, "verbs") == 0;
+    case Knob::kDpuMem:
+      return strcasecmp(v, "verbs") == 0 || strcasecmp(v, "tcp") == 0;
     case Knob::kNetDevices:
     case Knob::kVerbsLib:
       return strlen(v) < 256;
@@ -466,6 +468,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
           strcasecmp(c.value[static_cast<int>(Knob::kOffload)], "emu") == 0;
   l.rdma_mem = l.dpu || strcasecmp(c.value[static_cast<int>(Knob::kOffloadMem)],
                                    "verbs") == 0;
+  l.dpu_mem_tcp =
+      l.dpu && strcasecmp(c.value[static_cast<int>(Knob::kDpuMem)], "tcp") == 0;
   dpu_address(c.value[static_cast<int>(Knob::kDpuAddr)], out->dpu_addr,
               sizeof(out->dpu_addr));
   snprintf(out->socket_path, sizeof(out->socket_path), "%s",

@@ -27,6 +27,7 @@ enum class Knob : uint8_t {
   kFirmwareSim,
   kFirmwareTimeout,
   kDpuAddr,
+  kDpuMem,
   kMaxTeams,
   kTeamMaxColls,
   kTeamCreateTimeout,

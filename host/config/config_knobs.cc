@@ -35,6 +35,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "dpu: the daemon's host:port; auto: the first line of /etc/ucc/dpu.addr "
      "where that file exists, else 192.168.100.2:18700 (the address a "
      "BlueField host reaches its DPU's Arm cores at, over tmfifo_net0)"},
+    {"DPU_MEM", "verbs", Scope::kContext,
+     "dpu: how the engine reaches this process's memory: verbs (RDMA, "
+     "through this host's RDMA port) or tcp (a development fallback for "
+     "machines without RDMA: a second authenticated connection to the "
+     "daemon, served by a thread of this process; slower, never chosen "
+     "unless asked for; docs/dpu.md)"},
     {"MAX_TEAMS", "auto", Scope::kContext,
      "Teams a context can hold at once (1..65536); auto: 16384, fewer when "
      "UCC_TEAM_MAX_COLLS is above 1024 (at most 16 Mi completion words per "

@@ -72,19 +72,32 @@ class DaemonLink final : public off::EngineLink {
   // channel stays in our memory, registered with our RDMA port.
   Status open_dpu(const LinkConfig& cfg);
   Status connect_tcp(const LinkConfig& cfg);
-  Status authenticate(const plat::Secret& key);
   Status hello_remote(const LinkConfig& cfg, uint32_t sq_capacity,
                       uint32_t ncomp);
-  // One framed message out (sealed when the session is on), and one
-  // reply of type `type` and seq `seq`, whose body must be out_len bytes.
-  bool send_msg(uint16_t type, const void* body, uint32_t len, int pass_fd);
-  bool recv_reply(uint16_t type, uint32_t seq, void* out, uint32_t out_len);
+  // The TCP fallback (UCC_DPU_MEM=tcp): a second connection, proving
+  // the key on its own, becomes the engine's way into our memory,
+  // served by a thread (platform/mem/tcp_mem.h).
+  Status connect_tcp_mem(const LinkConfig& cfg, const plat::Secret& key);
+  // One framed message out on fd (sealed when the session is on), and
+  // one reply of type `type` and seq `seq`, whose body must be out_len
+  // bytes, within `to` ms.
+  static bool send_on(int fd, const off::proto::Session& s, uint16_t type,
+                      uint32_t seq, const void* body, uint32_t len,
+                      int pass_fd);
+  static bool recv_on(int fd, const off::proto::Session& s, uint16_t type,
+                      uint32_t seq, void* out, uint32_t out_len, int to);
+  // The handshake on fd (offload/proto.h, "Over a network"): both ends
+  // prove `key`; *out: the session key. Logged.
+  static Status prove(int fd, const plat::Secret& key, int to,
+                      off::proto::Session* out);
 
   off::proto::Session session_;  // dpu mode, once authenticated
   bool dpu_ = false;
   const char* what_ = "emu";  // for log lines
 
-  plat::MemExport* rdma_ = nullptr;  // UCC_OFFLOAD_MEM=verbs
+  // UCC_OFFLOAD_MEM=verbs, dpu mode: verbs or (UCC_DPU_MEM=tcp) a
+  // plat::TcpMemServer.
+  plat::MemExport* rdma_ = nullptr;
   off::Channel* ch_ = nullptr;
   void* mem_ = nullptr;
   size_t bytes_ = 0;

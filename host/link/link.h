@@ -40,6 +40,9 @@ struct LinkConfig {
   // this "host:port" (UCC_DPU_ADDR, resolved: link_dpu.cc).
   bool dpu = false;
   const char* dpu_addr = nullptr;
+  // dpu: this process's memory over TCP instead (UCC_DPU_MEM=tcp, the
+  // fallback: platform/mem/tcp_mem.h).
+  bool dpu_mem_tcp = false;
 };
 
 // Lays out `ch` (sq_capacity descriptors, ncomp completion words) in

@@ -142,8 +142,10 @@ Status DaemonLink::call(uint16_t type, const void* body, uint32_t len,
                         void* out, uint32_t out_len, int pass_fd) {
   if (dead_) return Status::kError;
   const uint32_t seq = ++seq_;
-  if (!send_msg(type, body, len, pass_fd)) return Status::kError;
-  if (!recv_reply(type, seq, out, out_len)) {
+  if (!send_on(sock_, session_, type, seq, body, len, pass_fd))
+    return Status::kError;
+  if (!recv_on(sock_, session_, type, seq, out, out_len,
+               static_cast<int>(timeout_ms_))) {
     UCC_ERROR("%s: no valid answer from the firmware_sim daemon", what_);
     dead_ = true;  // the stream is out of step, if the daemon is there at all
     return Status::kError;
@@ -208,8 +210,11 @@ Status DaemonLink::connect_rdma(const LinkConfig& cfg) {
       cfg.net.verbs, kRegs + cfg.mem_map_handles + 1, &ours, &rdma_);
   if (failed(st)) {
     UCC_ERROR(
-        "UCC_OFFLOAD_MEM=verbs: no RDMA port for the engine to reach "
-        "this process's memory (UCC_NET_DEVICES, UCC_VERBS_LIB)");
+        "%s: no RDMA port for the engine to reach this process's memory "
+        "(UCC_NET_DEVICES, UCC_VERBS_LIB%s)",
+        dpu_ ? "dpu" : "UCC_OFFLOAD_MEM=verbs",
+        dpu_ ? "; without RDMA, UCC_DPU_MEM=tcp is a development fallback"
+             : "");
     return st;
   }
   proto::RdmaAddr mine;
@@ -220,8 +225,11 @@ Status DaemonLink::connect_rdma(const LinkConfig& cfg) {
   if (ok(st)) st = static_cast<Status>(r.status);
   if (failed(st)) {
     UCC_ERROR(
-        "UCC_OFFLOAD_MEM=verbs: the daemon cannot reach this "
-        "process's memory by RDMA (start it with --verbs)");
+        "%s: the daemon cannot reach this process's memory by RDMA (start "
+        "it with --verbs%s)",
+        dpu_ ? "dpu" : "UCC_OFFLOAD_MEM=verbs",
+        dpu_ ? "; without RDMA, UCC_DPU_MEM=tcp is a development fallback"
+             : "");
     return st;
   }
   plat::RemoteMemAddr engine;
@@ -264,14 +272,14 @@ Status DaemonLink::accept_hello(Status st, const proto::HelloReply& r) {
 void DaemonLink::submitted() {
   if (!ch_->take_doorbell() || dead_) return;
   ++seq_;
-  send_msg(proto::kDoorbell, nullptr, 0, -1);
+  send_on(sock_, session_, proto::kDoorbell, seq_, nullptr, 0, -1);
 }
 
-bool DaemonLink::send_msg(uint16_t type, const void* body, uint32_t len,
-                          int pass_fd) {
-  proto::MsgHeader h{proto::kMagic, proto::kVersion, type, len, seq_};
-  if (!session_.on)
-    return plat::sock::send_all(sock_, &h, sizeof(h), body, len, pass_fd);
+bool DaemonLink::send_on(int fd, const off::proto::Session& s, uint16_t type,
+                         uint32_t seq, const void* body, uint32_t len,
+                         int pass_fd) {
+  proto::MsgHeader h{proto::kMagic, proto::kVersion, type, len, seq};
+  if (!s.on) return plat::sock::send_all(fd, &h, sizeof(h), body, len, pass_fd);
   // Over TCP: the body, then its tag. Small messages (the doorbell, which
   // a post may send, and every request but a large team connect) go from
   // the stack; only team creation allocates.
@@ -284,26 +292,22 @@ bool DaemonLink::send_msg(uint16_t type, const void* body, uint32_t len,
     buf = big.data();
   }
   if (len != 0) memcpy(buf, body, len);
-  return proto::message_tag(session_, proto::End::kHost, h, buf, len,
-                            buf + len) &&
-         plat::sock::send_all(sock_, &h, sizeof(h), buf, h.len);
+  return proto::message_tag(s, proto::End::kHost, h, buf, len, buf + len) &&
+         plat::sock::send_all(fd, &h, sizeof(h), buf, h.len);
 }
 
-bool DaemonLink::recv_reply(uint16_t type, uint32_t seq, void* out,
-                            uint32_t out_len) {
+bool DaemonLink::recv_on(int fd, const off::proto::Session& s, uint16_t type,
+                         uint32_t seq, void* out, uint32_t out_len, int to) {
   proto::MsgHeader rh{};
-  const int to = static_cast<int>(timeout_ms_);
-  const uint32_t tag =
-      session_.on ? static_cast<uint32_t>(proto::kTagBytes) : 0;
-  if (plat::sock::recv_all(sock_, &rh, sizeof(rh), to) != 1 ||
+  const uint32_t tag = s.on ? static_cast<uint32_t>(proto::kTagBytes) : 0;
+  if (plat::sock::recv_all(fd, &rh, sizeof(rh), to) != 1 ||
       rh.magic != proto::kMagic || rh.seq != seq ||
       rh.type != (type | proto::kReply) || rh.len != out_len + tag)
     return false;
-  if (tag == 0) return plat::sock::recv_all(sock_, out, out_len, to) == 1;
+  if (tag == 0) return plat::sock::recv_all(fd, out, out_len, to) == 1;
   unsigned char buf[proto::kMaxReply];
-  if (rh.len > sizeof(buf) ||
-      plat::sock::recv_all(sock_, buf, rh.len, to) != 1 ||
-      !proto::message_ok(session_, proto::End::kEngine, rh, buf))
+  if (rh.len > sizeof(buf) || plat::sock::recv_all(fd, buf, rh.len, to) != 1 ||
+      !proto::message_ok(s, proto::End::kEngine, rh, buf))
     return false;
   memcpy(out, buf, out_len);
   return true;

@@ -6,12 +6,17 @@
 // else is said, every later message carries a tag under the session key
 // (offload/proto.h, "Over a network"), and the engine reaches this
 // process only by RDMA: the channel (ring and completion words) and
-// every buffer, through the keys of our registrations with our port.
+// every buffer, through the keys of our registrations with our port; or,
+// where no RDMA device exists and the user asked for it (UCC_DPU_MEM=
+// tcp), through the TCP fallback's connection and thread.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <new>
 
 #include "host/link/daemon_link.h"
+#include "platform/mem/tcp_mem.h"
 #include "platform/net/net.h"
 #include "platform/os/log.h"
 #include "platform/os/sock.h"
@@ -32,9 +37,12 @@ Status DaemonLink::open_dpu(const LinkConfig& cfg) {
     return Status::kInvalidParam;
   }
   Status st = connect_tcp(cfg);
-  if (ok(st)) st = authenticate(key);
-  // Our memory by RDMA from now on, the channel first.
-  if (ok(st)) st = connect_rdma(cfg);
+  if (ok(st)) st = prove(sock_, key, static_cast<int>(timeout_ms_), &session_);
+  if (ok(st)) seq_ = 1;  // kAuth's
+  // Our memory by RDMA from now on (or, as asked, the TCP fallback), the
+  // channel first.
+  if (ok(st))
+    st = cfg.dpu_mem_tcp ? connect_tcp_mem(cfg, key) : connect_rdma(cfg);
   return st;
 }
 
@@ -51,14 +59,14 @@ Status DaemonLink::connect_tcp(const LinkConfig& cfg) {
   return Status::kOk;
 }
 
-Status DaemonLink::authenticate(const plat::Secret& key) {
-  const int to = static_cast<int>(timeout_ms_);
+Status DaemonLink::prove(int fd, const plat::Secret& key, int to,
+                         proto::Session* out) {
   proto::MsgHeader h{};
   proto::AuthChallenge ch{};
-  if (plat::sock::recv_all(sock_, &h, sizeof(h), to) != 1 ||
+  if (plat::sock::recv_all(fd, &h, sizeof(h), to) != 1 ||
       h.magic != proto::kMagic || h.type != proto::kChallenge ||
       h.len != sizeof(ch) ||
-      plat::sock::recv_all(sock_, &ch, sizeof(ch), to) != 1 ||
+      plat::sock::recv_all(fd, &ch, sizeof(ch), to) != 1 ||
       ch.version != proto::kVersion) {
     UCC_ERROR(
         "dpu: the daemon does not speak this library's protocol "
@@ -71,8 +79,10 @@ Status DaemonLink::authenticate(const plat::Secret& key) {
       !proto::auth_proof(key, proto::End::kHost, ch.nonce, p.nonce, p.mac))
     return Status::kError;
   proto::AuthReply r{};
-  const Status st = call(proto::kAuth, &p, sizeof(p), &r, sizeof(r));
-  if (failed(st) || r.status != static_cast<int32_t>(Status::kOk)) {
+  const proto::Session none{};
+  if (!send_on(fd, none, proto::kAuth, 1, &p, sizeof(p), -1) ||
+      !recv_on(fd, none, proto::kAuth, 1, &r, sizeof(r), to) ||
+      r.status != static_cast<int32_t>(Status::kOk)) {
     UCC_ERROR(
         "dpu: the daemon refused this process's proof of the key "
         "(UCC_DPU_KEY_FILE must hold the daemon's key)");
@@ -86,9 +96,55 @@ Status DaemonLink::authenticate(const plat::Secret& key) {
         "refused (another service on that port?)");
     return Status::kInvalidParam;
   }
-  if (!proto::auth_session(key, ch.nonce, p.nonce, &session_))
-    return Status::kError;
+  if (!proto::auth_session(key, ch.nonce, p.nonce, out)) return Status::kError;
   return Status::kOk;
+}
+
+Status DaemonLink::connect_tcp_mem(const LinkConfig& cfg,
+                                   const plat::Secret& key) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    UCC_WARN(
+        "dpu: this process's memory over TCP (UCC_DPU_MEM=tcp): a "
+        "development fallback for machines without RDMA, slower than RDMA "
+        "and served by a thread of its own (docs/dpu.md)");
+  auto* srv = new (std::nothrow) plat::TcpMemServer;
+  if (srv == nullptr) return Status::kNoMemory;
+  rdma_ = srv;
+  Status st = srv->open(kRegs + cfg.mem_map_handles + 1,
+                        reinterpret_cast<uintptr_t>(mem_), bytes_);
+  proto::TcpMemConnectReply r{};
+  if (ok(st)) st = call(proto::kTcpMemConnect, nullptr, 0, &r, sizeof(r));
+  if (ok(st)) st = static_cast<Status>(r.status);
+  if (failed(st)) {
+    UCC_ERROR(
+        "dpu: the daemon at %s refused the TCP fallback for this "
+        "process's memory",
+        cfg.dpu_addr);
+    return st;
+  }
+  // The second connection proves the key on its own, then names us.
+  const int to = static_cast<int>(timeout_ms_);
+  const int s = plat::sock::tcp_connect(cfg.dpu_addr, to);
+  if (s < 0) return Status::kNoResource;
+  plat::sock::tcp_tune(s, cfg.net.tcp.peer_timeout_ms);
+  proto::Session ds{};
+  st = prove(s, key, to, &ds);
+  proto::TcpMemAttach a{};
+  memcpy(a.token, r.token, sizeof(a.token));
+  proto::Reply ar{};
+  if (ok(st) &&
+      (!send_on(s, ds, proto::kTcpMemAttach, 2, &a, sizeof(a), -1) ||
+       !recv_on(s, ds, proto::kTcpMemAttach, 2, &ar, sizeof(ar), to) ||
+       ar.status != static_cast<int32_t>(Status::kOk))) {
+    UCC_ERROR("dpu: the daemon did not take this process's memory channel");
+    st = Status::kError;
+  }
+  if (failed(st)) {
+    close(s);
+    return st;
+  }
+  return srv->start(s, ds.key, timeout_ms_);
 }
 
 Status DaemonLink::hello_remote(const LinkConfig& cfg, uint32_t sq_capacity,

@@ -22,17 +22,31 @@
 # Afterwards each daemon must report no reach of its own into a host
 # process (--stats: foreign_reaches).
 #
-# Needs UCC_VERBS_LIB (tests/verbs_loop's provider, or a real one).
+# With UCCT_DPU_MEM=tcp, the TCP fallback instead (UCC_DPU_MEM=tcp): no
+# RDMA anywhere, the DPUs' engines joined over TCP (--tcp-net), and each
+# daemon in a pid namespace of its own too, where no host process exists
+# to be named; each must have served its hosts' memory over TCP.
+#
+# Needs UCC_VERBS_LIB (tests/verbs_loop's provider, or a real one), but
+# for the fallback.
 # Exit: CMD's status; 1 when a daemon died or never listened.
 set -u
 build=$(cd "$1" && pwd) n=$2
 shift 2
 [ "${1:-}" = "--" ] && shift
 fw="$build/firmware_sim/firmware_sim"
-: "${UCC_VERBS_LIB:?run_dpu.sh needs UCC_VERBS_LIB}"
-if ! "$fw" --has-verbs; then
-  echo "SKIP: firmware_sim built without verbs (install libibverbs-dev)"
-  exit 77
+mem=${UCCT_DPU_MEM:-verbs}
+if [ "$mem" = tcp ]; then
+  net=(--tcp-net --net-if eth0)
+  apart=(unshare --pid --kill-child --mount-proc)
+else
+  : "${UCC_VERBS_LIB:?run_dpu.sh needs UCC_VERBS_LIB}"
+  if ! "$fw" --has-verbs; then
+    echo "SKIP: firmware_sim built without verbs (install libibverbs-dev)"
+    exit 77
+  fi
+  net=(--verbs auto --verbs-lib "$UCC_VERBS_LIB" --net-if eth0)
+  apart=()
 fi
 IFS=, read -ra pids <<<"${UCCT_HOST_PIDS:?run under tests/multihost/hosts.sh}"
 IFS=, read -ra addrs <<<"$UCCT_HOST_ADDRS"
@@ -43,7 +57,8 @@ fi
 dir=$(mktemp -d /tmp/ucc-dpu.XXXXXX)
 daemons=()
 cleanup() {
-  for p in "${daemons[@]}"; do kill "$p" 2>/dev/null; done
+  # unshare --fork ignores SIGTERM itself: its child, the daemon, first.
+  for p in "${daemons[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
   wait 2>/dev/null
   rm -rf "$dir"
 }
@@ -60,8 +75,8 @@ for ((h = 0; h < n; h++)); do
     nsenter -t "$dp" -n ip addr add 192.168.100.2/30 dev tmfifo_net0 &&
     nsenter -t "$dp" -n ip link set tmfifo_net0 up ||
     { echo "run_dpu.sh: cannot link host $h to its DPU" >&2; exit 1; }
-  nsenter -t "$dp" -n -m -u "$fw" --socket /dev/shm/firmware-sim.sock \
-    --verbs auto --verbs-lib "$UCC_VERBS_LIB" --net-if eth0 \
+  nsenter -t "$dp" -n -m -u "${apart[@]}" "$fw" \
+    --socket /dev/shm/firmware-sim.sock "${net[@]}" \
     --listen 192.168.100.2:18700 --key-file "$key" --node "dpu$h" \
     --sleep-ms 1 >"$dir/dpu$h.log" 2>&1 &
   daemons+=($!)
@@ -85,6 +100,7 @@ done
 UCCT_HOST_PIDS=$(IFS=,; echo "${pids[*]:0:n}")
 UCCT_HOST_ADDRS=$(IFS=,; echo "${addrs[*]:0:n}")
 export UCCT_HOST_PIDS UCCT_HOST_ADDRS UCC_OFFLOAD=dpu UCC_DPU_KEY_FILE="$key"
+export UCC_DPU_MEM=$mem
 # The default address is the point; a site file on this machine would
 # change it.
 [ -e /etc/ucc/dpu.addr ] && export UCC_DPU_ADDR=192.168.100.2:18700
@@ -103,9 +119,14 @@ for ((h = 0; h < n; h++)); do
     --socket /dev/shm/firmware-sim.sock --stats)
   reg=$(awk '$1 == "registered" {print $2}' <<<"$stats")
   reach=$(awk '$1 == "foreign_reaches" {print $2}' <<<"$stats")
-  echo "run_dpu.sh: DPU $h: $reg registrations served, $reach reaches into host processes"
+  tcpreq=$(awk '$1 == "tcp_mem_requests" {print $2}' <<<"$stats")
+  echo "run_dpu.sh: DPU $h: $reg registrations served, $reach reaches into host processes, ${tcpreq:-?} memory requests over TCP"
   if [ "${reach:-x}" != 0 ]; then
     echo "run_dpu.sh: the DPU of host $h reached into a host process" >&2
+    rc=1
+  fi
+  if [ "$mem" = tcp ] && [ "${tcpreq:-0}" = 0 ]; then
+    echo "run_dpu.sh: the DPU of host $h served no memory over TCP" >&2
     rc=1
   fi
 done

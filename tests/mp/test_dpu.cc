@@ -35,59 +35,13 @@ namespace {
 
 namespace proto = ucc::off::proto;
 using ucct::allreduce_i32;
+using ucct::closed;
 using ucct::DpuDaemon;
 using ucct::key_file;
 using ucct::kLoopLib;
-
-ucc::plat::Secret secret_of(const std::string& path) {
-  ucc::plat::Secret k{};
-  setenv("UCCT_KEYFILE_FOR_TEST", path.c_str(), 1);
-  ucc::plat::load_secret("test", "UCCT_KEYFILE_FOR_TEST", "UCCT_NONE", 0, &k);
-  unsetenv("UCCT_KEYFILE_FOR_TEST");
-  return k;
-}
-
-bool recv_msg(int s, proto::MsgHeader* h, void* body, size_t len) {
-  return ucc::plat::sock::recv_all(s, h, sizeof(*h), 5000) == 1 &&
-         h->len == len && ucc::plat::sock::recv_all(s, body, len, 5000) == 1;
-}
-
-// Whether the peer closed the connection (within 5 s) without another
-// message.
-bool closed(int s) {
-  char b;
-  return ucc::plat::sock::recv_all(s, &b, 1, 5000) == 0;
-}
-
-// A raw connection's handshake: the challenge, and our proof (made with
-// `k`, or `replay` when given) -> the daemon's verdict.
-struct Raw {
-  int s = -1;
-  proto::AuthChallenge ch{};
-  proto::AuthProof proof{};
-  proto::AuthReply reply{};
-  bool hello(const std::string& addr, const ucc::plat::Secret& k,
-             const proto::AuthProof* replay = nullptr) {
-    s = ucc::plat::sock::tcp_connect(addr.c_str(), 2000);
-    proto::MsgHeader h{};
-    if (s < 0 || !recv_msg(s, &h, &ch, sizeof(ch)) ||
-        h.type != proto::kChallenge)
-      return false;
-    if (replay != nullptr) {
-      proof = *replay;
-    } else {
-      ucc::plat::random_bytes(proof.nonce, sizeof(proof.nonce));
-      proto::auth_proof(k, proto::End::kHost, ch.nonce, proof.nonce, proof.mac);
-    }
-    proto::MsgHeader q{proto::kMagic, proto::kVersion, proto::kAuth,
-                       sizeof(proof), 1};
-    return ucc::plat::sock::send_all(s, &q, sizeof(q), &proof, sizeof(proof)) &&
-           recv_msg(s, &h, &reply, sizeof(reply));
-  }
-  ~Raw() {
-    if (s >= 0) close(s);
-  }
-};
+using ucct::Raw;
+using ucct::recv_msg;
+using ucct::secret_of;
 
 bool ended_in_error(ucc_status_t st, double took) {
   return st != UCC_OK && st != UCC_INPROGRESS && st != UCC_ERR_TIMED_OUT &&
@@ -98,22 +52,7 @@ TEST(Dpu, AllreduceServedOverTheNetwork) {
   NEEDS_DPU();
   DpuDaemon dd;
   ASSERT_TRUE(dd.start("serve"));
-  bool ok = ucct::run_ranks(2, [&](ucct::Rank& r) {
-    ucct::World w;
-    w.env = dd.env(dd.key);
-    if (w.init(r) != UCC_OK) return 1;
-    for (size_t n : {size_t{1}, size_t{1000}, size_t{1} << 18}) {
-      std::vector<int32_t> s(n), d(n, -7);
-      for (size_t i = 0; i < n; ++i)
-        s[i] = static_cast<int32_t>(i % 977) + r.rank;
-      ucc_coll_args_t a = allreduce_i32(s, d);
-      if (w.run(a, 60) != UCC_OK) return 2;
-      for (size_t i = 0; i < n; ++i)
-        if (d[i] != 2 * static_cast<int32_t>(i % 977) + 1) return 3;
-    }
-    return 0;
-  });
-  EXPECT_TRUE(ok);
+  EXPECT_TRUE(ucct::allreduce_served(dd));
   // Served by the daemon: the ranks' buffers were registered with it.
   proto::StatsReply st{};
   ASSERT_TRUE(dd.d.stats(&st));
@@ -332,9 +271,9 @@ TEST(Dpu, ForgedOrReplayedMessageEndsTheConnection) {
   }
 }
 
-TEST(Dpu, DaemonKilledMidCollectiveFailsTheHosts) {
-  NEEDS_DPU();
+void daemon_killed_mid_collective(bool tcp) {
   DpuDaemon dd;
+  dd.tcp = tcp;
   ASSERT_TRUE(dd.start("kill"));
   const pid_t dpid = dd.d.pid;
   bool ok = ucct::run_ranks(2, [&](ucct::Rank& r) {
@@ -383,10 +322,19 @@ TEST(Dpu, DaemonKilledMidCollectiveFailsTheHosts) {
   EXPECT_TRUE(ok);
 }
 
-// A host that dies (SIGKILL, no goodbye) frees what it held on the DPU.
-TEST(Dpu, HostKilledFreesItsResources) {
+TEST(Dpu, DaemonKilledMidCollectiveFailsTheHosts) {
   NEEDS_DPU();
+  daemon_killed_mid_collective(false);
+}
+TEST(DpuTcp, DaemonKilledMidCollectiveFailsTheHosts) {
+  NEEDS_DPU_TCP();
+  daemon_killed_mid_collective(true);
+}
+
+// A host that dies (SIGKILL, no goodbye) frees what it held on the DPU.
+void host_killed_frees(bool tcp) {
   DpuDaemon dd;
+  dd.tcp = tcp;
   ASSERT_TRUE(dd.start("hostkill"));
   ucct::run_ranks(1, [&](ucct::Rank& r) {
     ucct::World w;
@@ -407,7 +355,17 @@ TEST(Dpu, HostKilledFreesItsResources) {
   }
   EXPECT_TRUE(freed) << st.clients << " clients, " << st.teams << " teams, "
                      << st.registrations << " registrations left";
+  EXPECT_EQ(st.tcp_mem_clients, 0u);
+  EXPECT_TRUE(!tcp || st.tcp_mem_requests > 0);
   EXPECT_TRUE(dd.d.alive());
+}
+TEST(Dpu, HostKilledFreesItsResources) {
+  NEEDS_DPU();
+  host_killed_frees(false);
+}
+TEST(DpuTcp, HostKilledFreesItsResources) {
+  NEEDS_DPU_TCP();
+  host_killed_frees(true);
 }
 
 // The host's link to its DPU cut mid-collective (the control link:

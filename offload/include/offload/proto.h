@@ -56,29 +56,37 @@ inline constexpr uint32_t kMaxBody = 16 + 65536u * sizeof(TeamAddr) + 16;
 inline constexpr const char* kDefaultSocketName = "firmware-sim.sock";
 
 enum Type : uint16_t {
-  kHello = 1,    // Hello (+ the channel memfd as SCM_RIGHTS) -> HelloReply,
-                 // which carries the engine's capability record
-  kTeamOpen,     // TeamOpen -> TeamOpenReply
-  kTeamConnect,  // TeamConnect + TeamAddr[size] -> Reply
-  kTeamSeal,     // TeamIdx -> Reply
-  kTeamClose,    // TeamIdx -> Reply
-  kRegister,     // Register -> RegisterReply; the range must be mapped in
-                 // the host (else kInvalidParam)
-  kDeregister,   // Deregister -> Reply
-  kStats,        // (empty) -> StatsReply
-  kShutdown,     // (empty) -> Reply; the daemon exits once idle
-  kDoorbell,     // (empty), no reply: wakes a sleeping daemon
-  kRdmaConnect,  // RdmaConnect -> RdmaConnectReply: the engine reaches the
-                 // host's memory by RDMA from now on (kNotSupported from a
-                 // daemon without verbs); registrations must carry rkeys
-  kAuth,         // AuthProof -> AuthReply: TCP only, the first request
-  kHelloRemote,  // HelloRemote -> HelloReply: dpu mode's kHello, after
-                 // kAuth and kRdmaConnect: the channel stays in host
-                 // memory, which the engine reaches by RDMA only
-  kChallenge,    // AuthChallenge, daemon -> host, unasked (TCP only)
-  kBye,          // (empty) -> Reply: the host leaves; once answered, the
-                 // engine touches none of its memory again (dpu mode: the
-                 // host then deregisters it)
+  kHello = 1,      // Hello (+ the channel memfd as SCM_RIGHTS) -> HelloReply,
+                   // which carries the engine's capability record
+  kTeamOpen,       // TeamOpen -> TeamOpenReply
+  kTeamConnect,    // TeamConnect + TeamAddr[size] -> Reply
+  kTeamSeal,       // TeamIdx -> Reply
+  kTeamClose,      // TeamIdx -> Reply
+  kRegister,       // Register -> RegisterReply; the range must be mapped in
+                   // the host (else kInvalidParam)
+  kDeregister,     // Deregister -> Reply
+  kStats,          // (empty) -> StatsReply
+  kShutdown,       // (empty) -> Reply; the daemon exits once idle
+  kDoorbell,       // (empty), no reply: wakes a sleeping daemon
+  kRdmaConnect,    // RdmaConnect -> RdmaConnectReply: the engine reaches the
+                   // host's memory by RDMA from now on (kNotSupported from a
+                   // daemon without verbs); registrations must carry rkeys
+  kAuth,           // AuthProof -> AuthReply: TCP only, the first request
+  kHelloRemote,    // HelloRemote -> HelloReply: dpu mode's kHello, after
+                   // kAuth and kRdmaConnect: the channel stays in host
+                   // memory, which the engine reaches by RDMA only
+  kChallenge,      // AuthChallenge, daemon -> host, unasked (TCP only)
+  kBye,            // (empty) -> Reply: the host leaves; once answered, the
+                   // engine touches none of its memory again (dpu mode: the
+                   // host then deregisters it)
+  kTcpMemConnect,  // (empty) -> TcpMemConnectReply: dpu mode's TCP
+                   // fallback (UCC_DPU_MEM=tcp) instead of kRdmaConnect:
+                   // the engine will reach the host's memory over a
+                   // connection of its own, which the host opens next
+  kTcpMemAttach,   // TcpMemAttach -> Reply, on that new connection, after
+                   // its own kAuth: it becomes the memory channel of the
+                   // client holding the token (platform/mem/tcp_mem.h)
+                   // and carries nothing else from then on
   kReply = 0x8000,
 };
 
@@ -189,6 +197,19 @@ struct RdmaConnectReply {
   RdmaAddr addr;
 };
 
+// kTcpMemConnect's answer: a fresh random token naming the client, which
+// the host's second connection presents (kTcpMemAttach) once it has
+// proved the key itself; the token alone opens nothing (it crosses the
+// wire in clear).
+struct TcpMemConnectReply {
+  int32_t status;
+  uint32_t pad;
+  uint8_t token[32];
+};
+struct TcpMemAttach {
+  uint8_t token[32];
+};
+
 struct RegisterReply {
   int32_t status;
   uint32_t key;
@@ -223,6 +244,10 @@ struct StatsReply {
   // memory attach, /proc/<pid>, another process's fds) so far: 0 for a
   // daemon that served only dpu hosts (platform/os/proc_id.h).
   uint64_t foreign_reaches;
+  // dpu clients whose memory the engine reaches over TCP (the fallback,
+  // UCC_DPU_MEM=tcp) now, and memory requests they answered so far.
+  uint64_t tcp_mem_clients;
+  uint64_t tcp_mem_requests;
 };
 
 static_assert(std::is_trivially_copyable_v<Hello>);
