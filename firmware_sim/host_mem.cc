@@ -84,7 +84,7 @@ bool Server::on_tcp_mem_attach(Client& c, const Msg& m) {
   // session key; this client ends here without closing it.
   const int fd = c.io.release();
   if (owner->tcpmem->init(fd, c.session.key,
-                          static_cast<uint32_t>(cfg_.io_timeout_ms) * 5)) {
+                          static_cast<uint32_t>(cfg_.io_timeout_ms))) {
     owner->rmem.mem = owner->tcpmem;
     UCC_INFO(
         "firmware_sim: a dpu client's memory over TCP (the fallback, "
