@@ -11,6 +11,7 @@
 #include "firmware_sim/verbs_opts.h"
 #include "firmware_sim/wire_opts.h"
 #include "offload/proto.h"
+#include "platform/mem/remote_mem.h"
 #include "platform/os/host_id.h"
 #include "platform/os/log.h"
 #include "platform/os/sock.h"
@@ -123,6 +124,14 @@ int query(const char* path, uint16_t type) {
         static_cast<unsigned long long>(sr.foreign_reaches),
         static_cast<unsigned long long>(sr.tcp_mem_clients),
         static_cast<unsigned long long>(sr.tcp_mem_requests));
+    // Transfers to hosts' memory by step: count, bytes, total ns.
+    static_assert(sizeof(sr.step_n) / sizeof(sr.step_n[0]) ==
+                  ucc::plat::kMemSteps);
+    for (uint32_t i = 0; i < ucc::plat::kMemSteps; ++i)
+      printf("step_%s %llu %llu %llu\n", ucc::plat::kMemStepNames[i],
+             static_cast<unsigned long long>(sr.step_n[i]),
+             static_cast<unsigned long long>(sr.step_bytes[i]),
+             static_cast<unsigned long long>(sr.step_ns[i]));
   }
   return sr.status == 0 ? 0 : 1;
 }

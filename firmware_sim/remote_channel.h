@@ -33,10 +33,7 @@
 
 #include "offload/channel.h"
 #include "offload/descriptor.h"
-
-namespace ucc::plat {
-class RemoteMem;
-}
+#include "platform/mem/remote_mem.h"
 
 namespace ucc::fw {
 
@@ -47,8 +44,10 @@ class RemoteChannel final : public off::CompletionSink {
 
   // Mirrors the host's channel at `addr` (rkey) with geometry (cap, ncomp)
   // into `local`, laid out with the same geometry.
+  // Transfers are counted by step in *steps (nullptr: not counted).
   void init(plat::RemoteMem* mem, uint64_t addr, uint32_t rkey, uint32_t cap,
-            uint32_t ncomp, off::Channel* local);
+            uint32_t ncomp, off::Channel* local,
+            plat::MemSteps* steps = nullptr);
 
   // New descriptors from the host; how many (0: none, or broken).
   uint32_t pull();
@@ -61,10 +60,11 @@ class RemoteChannel final : public off::CompletionSink {
   bool corrupt() const { return corrupt_; }
 
  private:
-  bool read(uint64_t off, void* dst, uint64_t len);
-  bool write(uint64_t off, const void* src, uint64_t len);
+  bool read(uint64_t off, void* dst, uint64_t len, plat::MemStep step);
+  bool write(uint64_t off, const void* src, uint64_t len, plat::MemStep step);
 
   plat::RemoteMem* mem_ = nullptr;
+  plat::MemSteps* steps_ = nullptr;
   uint64_t addr_ = 0;
   uint32_t rkey_ = 0;
   off::ChannelLayout lay_{};

@@ -141,7 +141,7 @@ bool Server::on_hello_remote(Client& c, const Msg& m) {
       }
       if (ok(st)) {
         c.mirror->init(c.rmem.mem, hello.channel_addr, hello.rkey,
-                       h.sq_capacity, h.ncomp, &c.ch);
+                       h.sq_capacity, h.ncomp, &c.ch, &c.steps);
         st = c.regs.init();
       }
       if (ok(st)) {

@@ -105,6 +105,7 @@ Server::Client* Server::add_client(int fd) {
     return nullptr;
   }
   c->io.init(fd);
+  c->rmem.steps = &c->steps;
   return c;
 }
 
@@ -133,6 +134,7 @@ void Server::drop(uint32_t i) {
   // shared with other clients' engines go with it, and their collectives
   // with this client's ranks end with an error, not a hang.
   c->engine.fini(/*lost=*/true);
+  steps_gone_.add(c->steps);
   if (c->tcpmem != nullptr) {
     tcp_mem_requests_ += c->tcpmem->requests();
     delete c->tcpmem;
@@ -401,32 +403,6 @@ bool Server::on_register(Client& c, const Msg& m) {
   return reply(c, m.h.type, m.h.seq, &rr, sizeof(rr));
 }
 
-bool Server::on_stats(Client& c, const Msg& m) {
-  Stats s = stats();
-  proto::StatsReply sr{};
-  sr.status = static_cast<int32_t>(Status::kOk);
-  sr.clients = s.clients;
-  sr.descriptors = s.descriptors;
-  sr.teams = s.teams;
-  sr.uptime_ms = s.uptime_ms;
-  sr.registered = s.registered;
-  sr.registrations = s.registrations;
-  sr.foreign_reaches = plat::foreign_reaches();
-  sr.tcp_mem_clients = s.tcp_mem_clients;
-  sr.tcp_mem_requests = s.tcp_mem_requests;
-  if (cfg_.wire != nullptr) {
-    const plat::wire::WireStats& w = cfg_.wire->stats();
-    sr.wire_tx_frames = w.tx_frames;
-    sr.wire_rx_frames = w.rx_frames;
-    sr.wire_tx_bytes = w.tx_bytes;
-    sr.wire_retransmits = w.retransmits;
-    sr.wire_bad_frames = w.bad_frames;
-    sr.wire_dup_rx = w.dup_rx;
-    sr.wire_injected = w.inj_drop + w.inj_dup + w.inj_reorder + w.inj_corrupt;
-  }
-  return reply(c, m.h.type, m.h.seq, &sr, sizeof(sr));
-}
-
 uint64_t Server::progress() {
   uint64_t events = cfg_.wire != nullptr ? cfg_.wire->progress() : 0;
   if (cfg_.net != nullptr) events += cfg_.net->progress();
@@ -471,25 +447,6 @@ uint64_t Server::progress() {
     }
   }
   return events;
-}
-
-Stats Server::stats() const {
-  Stats s{};
-  s.uptime_ms = now_ms() - started_ms_;
-  s.registered = registered_;
-  s.tcp_mem_requests = tcp_mem_requests_;
-  for (uint32_t i = 0; i < nclients_; ++i) {
-    if (const plat::TcpMemClient* t = clients_[i]->tcpmem; t != nullptr) {
-      s.tcp_mem_requests += t->requests();
-      s.tcp_mem_clients += clients_[i]->rmem.mem != nullptr ? 1 : 0;
-    }
-    if (!clients_[i]->ready) continue;  // a --stats query, say
-    ++s.clients;
-    s.teams += clients_[i]->teams;
-    s.descriptors += clients_[i]->engine.taken();
-    s.registrations += clients_[i]->regs.size();
-  }
-  return s;
 }
 
 void Server::run() {

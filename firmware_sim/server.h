@@ -19,11 +19,11 @@
 
 #include "offload/proto.h"
 #include "offload/types.h"
+#include "platform/mem/remote_mem.h"
 #include "platform/os/crypto.h"
 
 namespace ucc::plat {
 class Net;
-class RemoteMem;
 namespace wire {
 class Wire;
 }
@@ -89,6 +89,7 @@ struct Stats {
   uint64_t registrations;  // held now (clients still connected)
   uint64_t tcp_mem_clients;   // dpu clients on the TCP fallback now
   uint64_t tcp_mem_requests;  // their memory requests so far
+  plat::MemSteps steps;       // transfers to hosts' memory, by step
 };
 
 class Server {
@@ -180,6 +181,7 @@ class Server {
   bool look_ = true;     // check ids on the next pass (after a nap)
   uint64_t registered_ = 0;
   uint64_t tcp_mem_requests_ = 0;  // of clients gone
+  plat::MemSteps steps_gone_;      // of clients gone
   bool shutdown_ = false;
   volatile int stop_ = 0;
 };

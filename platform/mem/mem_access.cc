@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "platform/mem/cma.h"
+#include "platform/os/clock.h"
 
 namespace ucc::plat {
 
@@ -33,8 +34,13 @@ bool MemAccess::transfer(bool to_host, const base::BufRef& ref, uint64_t addr,
     errno = EFAULT;
     return false;
   }
-  return to_host ? rm->write(addr, rkey, local, len)
-                 : rm->read(addr, rkey, local, len);
+  const uint64_t t0 = remote_->steps != nullptr ? now_ns() : 0;
+  const bool ok = to_host ? rm->write(addr, rkey, local, len)
+                          : rm->read(addr, rkey, local, len);
+  if (remote_->steps != nullptr)
+    remote_->steps->add(to_host ? MemStep::kBufWrite : MemStep::kBufRead, len,
+                        now_ns() - t0);
+  return ok;
 }
 
 bool MemAccess::read(const base::BufRef& ref, uint64_t off, void* dst,

@@ -61,11 +61,51 @@ class MemExport {
   virtual void release(uint32_t key) = 0;
 };
 
+// What an engine's transfers to its host were for, and how long each
+// kind took to complete (dpu mode's latency by step, docs/dpu.md): the
+// channel's mirror (remote_channel.h: the ring's head polled, new
+// descriptors, the tail told back, completion words, the idle flag) and
+// the user buffers read and written (MemAccess).
+enum class MemStep : uint8_t {
+  kRingHead,
+  kDescriptors,
+  kRingTail,
+  kCompletion,
+  kIdleFlag,
+  kBufRead,
+  kBufWrite,
+  kCount
+};
+inline constexpr uint32_t kMemSteps = static_cast<uint32_t>(MemStep::kCount);
+inline constexpr const char* kMemStepNames[kMemSteps] = {
+    "ring_head", "descriptors", "ring_tail", "completion",
+    "idle_flag", "buf_read",    "buf_write"};
+
+struct MemSteps {
+  uint64_t n[kMemSteps] = {};
+  uint64_t bytes[kMemSteps] = {};
+  uint64_t ns[kMemSteps] = {};  // from the call to its completion
+  void add(MemStep s, uint64_t len, uint64_t took_ns) {
+    const auto i = static_cast<uint32_t>(s);
+    ++n[i];
+    bytes[i] += len;
+    ns[i] += took_ns;
+  }
+  void add(const MemSteps& o) {
+    for (uint32_t i = 0; i < kMemSteps; ++i) {
+      n[i] += o.n[i];
+      bytes[i] += o.bytes[i];
+      ns[i] += o.ns[i];
+    }
+  }
+};
+
 // Where a client's RemoteMem will be once it has connected (the engine's
 // MemAccess is made before): nullptr until then, and cross-memory attach
-// is used.
+// is used. `steps`, where given, counts every transfer through it.
 struct RemoteMemSlot {
   RemoteMem* mem = nullptr;
+  MemSteps* steps = nullptr;
 };
 
 }  // namespace ucc::plat

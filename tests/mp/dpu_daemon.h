@@ -17,6 +17,7 @@
 
 #include "offload/control_auth.h"
 #include "offload/proto.h"
+#include "platform/mem/remote_mem.h"
 #include "platform/os/crypto.h"
 #include "platform/os/sock.h"
 #include "tests/common/harness.h"
@@ -171,6 +172,20 @@ inline bool allreduce_served(const DpuDaemon& dd) {
     }
     return 0;
   });
+}
+
+// Whether the daemon counted transfers of every step a collective needs
+// (docs/dpu.md, "Measured": the latency by step), each with its time.
+inline bool steps_counted(const ucc::off::proto::StatsReply& st) {
+  using ucc::plat::MemStep;
+  for (MemStep s :
+       {MemStep::kRingHead, MemStep::kDescriptors, MemStep::kCompletion,
+        MemStep::kBufRead, MemStep::kBufWrite}) {
+    const auto i = static_cast<uint32_t>(s);
+    if (st.step_n[i] == 0 || st.step_bytes[i] == 0 || st.step_ns[i] == 0)
+      return false;
+  }
+  return true;
 }
 
 }  // namespace ucct

@@ -58,6 +58,7 @@ TEST(Dpu, AllreduceServedOverTheNetwork) {
   ASSERT_TRUE(dd.d.stats(&st));
   EXPECT_GE(st.registered, 2u);
   EXPECT_EQ(st.clients, 0u);
+  EXPECT_TRUE(ucct::steps_counted(st));
 }
 
 // The daemon's own code never reaches into a host process: no cross-memory

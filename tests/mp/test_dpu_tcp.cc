@@ -40,6 +40,7 @@ TEST(DpuTcp, CollectivesServedOverTheFallback) {
   EXPECT_GT(st.tcp_mem_requests, 0u);
   EXPECT_EQ(st.tcp_mem_clients, 0u);  // both gone
   EXPECT_EQ(st.foreign_reaches, 0u);
+  EXPECT_TRUE(ucct::steps_counted(st));
 }
 
 // Verbs asked for (the default) where the daemon has no RDMA, or where

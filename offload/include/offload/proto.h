@@ -248,6 +248,14 @@ struct StatsReply {
   // UCC_DPU_MEM=tcp) now, and memory requests they answered so far.
   uint64_t tcp_mem_clients;
   uint64_t tcp_mem_requests;
+  // The engines' transfers to their hosts' memory (RDMA or the TCP
+  // fallback) by step, in platform/mem/remote_mem.h's MemStep order
+  // (ring head, descriptors, ring tail, completion words, idle flag,
+  // buffer reads, buffer writes): how many, bytes, and nanoseconds from
+  // each call to its completion.
+  uint64_t step_n[7];
+  uint64_t step_bytes[7];
+  uint64_t step_ns[7];
 };
 
 static_assert(std::is_trivially_copyable_v<Hello>);
