@@ -1,16 +1,14 @@
 #include "firmware_sim/remote_channel.h"
 
 #include "platform/mem/remote_mem.h"
-#include "platform/os/clock.h"
 #include "platform/os/log.h"
 
 namespace ucc::fw {
 
-void RemoteChannel::init(plat::RemoteMem* mem, uint64_t addr, uint32_t rkey,
-                         uint32_t cap, uint32_t ncomp, off::Channel* local,
-                         plat::MemSteps* steps) {
+void RemoteChannel::init(const plat::RemoteMemSlot* mem, uint64_t addr,
+                         uint32_t rkey, uint32_t cap, uint32_t ncomp,
+                         off::Channel* local) {
   mem_ = mem;
-  steps_ = steps;
   addr_ = addr;
   rkey_ = rkey;
   lay_ = off::Channel::layout(cap, ncomp);
@@ -20,28 +18,18 @@ void RemoteChannel::init(plat::RemoteMem* mem, uint64_t addr, uint32_t rkey,
   local_->set_sink(this);
 }
 
-bool RemoteChannel::read(uint64_t off, void* dst, uint64_t len,
-                         plat::MemStep step) {
+bool RemoteChannel::move(plat::MemStep step, bool to_host, uint64_t off,
+                         void* local, uint64_t len) {
   if (broken_) return false;
-  const uint64_t t0 = steps_ != nullptr ? plat::now_ns() : 0;
-  broken_ = !mem_->read(addr_ + off, rkey_, dst, len);
-  if (steps_ != nullptr) steps_->add(step, len, plat::now_ns() - t0);
-  return !broken_;
-}
-
-bool RemoteChannel::write(uint64_t off, const void* src, uint64_t len,
-                          plat::MemStep step) {
-  if (broken_) return false;
-  const uint64_t t0 = steps_ != nullptr ? plat::now_ns() : 0;
-  broken_ = !mem_->write(addr_ + off, rkey_, src, len);
-  if (steps_ != nullptr) steps_->add(step, len, plat::now_ns() - t0);
+  broken_ = !mem_->transfer(step, to_host, addr_ + off, rkey_, local, len);
   return !broken_;
 }
 
 uint32_t RemoteChannel::pull() {
   if (broken_ || corrupt_) return 0;
   uint32_t head = 0;
-  if (!read(lay_.head, &head, sizeof(head), plat::MemStep::kRingHead)) return 0;
+  if (!move(plat::MemStep::kRingHead, false, lay_.head, &head, sizeof(head)))
+    return 0;
   const uint32_t ahead = head - taken_;
   if (ahead == 0) return 0;
   if (ahead > mask_ + 1) {
@@ -59,11 +47,11 @@ uint32_t RemoteChannel::pull() {
   const uint32_t first = taken_ & mask_;
   const uint32_t n1 = mask_ + 1 - first < n ? mask_ + 1 - first : n;
   const uint64_t dsz = sizeof(off::CollDesc);
-  if (!read(lay_.sq + first * dsz, batch_, n1 * dsz,
-            plat::MemStep::kDescriptors))
+  if (!move(plat::MemStep::kDescriptors, false, lay_.sq + first * dsz, batch_,
+            n1 * dsz))
     return 0;
-  if (n1 < n &&
-      !read(lay_.sq, batch_ + n1, (n - n1) * dsz, plat::MemStep::kDescriptors))
+  if (n1 < n && !move(plat::MemStep::kDescriptors, false, lay_.sq, batch_ + n1,
+                      (n - n1) * dsz))
     return 0;
   for (uint32_t i = 0; i < n; ++i) local_->submit(batch_[i]);
   taken_ += n;
@@ -84,23 +72,23 @@ void RemoteChannel::flush() {
   for (uint32_t i = 0; i < npending_ && !broken_; ++i) {
     const uint32_t s = pending_[i];
     if (s >= ncomp_) continue;  // the engine checked it already
-    const uint64_t w = local_->word(s);
-    write(lay_.comp + uint64_t{s} * sizeof(w), &w, sizeof(w),
-          plat::MemStep::kCompletion);
+    uint64_t w = local_->word(s);
+    move(plat::MemStep::kCompletion, true, lay_.comp + uint64_t{s} * sizeof(w),
+         &w, sizeof(w));
   }
   npending_ = 0;
 }
 
 void RemoteChannel::tell_tail() {
-  if (write(lay_.tail, &taken_, sizeof(taken_), plat::MemStep::kRingTail))
+  if (move(plat::MemStep::kRingTail, true, lay_.tail, &taken_, sizeof(taken_)))
     told_ = taken_;
 }
 
 void RemoteChannel::set_idle(bool idle) {
   if (idle && told_ != taken_) tell_tail();
   local_->set_engine_idle(idle);
-  const uint32_t v = idle ? 1 : 0;
-  write(lay_.idle, &v, sizeof(v), plat::MemStep::kIdleFlag);
+  uint32_t v = idle ? 1 : 0;
+  move(plat::MemStep::kIdleFlag, true, lay_.idle, &v, sizeof(v));
 }
 
 }  // namespace ucc::fw

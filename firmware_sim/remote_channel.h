@@ -44,10 +44,9 @@ class RemoteChannel final : public off::CompletionSink {
 
   // Mirrors the host's channel at `addr` (rkey) with geometry (cap, ncomp)
   // into `local`, laid out with the same geometry.
-  // Transfers are counted by step in *steps (nullptr: not counted).
-  void init(plat::RemoteMem* mem, uint64_t addr, uint32_t rkey, uint32_t cap,
-            uint32_t ncomp, off::Channel* local,
-            plat::MemSteps* steps = nullptr);
+  // Through `mem` (whose mem is connected), which counts the transfers.
+  void init(const plat::RemoteMemSlot* mem, uint64_t addr, uint32_t rkey,
+            uint32_t cap, uint32_t ncomp, off::Channel* local);
 
   // New descriptors from the host; how many (0: none, or broken).
   uint32_t pull();
@@ -60,11 +59,11 @@ class RemoteChannel final : public off::CompletionSink {
   bool corrupt() const { return corrupt_; }
 
  private:
-  bool read(uint64_t off, void* dst, uint64_t len, plat::MemStep step);
-  bool write(uint64_t off, const void* src, uint64_t len, plat::MemStep step);
+  // One transfer at `off` in the host's channel (false: broken now).
+  bool move(plat::MemStep step, bool to_host, uint64_t off, void* local,
+            uint64_t len);
 
-  plat::RemoteMem* mem_ = nullptr;
-  plat::MemSteps* steps_ = nullptr;
+  const plat::RemoteMemSlot* mem_ = nullptr;
   uint64_t addr_ = 0;
   uint32_t rkey_ = 0;
   off::ChannelLayout lay_{};

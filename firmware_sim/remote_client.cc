@@ -140,8 +140,8 @@ bool Server::on_hello_remote(Client& c, const Msg& m) {
         if (c.mirror == nullptr) st = Status::kNoMemory;
       }
       if (ok(st)) {
-        c.mirror->init(c.rmem.mem, hello.channel_addr, hello.rkey,
-                       h.sq_capacity, h.ncomp, &c.ch, &c.steps);
+        c.mirror->init(&c.rmem, hello.channel_addr, hello.rkey, h.sq_capacity,
+                       h.ncomp, &c.ch);
         st = c.regs.init();
       }
       if (ok(st)) {

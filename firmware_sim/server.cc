@@ -105,7 +105,6 @@ Server::Client* Server::add_client(int fd) {
     return nullptr;
   }
   c->io.init(fd);
-  c->rmem.steps = &c->steps;
   return c;
 }
 
@@ -134,7 +133,7 @@ void Server::drop(uint32_t i) {
   // shared with other clients' engines go with it, and their collectives
   // with this client's ranks end with an error, not a hang.
   c->engine.fini(/*lost=*/true);
-  steps_gone_.add(c->steps);
+  steps_gone_.add(c->rmem.steps);
   if (c->tcpmem != nullptr) {
     tcp_mem_requests_ += c->tcpmem->requests();
     delete c->tcpmem;

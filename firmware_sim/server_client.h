@@ -33,8 +33,7 @@ struct Server::Client {
   plat::RegTable regs;  // what the host lets its engine reach
   // Its memory by RDMA (kRdmaConnect), once asked; until then, and where
   // not, cross-memory attach (never over TCP).
-  plat::RemoteMemSlot rmem;
-  plat::MemSteps steps;  // its transfers by RDMA or over TCP, by step
+  plat::RemoteMemSlot rmem;  // and its transfers there, by step
   bool ready = false;  // kHello done
   uint32_t teams = 0;
   // Over TCP (dpu mode): no credentials, so no pid, uid or /proc; the

@@ -50,7 +50,7 @@ Stats Server::stats() const {
   s.tcp_mem_requests = tcp_mem_requests_;
   s.steps = steps_gone_;
   for (uint32_t i = 0; i < nclients_; ++i) {
-    s.steps.add(clients_[i]->steps);
+    s.steps.add(clients_[i]->rmem.steps);
     if (const plat::TcpMemClient* t = clients_[i]->tcpmem; t != nullptr) {
       s.tcp_mem_requests += t->requests();
       s.tcp_mem_clients += clients_[i]->rmem.mem != nullptr ? 1 : 0;

@@ -58,11 +58,10 @@ bool message_ok(const Session& s, End from, const MsgHeader& h,
                 const void* body) {
   if (!s.on || h.len < kTagBytes) return false;
   const size_t blen = h.len - kTagBytes;
-  uint8_t want[32] = {}, got[32] = {};
+  uint8_t want[plat::kMacBytes] = {};
   if (!message_tag(s, from, h, body, blen, want)) return false;
-  memcpy(got, static_cast<const uint8_t*>(body) + blen, kTagBytes);
-  memset(want + kTagBytes, 0, sizeof(want) - kTagBytes);
-  return plat::mac_equal(want, got);
+  return plat::tag_equal(want, static_cast<const uint8_t*>(body) + blen,
+                         kTagBytes);
 }
 
 }  // namespace ucc::off::proto

@@ -34,12 +34,16 @@ bool MemAccess::transfer(bool to_host, const base::BufRef& ref, uint64_t addr,
     errno = EFAULT;
     return false;
   }
-  const uint64_t t0 = remote_->steps != nullptr ? now_ns() : 0;
-  const bool ok = to_host ? rm->write(addr, rkey, local, len)
-                          : rm->read(addr, rkey, local, len);
-  if (remote_->steps != nullptr)
-    remote_->steps->add(to_host ? MemStep::kBufWrite : MemStep::kBufRead, len,
-                        now_ns() - t0);
+  return remote_->transfer(to_host ? MemStep::kBufWrite : MemStep::kBufRead,
+                           to_host, addr, rkey, local, len);
+}
+
+bool RemoteMemSlot::transfer(MemStep step, bool to_host, uint64_t addr,
+                             uint32_t rkey, void* local, uint64_t len) const {
+  const uint64_t t0 = now_ns();
+  const bool ok = to_host ? mem->write(addr, rkey, local, len)
+                          : mem->read(addr, rkey, local, len);
+  steps.add(step, len, now_ns() - t0);
   return ok;
 }
 

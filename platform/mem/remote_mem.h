@@ -102,10 +102,16 @@ struct MemSteps {
 
 // Where a client's RemoteMem will be once it has connected (the engine's
 // MemAccess is made before): nullptr until then, and cross-memory attach
-// is used. `steps`, where given, counts every transfer through it.
+// is used. Every transfer through it goes through transfer(), which
+// counts it in `steps` by what it was for.
 struct RemoteMemSlot {
   RemoteMem* mem = nullptr;
-  MemSteps* steps = nullptr;
+  mutable MemSteps steps;
+  // One read (to_host false) or write of `len` bytes at the host's `addr`
+  // under `rkey`, to or from `local`: mem's read or write, timed. Same
+  // results. (mem_access.cc)
+  bool transfer(MemStep step, bool to_host, uint64_t addr, uint32_t rkey,
+                void* local, uint64_t len) const;
 };
 
 }  // namespace ucc::plat

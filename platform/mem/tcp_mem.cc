@@ -30,11 +30,8 @@ bool put_tag(const uint8_t key[32], uint8_t* b, size_t n) {
 
 // Whether the kTcpMemTagBytes at b + n are the tag of b[0, n).
 bool tag_ok(const uint8_t key[32], const uint8_t* b, size_t n) {
-  uint8_t want[kMacBytes], got[kMacBytes] = {};
-  if (!mac(key, 32, b, n, want)) return false;
-  memset(want + kTcpMemTagBytes, 0, kMacBytes - kTcpMemTagBytes);
-  memcpy(got, b + n, kTcpMemTagBytes);
-  return mac_equal(want, got);
+  uint8_t want[kMacBytes];
+  return mac(key, 32, b, n, want) && tag_equal(want, b + n, kTcpMemTagBytes);
 }
 
 // A connected socket, blocking, its sends bounded by timeout_ms.

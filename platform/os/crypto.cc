@@ -129,6 +129,12 @@ bool mac_equal(const uint8_t a[kMacBytes], const uint8_t b[kMacBytes]) {
   return false;  // nothing authenticates without libcrypto
 }
 
+bool tag_equal(const uint8_t full[kMacBytes], const uint8_t* tag, size_t n) {
+  const Lib& l = lib();
+  if (l.ok && n != 0 && n <= kMacBytes) return l.memcmp_ct(full, tag, n) == 0;
+  return false;
+}
+
 bool random_bytes(void* out, size_t n) {
   auto* p = static_cast<uint8_t*>(out);
   while (n != 0) {

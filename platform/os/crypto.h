@@ -32,6 +32,9 @@ bool mac(const void* key, size_t key_len, const void* data, size_t len,
          uint8_t out[kMacBytes]);
 // a == b in time independent of where they differ.
 bool mac_equal(const uint8_t a[kMacBytes], const uint8_t b[kMacBytes]);
+// Whether `tag` is the first n (1..kMacBytes) bytes of `full`, a MAC
+// truncated to a tag, in the same constant time.
+bool tag_equal(const uint8_t full[kMacBytes], const uint8_t* tag, size_t n);
 // n bytes from the kernel's generator; false where it fails (never
 // replaced by a weaker source).
 bool random_bytes(void* out, size_t n);
