@@ -346,6 +346,16 @@ ucc_status_t report(int rank, const char* call, ucc_status_t st) {
 
 }  // namespace
 
+ucc_team_params_t world_team_params(const ucc_oob_coll_t& oob) {
+  ucc_team_params_t p{};
+  p.mask = UCC_TEAM_PARAM_FIELD_EP | UCC_TEAM_PARAM_FIELD_EP_RANGE |
+           UCC_TEAM_PARAM_FIELD_OOB;
+  p.ep = oob.oob_ep;
+  p.ep_range = UCC_COLLECTIVE_EP_RANGE_CONTIG;
+  p.oob = oob;
+  return p;
+}
+
 ucc_status_t World::init(Rank& r, double timeout_s) {
   rank = r.rank;
   size = r.size;
@@ -382,12 +392,7 @@ ucc_status_t World::init(Rank& r, double timeout_s) {
     return st;
   }
 
-  ucc_team_params_t team_params{};
-  team_params.mask = UCC_TEAM_PARAM_FIELD_EP | UCC_TEAM_PARAM_FIELD_EP_RANGE |
-                     UCC_TEAM_PARAM_FIELD_OOB;
-  team_params.ep = static_cast<uint64_t>(rank);
-  team_params.ep_range = UCC_COLLECTIVE_EP_RANGE_CONTIG;
-  team_params.oob = oob;
+  const ucc_team_params_t team_params = world_team_params(oob);
   st = ucc_team_create_post(&ctx, 1, &team_params, &team);
   if (report(rank, "ucc_team_create_post", st) != UCC_OK) {
     team = nullptr;

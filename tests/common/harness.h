@@ -77,6 +77,10 @@ int usable_cpus();
 // ucc_status_string() without needing the library for codes we know.
 const char* status_name(ucc_status_t st);
 
+// Team parameters for the team of all `oob`'s endpoints, rank = its
+// endpoint (ep, contiguous range, the OOB).
+ucc_team_params_t world_team_params(const ucc_oob_coll_t& oob);
+
 // A rank's lib + context (with OOB) + team (with OOB), UCC_THREAD_SINGLE.
 class World {
  public:

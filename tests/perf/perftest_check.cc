@@ -121,6 +121,81 @@ double tolerance(const DtypeInfo& t, ucc_reduction_op_t op, int n,
   return 2.0 * std::ldexp(1.0, -precision(t)) * n * std::fmax(1.0, mag);
 }
 
+// The reduction over n ranks' inputs at vector index idx (not bitwise):
+// in integers (wrapping, as the element width then truncates) and in
+// floating point. O(n) per index, so it is remembered: the inputs repeat
+// in idx with period 132 (red_value: i % 4, i % 11, i % 3; prod's pair
+// moves but its product does not), and land / lor depend only on whether
+// idx % (n + 1) names a rank. A job of thousands of ranks (tests/sim)
+// checks each rank's vector in O(count) instead of O(count * n).
+struct Reduced {
+  int64_t i;
+  double f;
+};
+Reduced reduce_ranks(ucc_reduction_op_t op, int n, uint64_t idx) {
+  int64_t a = red_value(op, 0, idx, n);
+  int64_t sum = a, prod = a, mx = a, mn = a, truths = a != 0;
+  double fsum = 0, fprod = 1, fmx = -INFINITY, fmn = INFINITY;
+  for (int q = 0; q < n; ++q) {
+    const int64_t v = red_value(op, q, idx, n);
+    if (q != 0) {
+      sum += v;
+      prod *= v;
+      mx = v > mx ? v : mx;
+      mn = v < mn ? v : mn;
+      truths += v != 0;
+    }
+    const double d = static_cast<double>(v);
+    fsum += d;
+    fprod *= d;
+    fmx = std::fmax(fmx, d);
+    fmn = std::fmin(fmn, d);
+  }
+  switch (op) {
+    case UCC_OP_SUM:
+      return {sum, fsum};
+    case UCC_OP_AVG:
+      return {0, fsum / n};
+    case UCC_OP_PROD:
+      return {prod, fprod};
+    case UCC_OP_MAX:
+      return {mx, fmx};
+    case UCC_OP_MIN:
+      return {mn, fmn};
+    case UCC_OP_LAND:
+      return {truths == n, 0};
+    case UCC_OP_LOR:
+      return {truths > 0, 0};
+    case UCC_OP_LXOR:
+      return {truths % 2, 0};
+    default:
+      return {0, 0};
+  }
+}
+Reduced reduced(ucc_reduction_op_t op, int n, uint64_t idx) {
+  constexpr uint64_t kPeriod = 132;
+  static struct {
+    ucc_reduction_op_t op;
+    int n = 0;
+    bool known[kPeriod];
+    Reduced val[kPeriod];
+  } memo;
+  const uint64_t un = static_cast<uint64_t>(n);
+  const uint64_t cls = op == UCC_OP_LAND || op == UCC_OP_LOR
+                           ? (idx % (un + 1) == un ? 1 : 0)
+                           : (op == UCC_OP_PROD ? 0 : idx % kPeriod);
+  if (memo.n != n || memo.op != op) {
+    memo.op = op;
+    memo.n = n;
+    memset(memo.known, 0, sizeof memo.known);
+  }
+  if (!memo.known[cls]) {
+    memo.val[cls] = reduce_ranks(op, n, idx);
+    memo.known[cls] = true;
+  }
+  return memo.val[cls];
+}
+
 // Checks out[k] against the reduction over all ranks of their inputs at
 // vector index idx.
 bool check_red(const Setup& s, const void* out, uint64_t k, uint64_t idx,
@@ -139,42 +214,7 @@ bool check_red(const Setup& s, const void* out, uint64_t k, uint64_t idx,
                                    : (acc ^ v);
       }
     } else {
-      int64_t a = red_value(s.op, 0, idx, n);
-      int64_t sum = a, prod = a, mx = a, mn = a, truths = a != 0;
-      for (int q = 1; q < n; ++q) {
-        const int64_t v = red_value(s.op, q, idx, n);
-        sum += v;
-        prod *= v;
-        mx = v > mx ? v : mx;
-        mn = v < mn ? v : mn;
-        truths += v != 0;
-      }
-      switch (s.op) {
-        case UCC_OP_SUM:
-          a = sum;
-          break;
-        case UCC_OP_PROD:
-          a = prod;
-          break;
-        case UCC_OP_MAX:
-          a = mx;
-          break;
-        case UCC_OP_MIN:
-          a = mn;
-          break;
-        case UCC_OP_LAND:
-          a = truths == n;
-          break;
-        case UCC_OP_LOR:
-          a = truths > 0;
-          break;
-        case UCC_OP_LXOR:
-          a = truths % 2;
-          break;
-        default:
-          a = 0;
-          break;
-      }
+      const int64_t a = reduced(s.op, n, idx).i;
       acc = static_cast<uint64_t>(a);  // wraps like the element width does
     }
     acc = truncate_bits(t, acc);
@@ -185,34 +225,10 @@ bool check_red(const Setup& s, const void* out, uint64_t k, uint64_t idx,
     *why = msg;
     return false;
   }
-  double sum = 0, prod = 1, mx = -INFINITY, mn = INFINITY;
-  for (int q = 0; q < n; ++q) {
-    const double v = static_cast<double>(red_value(s.op, q, idx, n));
-    sum += v;
-    prod *= v;
-    mx = std::fmax(mx, v);
-    mn = std::fmin(mn, v);
-  }
-  double expect = 0;
-  switch (s.op) {
-    case UCC_OP_SUM:
-      expect = sum;
-      break;
-    case UCC_OP_AVG:
-      expect = sum / n;
-      break;
-    case UCC_OP_PROD:
-      expect = prod;
-      break;
-    case UCC_OP_MAX:
-      expect = mx;
-      break;
-    case UCC_OP_MIN:
-      expect = mn;
-      break;
-    default:
-      return true;  // not checked (see check_skip_reason)
-  }
+  if (s.op != UCC_OP_SUM && s.op != UCC_OP_AVG && s.op != UCC_OP_PROD &&
+      s.op != UCC_OP_MAX && s.op != UCC_OP_MIN)
+    return true;  // not checked (see check_skip_reason)
+  const double expect = reduced(s.op, n, idx).f;
   const double got = load_value(t, out, k);
   if (std::fabs(got - expect) <= tolerance(t, s.op, n, expect))
     return true;  // false for NaN
@@ -353,6 +369,80 @@ bool check_result(const Setup& s, const void* src, const void* dst,
     default:
       return true;
   }
+}
+
+Shape shape_of(const Setup& s, ucc_coll_type_t type) {
+  Shape sh;
+  const uint64_t nc = s.count * static_cast<uint64_t>(s.size);
+  const bool is_root = static_cast<uint64_t>(s.rank) == s.root;
+  switch (s.coll) {
+    case UCC_COLL_TYPE_ALLREDUCE:
+    case UCC_COLL_TYPE_REDUCE:
+      sh.src_count = sh.dst_count = s.count;
+      break;
+    case UCC_COLL_TYPE_BCAST:
+      sh.src_count = s.count;
+      break;
+    case UCC_COLL_TYPE_ALLGATHER:
+      sh.src_count = s.count;
+      sh.dst_count = nc;
+      break;
+    case UCC_COLL_TYPE_ALLTOALL:
+      sh.src_count = sh.dst_count = nc;
+      break;
+    case UCC_COLL_TYPE_REDUCE_SCATTER:
+      sh.src_count = nc;
+      // In place: dst holds the whole vector.
+      sh.dst_count = s.inplace ? nc : s.count;
+      break;
+    default:
+      break;
+  }
+  if (type != UCC_COLL_TYPE_BARRIER) {
+    sh.src_here = type == UCC_COLL_TYPE_BCAST || !s.inplace ||
+                  (type == UCC_COLL_TYPE_REDUCE && !is_root);
+    sh.dst_here = type != UCC_COLL_TYPE_BCAST &&
+                  (type != UCC_COLL_TYPE_REDUCE || is_root);
+  }
+  return sh;
+}
+
+ucc_coll_args_t coll_args(const Setup& s, ucc_coll_type_t type, const Shape& sh,
+                          void* src, void* dst, ucc_memory_type_t mt,
+                          VArrays* v) {
+  ucc_coll_args_t args{};
+  args.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+  args.flags = UCC_COLL_ARGS_FLAG_PERSISTENT |
+               (s.inplace ? UCC_COLL_ARGS_FLAG_IN_PLACE : 0);
+  args.coll_type = type;
+  if (type != UCC_COLL_TYPE_BARRIER) {
+    args.src.info = {src, sh.src_count, s.dt->dt, mt};
+    args.dst.info = {dst, sh.dst_count, s.dt->dt, mt};
+  }
+  if (s.coll != type) {
+    v->counts.assign(static_cast<size_t>(s.size), s.count);
+    v->displs.clear();
+    for (int q = 0; q < s.size; ++q) v->displs.push_back(s.count * q);
+    args.flags |=
+        UCC_COLL_ARGS_FLAG_COUNT_64BIT | UCC_COLL_ARGS_FLAG_DISPLACEMENTS_64BIT;
+    ucc_count_t* cnt = v->counts.data();
+    ucc_aint_t* dsp = v->displs.data();
+    const ucc_coll_buffer_info_t sb = args.src.info, db = args.dst.info;
+    if (type == UCC_COLL_TYPE_ALLTOALLV)
+      args.src.info_v = {sb.buffer, cnt, dsp, sb.datatype, sb.mem_type};
+    if (type != UCC_COLL_TYPE_REDUCE_SCATTERV)
+      args.dst.info_v = {db.buffer, cnt, dsp, db.datatype, db.mem_type};
+    else
+      args.dst.info_v = {db.buffer, cnt, nullptr, db.datatype, db.mem_type};
+  }
+  const bool reduction = s.coll == UCC_COLL_TYPE_ALLREDUCE ||
+                         s.coll == UCC_COLL_TYPE_REDUCE ||
+                         s.coll == UCC_COLL_TYPE_REDUCE_SCATTER;
+  const bool rooted =
+      s.coll == UCC_COLL_TYPE_BCAST || s.coll == UCC_COLL_TYPE_REDUCE;
+  if (reduction) args.op = s.op;
+  if (rooted) args.root = s.root;
+  return args;
 }
 
 }  // namespace ucct::perf

@@ -23,6 +23,7 @@
 #include <ucc/api/ucc.h>
 
 #include <string>
+#include <vector>
 
 #include "tests/common/types.h"
 
@@ -39,6 +40,29 @@ struct Setup {
   uint64_t root;
   bool inplace;  // only where the collective has an in-place form
 };
+
+// The buffers of a setup as UCC defines them for `type` (s.coll, or its
+// v form): element counts of src and dst, and whether this rank passes
+// each (not in place, not bcast's dst, a reduce's dst at the root only).
+struct Shape {
+  uint64_t src_count = 0;
+  uint64_t dst_count = 0;
+  bool src_here = false;
+  bool dst_here = false;
+};
+Shape shape_of(const Setup& s, ucc_coll_type_t type);
+
+// Persistent collective arguments over src and dst of that shape (op and
+// root where the collective has them). The v forms spell out the regular
+// layout (every block count elements, packed in rank order) in *v's
+// 64-bit arrays, which must outlive the arguments.
+struct VArrays {
+  std::vector<ucc_count_t> counts;
+  std::vector<ucc_aint_t> displs;
+};
+ucc_coll_args_t coll_args(const Setup& s, ucc_coll_type_t type, const Shape& sh,
+                          void* src, void* dst, ucc_memory_type_t mt,
+                          VArrays* v);
 
 // Why the result of this setup is not checked; nullptr when it is.
 const char* check_skip_reason(const Setup& s);

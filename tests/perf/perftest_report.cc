@@ -68,6 +68,8 @@ const char* alg_at(ucc_team_h team, ucc_coll_type_t coll, uint64_t bytes) {
   return name;
 }
 
+}  // namespace
+
 // -v: every collective's selection, as the team's engine reports it.
 void print_selection(ucc_team_h team) {
   std::printf("# %-20s by message size (bytes), not in place\n", "Algorithms:");
@@ -84,8 +86,6 @@ void print_selection(ucc_team_h team) {
     std::printf("\n");
   }
 }
-
-}  // namespace
 
 // Where the ranks run: each rank's host (UCC_HOST_ID where set, else its
 // hostname), gathered over the OOB; "name: k ranks" per host, in order of
@@ -198,6 +198,10 @@ void print_header(const Config& cfg, int n, ucc_team_h team,
                 cs.total_bytes ? "ranks * count * elem" : "count * elem");
   }
   if (cfg.verbose) print_selection(team);
+  print_columns(cfg);
+}
+
+void print_columns(const Config& cfg) {
   std::printf("#\n# %10s %11s %11s %11s %11s %11s %11s", "count", "size(B)",
               "avg(us)", "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)");
   if (cfg.full) {

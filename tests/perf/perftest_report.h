@@ -39,6 +39,12 @@ std::string gather_hosts(const Rank& rk, ucc_context_h ctx, int* most);
 void print_header(const Config& cfg, int n, ucc_team_h team,
                   const std::string& hosts, int per_host);
 
+// -v: every collective's selection, as the team's engine reports it.
+void print_selection(ucc_team_h team);
+
+// The column headings that print_header ends with.
+void print_columns(const Config& cfg);
+
 // Rank 0: one row (or a warning) from all ranks' stats.
 void print_row(const Config& cfg, int n, uint64_t count,
                const std::vector<RankStats>& all, ucc_team_h team);

@@ -142,49 +142,16 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   const int n = w.size, r = w.rank;
   const size_t es = cfg.dt->size;
   const bool inplace = cfg.inplace && cs.has_inplace;
-  const bool is_root = static_cast<uint64_t>(r) == cfg.root;
-  const uint64_t nc = count * static_cast<uint64_t>(n);
-
-  // Element counts of src / dst as UCC defines them, and which exist here.
-  uint64_t src_count = 0, dst_count = 0;
-  bool src_here = false, dst_here = false;
-  switch (cs.base) {
-    case UCC_COLL_TYPE_ALLREDUCE:
-      src_count = dst_count = count;
-      break;
-    case UCC_COLL_TYPE_BCAST:
-      src_count = count;
-      break;
-    case UCC_COLL_TYPE_REDUCE:
-      src_count = dst_count = count;
-      break;
-    case UCC_COLL_TYPE_ALLGATHER:
-      src_count = count;
-      dst_count = nc;
-      break;
-    case UCC_COLL_TYPE_ALLTOALL:
-      src_count = dst_count = nc;
-      break;
-    case UCC_COLL_TYPE_REDUCE_SCATTER:
-      src_count = nc;
-      dst_count = inplace ? nc : count;  // in place: dst holds the whole vector
-      break;
-    default:
-      break;
-  }
-  if (cs.type != UCC_COLL_TYPE_BARRIER) {
-    src_here = cs.type == UCC_COLL_TYPE_BCAST || !inplace ||
-               (cs.type == UCC_COLL_TYPE_REDUCE && !is_root);
-    dst_here = cs.type != UCC_COLL_TYPE_BCAST &&
-               (cs.type != UCC_COLL_TYPE_REDUCE || is_root);
-  }
+  Setup setup{cs.base, cfg.dt, cfg.op, r, n, count, cfg.root, inplace};
+  const Shape sh = shape_of(setup, cs.type);
+  const uint64_t src_count = sh.src_count, dst_count = sh.dst_count;
+  const bool src_here = sh.src_here, dst_here = sh.dst_here;
   Buffer src(src_here ? src_count * es : 0), dst(dst_here ? dst_count * es : 0);
   if (!src.ok() || !dst.ok()) {
     fail_line(r, "buffer allocation", count, UCC_ERR_NO_MEMORY);
     return UCC_ERR_NO_MEMORY;
   }
 
-  Setup setup{cs.base, cfg.dt, cfg.op, r, n, count, cfg.root, inplace};
   fill_inputs(setup, src.get(), src_count, dst.get(), dst_here ? dst_count : 0);
 
   // -m cuda: the collective runs on GPU copies of the buffers, which come
@@ -198,39 +165,10 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
   }
   const ucc_memory_type_t mt =
       cfg.cuda ? UCC_MEMORY_TYPE_CUDA : UCC_MEMORY_TYPE_HOST;
-  ucc_coll_args_t args{};
-  args.mask = UCC_COLL_ARGS_FIELD_FLAGS;
-  args.flags = UCC_COLL_ARGS_FLAG_PERSISTENT |
-               (inplace ? UCC_COLL_ARGS_FLAG_IN_PLACE : 0);
-  args.coll_type = cs.type;
-  if (cs.type != UCC_COLL_TYPE_BARRIER) {
-    args.src.info = {cfg.cuda ? dsrc.get() : src.get(), src_count, cfg.dt->dt,
-                     mt};
-    args.dst.info = {cfg.cuda ? ddst.get() : dst.get(), dst_count, cfg.dt->dt,
-                     mt};
-  }
-  // The v forms: every block count elements, packed in rank order (the
-  // regular form's layout), spelled out in 64-bit arrays.
-  std::vector<ucc_count_t> vcounts;
-  std::vector<ucc_aint_t> vdispls;
-  if (cs.base != cs.type) {
-    vcounts.assign(static_cast<size_t>(n), count);
-    for (int q = 0; q < n; ++q) vdispls.push_back(count * q);
-    args.flags |=
-        UCC_COLL_ARGS_FLAG_COUNT_64BIT | UCC_COLL_ARGS_FLAG_DISPLACEMENTS_64BIT;
-    ucc_count_t* cnt = vcounts.data();
-    ucc_aint_t* dsp = vdispls.data();
-    const ucc_coll_buffer_info_t sb = args.src.info, db = args.dst.info;
-    if (cs.type == UCC_COLL_TYPE_ALLTOALLV)
-      args.src.info_v = {sb.buffer, cnt, dsp, sb.datatype, sb.mem_type};
-    if (cs.type != UCC_COLL_TYPE_REDUCE_SCATTERV)
-      args.dst.info_v = {db.buffer, cnt, dsp, db.datatype, db.mem_type};
-    else
-      args.dst.info_v = {db.buffer, cnt, nullptr, db.datatype, db.mem_type};
-  }
-  if (cs.reduction) args.op = cfg.op;
-  if (cs.rooted) args.root = cfg.root;
-
+  VArrays v;
+  ucc_coll_args_t args =
+      coll_args(setup, cs.type, sh, cfg.cuda ? dsrc.get() : src.get(),
+                cfg.cuda ? ddst.get() : dst.get(), mt, &v);
   ucc_coll_req_h req = nullptr;
   ucc_status_t st = ucc_collective_init(&args, &req, w.team);
   if (st != UCC_OK) {
