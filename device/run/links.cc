@@ -1,5 +1,6 @@
 #include "device/run/links.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "platform/os/log.h"
@@ -97,26 +98,52 @@ Status Links::connect(const off::TeamAddr* addrs) {
 }
 
 Status Links::build_nodes(const off::TeamAddr* addrs) {
-  const uint32_t n = cfg_.nranks;
+  map_nodes(addrs, cfg_.nranks, mem_.nodes, &nodes_);
+  return Status::kOk;
+}
+
+void map_nodes(const off::TeamAddr* addrs, uint32_t n, uint32_t* mem,
+               NodeMap* out) {
   // node, local_rank, order: n each; node_size, node_first, leaders: n at
   // most.
-  uint32_t* mem = mem_.nodes;
   memset(mem, 0, 6 * size_t{n} * sizeof(uint32_t));
-  NodeMap& m = nodes_;
+  NodeMap& m = *out;
   m.node = mem;
   m.local_rank = mem + n;
   m.order = mem + 2 * size_t{n};
   m.node_size = mem + 3 * size_t{n};
   m.node_first = mem + 4 * size_t{n};
   m.leaders = mem + 5 * size_t{n};
+  // Nodes are numbered in order of first appearance, their ranks in rank
+  // order, in O(n log n) (a team of thousands, each rank on a host of its
+  // own, must not compare every pair): the ranks sorted by host, then by
+  // rank, give the nodes as runs, each led by its lowest rank; the
+  // leaders sorted give the nodes' numbers.
   m.nnodes = 0;
-  // First appearance numbers the nodes (quadratic in the nodes, once).
-  for (uint32_t r = 0; r < n; ++r) {
-    uint32_t k = 0;
-    while (k < m.nnodes && !same_host(addrs[m.node_first[k]], addrs[r])) ++k;
-    if (k == m.nnodes) m.node_first[m.nnodes++] = r;  // for now: its first rank
+  uint32_t* by_host = m.order;  // until the end: ranks sorted by host
+  for (uint32_t r = 0; r < n; ++r) by_host[r] = r;
+  std::sort(by_host, by_host + n, [addrs](uint32_t a, uint32_t b) {
+    const uint64_t(&ha)[2] = addrs[a].host;
+    const uint64_t(&hb)[2] = addrs[b].host;
+    if (ha[0] != hb[0]) return ha[0] < hb[0];
+    if (ha[1] != hb[1]) return ha[1] < hb[1];
+    return a < b;
+  });
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i == 0 || !same_host(addrs[by_host[i]], addrs[by_host[i - 1]]))
+      m.leaders[m.nnodes++] = by_host[i];
+  }
+  std::sort(m.leaders, m.leaders + m.nnodes);
+  for (uint32_t i = 0, k = 0, local = 0; i < n; ++i) {
+    const uint32_t r = by_host[i];
+    if (i == 0 || !same_host(addrs[r], addrs[by_host[i - 1]])) {
+      k = static_cast<uint32_t>(
+          std::lower_bound(m.leaders, m.leaders + m.nnodes, r) - m.leaders);
+      local = 0;
+    }
     m.node[r] = k;
-    m.local_rank[r] = m.node_size[k]++;
+    m.local_rank[r] = local++;
+    ++m.node_size[k];
   }
   // node_first as offsets into order, then order by node.
   uint32_t at = 0;
@@ -126,9 +153,6 @@ Status Links::build_nodes(const off::TeamAddr* addrs) {
   }
   for (uint32_t r = 0; r < n; ++r)
     m.order[m.node_first[m.node[r]] + m.local_rank[r]] = r;
-  for (uint32_t k = 0; k < m.nnodes; ++k)
-    m.leaders[k] = m.order[m.node_first[k]];
-  return Status::kOk;
 }
 
 void Links::seal() {

@@ -47,6 +47,11 @@ struct NodeMap {
   }
 };
 
+// The node map of n members from their addresses (same host, same node),
+// on `mem` (6 n words, zeroed here), in O(n log n).
+void map_nodes(const off::TeamAddr* addrs, uint32_t n, uint32_t* mem,
+               NodeMap* out);
+
 // This engine's identity as the team address carries it.
 struct Where {
   uint64_t host[2] = {0, 0};

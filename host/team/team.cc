@@ -10,6 +10,7 @@
 // (team_boot.cc); team_params.cc decides which from the parameters.
 #include "host/team/team.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -219,13 +220,34 @@ bool one_host(const ucc::off::TeamAddr* addrs, uint32_t n) {
   return true;
 }
 
-// Several hosts among the members, and one with two of them.
+// Several hosts among the members, and one with two of them. The hosts
+// sorted (n entries of scratch, at team creation) show a pair as
+// neighbours, in O(n log n): a team of thousands, each rank on a host of
+// its own, must not compare every pair.
 bool hierarchical(const ucc::off::TeamAddr* addrs, uint32_t n) {
   if (one_host(addrs, n)) return false;
+  struct Key {
+    uint64_t h[2];
+    bool operator<(const Key& o) const {
+      return h[0] != o.h[0] ? h[0] < o.h[0] : h[1] < o.h[1];
+    }
+  };
+  auto* keys = static_cast<Key*>(malloc(size_t{n} * sizeof(Key)));
+  if (keys == nullptr) {  // no scratch: compare every pair
+    for (uint32_t i = 0; i < n; ++i)
+      for (uint32_t j = i + 1; j < n; ++j)
+        if (same_host(addrs[i], addrs[j])) return true;
+    return false;
+  }
   for (uint32_t i = 0; i < n; ++i)
-    for (uint32_t j = i + 1; j < n; ++j)
-      if (same_host(addrs[i], addrs[j])) return true;
-  return false;
+    keys[i] = Key{{addrs[i].host[0], addrs[i].host[1]}};
+  std::sort(keys, keys + n);
+  bool shared = false;
+  for (uint32_t i = 1; i < n && !shared; ++i)
+    shared =
+        keys[i].h[0] == keys[i - 1].h[0] && keys[i].h[1] == keys[i - 1].h[1];
+  free(keys);
+  return shared;
 }
 
 // Whether a collective of the team is posted and not yet complete.
