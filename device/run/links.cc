@@ -57,13 +57,14 @@ Status Links::connect(const off::TeamAddr* addrs) {
   const uint32_t n = cfg_.nranks;
   const off::TeamAddr& mine = addrs[cfg_.rank];
   bool any_remote = false;
+  const bool all_net = net_ != nullptr && netp_->carries_local();
   for (uint32_t r = 0; r < n; ++r) {
     if (addrs[r].magic != off::kTeamAddrMagic) {
       UCC_ERROR("rank %u: the address of team rank %u is not one", cfg_.rank,
                 r);
       return Status::kError;
     }
-    mem_.remote[r] = !same_host(addrs[r], mine);
+    mem_.remote[r] = all_net ? r != cfg_.rank : !same_host(addrs[r], mine);
     any_remote |= mem_.remote[r];
   }
   Status st = build_nodes(addrs);

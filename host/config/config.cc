@@ -190,7 +190,8 @@ bool valid(Knob k, const char* v) {
       return true;
     case Knob::kNet:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "tcp") == 0 ||
-             strcasecmp(v, "verbs") == 0 || strcasecmp(v, "none") == 0;
+             strcasecmp(v, "verbs") == 0 || strcasecmp(v, "none") == 0 ||
+             strcasecmp(v, "sim") == 0;
     case Knob::kOffloadMem:
       return strcasecmp(v, "cma") == 0 || strcasecmp(v, "verbs") == 0;
     case Knob::kDpuMem:
@@ -484,6 +485,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   l.net.kind = strcasecmp(net, "none") == 0    ? plat::NetKind::kNone
                : strcasecmp(net, "tcp") == 0   ? plat::NetKind::kTcp
                : strcasecmp(net, "verbs") == 0 ? plat::NetKind::kVerbs
+               : strcasecmp(net, "sim") == 0   ? plat::NetKind::kSim
                                                : plat::NetKind::kAuto;
   l.net.tcp.iface = out->net_if;
   snprintf(out->net_devices, sizeof(out->net_devices), "%s",

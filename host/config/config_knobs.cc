@@ -105,7 +105,8 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "without it), verbs (RDMA over InfiniBand or RoCE, connections set up "
      "over TCP; context creation fails without an active port), none "
      "(teams must then sit on one host), auto (tcp where a socket can "
-     "listen, else none with a warning)"},
+     "listen, else none with a warning), sim (SimGrid's simulated "
+     "network, only inside a simulation: docs/scale.md)"},
     {"NET_IF", "", Scope::kContext,
      "The interface (name, or its IPv4 address) TCP listens on and "
      "advertises; empty: the first one up that is not loopback, else "

@@ -275,6 +275,11 @@ class Net {
   // Whether anything uses the net now; false lets an idle owner skip
   // progress() and its system call (TCP: no endpoint, no connection).
   virtual bool in_use() const { return true; }
+  // Whether the net also carries the team's ranks on this member's own
+  // host, which otherwise meet in shared memory: the simulated network
+  // (platform/sim), whose hosts are simulated, not this machine's. The
+  // team still knows which ranks share a host (node-aware algorithms).
+  virtual bool carries_local() const { return false; }
   // progress() when everything else the owner drives (the engine, shared
   // memory, which nothing here wakes) has been quiet for `quiet` passes
   // in a row: the net may then wait a little for data (TCP: after its

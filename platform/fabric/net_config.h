@@ -60,8 +60,9 @@ struct VerbsConfig {
 };
 
 // An engine's network (UCC_NET): TCP, verbs RDMA with TCP for connection
-// setup, none, or (auto) TCP where it can listen and none otherwise.
-enum class NetKind : uint8_t { kAuto, kTcp, kVerbs, kNone };
+// setup, none, (auto) TCP where it can listen and none otherwise, or the
+// simulated network of a SimGrid run (platform/sim; only inside one).
+enum class NetKind : uint8_t { kAuto, kTcp, kVerbs, kNone, kSim };
 
 struct NetConfig {
   NetKind kind = NetKind::kAuto;

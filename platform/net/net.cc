@@ -63,7 +63,11 @@ Status open_verbs(const NetConfig& cfg, Net** out) {
 #endif
 }
 
+NetOpener g_sim_open = nullptr;
+
 }  // namespace
+
+void set_sim_opener(NetOpener open) { g_sim_open = open; }
 
 Status open_net(const NetConfig& cfg, Net** out) {
   *out = nullptr;
@@ -72,6 +76,12 @@ Status open_net(const NetConfig& cfg, Net** out) {
       return Status::kOk;
     case NetKind::kVerbs:
       return open_verbs(cfg, out);
+    case NetKind::kSim:
+      if (g_sim_open != nullptr) return g_sim_open(cfg, out);
+      UCC_ERROR(
+          "UCC_NET=sim: the simulated network exists only inside a "
+          "simulation (ucc_simperf, docs/scale.md)");
+      return Status::kNotSupported;
     case NetKind::kTcp:
     case NetKind::kAuto:
       break;

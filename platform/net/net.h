@@ -36,4 +36,11 @@ Status open_mem_export(const VerbsConfig& cfg, uint32_t nregs,
 // Whether this build has verbs RDMA (rdma-core's headers were found).
 bool verbs_built();
 
+// The simulated network (UCC_NET=sim, platform/sim/sim_net.h): libucc does
+// not link SimGrid, so a simulation's driver installs the opener here
+// before it creates contexts. Without one, UCC_NET=sim fails context
+// creation (kNotSupported, logged).
+using NetOpener = Status (*)(const NetConfig& cfg, Net** out);
+void set_sim_opener(NetOpener open);
+
 }  // namespace ucc::plat

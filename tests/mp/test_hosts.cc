@@ -99,6 +99,23 @@ TEST(Hosts, NetTcpWithoutInterfaceFailsContextCreation) {
   EXPECT_TRUE(ok);
 }
 
+// UCC_NET=sim exists only inside a simulation (tests/sim/ucc_simperf
+// installs it): anywhere else it fails context creation, not silently
+// becomes another network.
+TEST(Hosts, SimulatedNetOutsideASimulationFailsContextCreation) {
+  bool ok = ucct::run_ranks(1, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_OFFLOAD", "inline"}, {"UCC_NET", "sim"}};
+    const ucc_status_t st = w.init(r);
+    if (st == UCC_OK || st == UCC_INPROGRESS) {
+      std::fprintf(stderr, "init: %s\n", ucct::status_name(st));
+      return 1;
+    }
+    return 0;
+  });
+  EXPECT_TRUE(ok);
+}
+
 TEST(Hosts, NoNetworkRefusesATeamAcrossHosts) {
   PLACED(1, false);
   bool ok = ucct::run_ranks(2, [](ucct::Rank& r) {
