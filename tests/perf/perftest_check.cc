@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -133,18 +134,15 @@ struct Reduced {
   double f;
 };
 Reduced reduce_ranks(ucc_reduction_op_t op, int n, uint64_t idx) {
-  int64_t a = red_value(op, 0, idx, n);
-  int64_t sum = a, prod = a, mx = a, mn = a, truths = a != 0;
+  int64_t sum = 0, prod = 1, mx = INT64_MIN, mn = INT64_MAX, truths = 0;
   double fsum = 0, fprod = 1, fmx = -INFINITY, fmn = INFINITY;
   for (int q = 0; q < n; ++q) {
     const int64_t v = red_value(op, q, idx, n);
-    if (q != 0) {
-      sum += v;
-      prod *= v;
-      mx = v > mx ? v : mx;
-      mn = v < mn ? v : mn;
-      truths += v != 0;
-    }
+    sum += v;
+    prod *= v;
+    mx = v > mx ? v : mx;
+    mn = v < mn ? v : mn;
+    truths += v != 0;
     const double d = static_cast<double>(v);
     fsum += d;
     fprod *= d;
