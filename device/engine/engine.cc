@@ -38,7 +38,9 @@ Status Engine::init(const off::EngineConfig& cfg, const EngineEnv& env,
     busy_ = tables_.take<uint32_t>(cfg.max_teams);
     if (pass == 0 && !tables_.commit()) return Status::kNoMemory;
   }
-  for (uint32_t i = 0; i < cfg.max_teams; ++i) new (&homes_[i]) base::Arena;
+  // homes_[i] is constructed with its Team (team_open): a context sized
+  // for thousands of teams (UCC_MAX_TEAMS=auto) touches no page of the
+  // tables for slots it never uses.
   nbusy_ = 0;
   Status st = store_.init(cfg.unexpected, cfg.slot_size);
   if (failed(st)) fini();
@@ -71,8 +73,8 @@ void Engine::fini(bool lost) {
     if (t == nullptr) continue;
     if (t->state != Team::State::kFree) team_close(i, lost);
     t->~Team();
+    homes_[i].~Arena();
   }
-  for (uint32_t i = 0; i < cfg_.max_teams; ++i) homes_[i].~Arena();
   tables_.release();
   teams_ = nullptr;
   homes_ = nullptr;
@@ -93,7 +95,7 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
     return Status::kNoResource;
   }
   if (teams_[i] == nullptr) {
-    base::Arena& home = homes_[i];
+    base::Arena& home = *new (&homes_[i]) base::Arena;
     home.take<Team>(1, 64);
     if (!home.commit()) return Status::kNoMemory;
     teams_[i] = new (home.take<Team>(1, 64)) Team;

@@ -1,6 +1,7 @@
 #include "device/run/links.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "platform/os/log.h"
@@ -23,8 +24,6 @@ Links::Tables Links::take(base::Arena& a, uint32_t nranks) {
   Tables t;
   t.remote = a.take<bool>(nranks);
   t.nodes = a.take<uint32_t>(6 * size_t{nranks});
-  t.addrs = a.take<plat::FabricAddr>(nranks);
-  t.pick = a.take<bool>(nranks);
   return t;
 }
 
@@ -69,8 +68,12 @@ Status Links::connect(const off::TeamAddr* addrs) {
   }
   Status st = build_nodes(addrs);
   if (failed(st)) return st;
-  plat::FabricAddr* fa = mem_.addrs;
-  bool* pick = mem_.pick;
+  // Scratch for the transports' connect: team creation may allocate, and
+  // a team of thousands need not keep 65 bytes per rank for its life.
+  auto* fa = static_cast<plat::FabricAddr*>(
+      malloc(size_t{n} * (sizeof(plat::FabricAddr) + sizeof(bool))));
+  if (fa == nullptr) return Status::kNoMemory;
+  bool* pick = reinterpret_cast<bool*>(fa + n);
   for (uint32_t r = 0; r < n; ++r) {
     fa[r] = fabric_addr(addrs[r].local);
     pick[r] = !mem_.remote[r] && r != cfg_.rank;
@@ -90,6 +93,7 @@ Status Links::connect(const off::TeamAddr* addrs) {
     }
     if (ok(st)) st = net_->connect(fa, pick);
   }
+  free(fa);
   if (ok(st) && !any_remote && net_ != nullptr) {
     // Everyone is here: the network endpoint is not needed.
     netp_->close(net_, false);

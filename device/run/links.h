@@ -67,11 +67,11 @@ class Links {
 
   // The tables of a team of `nranks`, from its arena (base/arena.h: run
   // once counting, once committed): zeroed, and fresh for each open.
+  // (connect's scratch, the transports' addresses of every rank, is its
+  // own and goes when it returns.)
   struct Tables {
-    bool* remote = nullptr;             // per rank: reached through the net
-    uint32_t* nodes = nullptr;          // the node map's arrays: 6 per rank
-    plat::FabricAddr* addrs = nullptr;  // connect's scratch: one per rank
-    bool* pick = nullptr;               // and its ranks to connect
+    bool* remote = nullptr;     // per rank: reached through the net
+    uint32_t* nodes = nullptr;  // the node map's arrays: 6 per rank
   };
   static Tables take(base::Arena& a, uint32_t nranks);
 
@@ -85,7 +85,7 @@ class Links {
   // Binds every rank to its transport from the members' addresses
   // (indexed by team rank) and builds the node map. kError for an address
   // that is not one, kNotSupported when a rank is on another host and
-  // this engine (or that rank) has no network.
+  // this engine (or that rank) has no network, kNoMemory.
   Status connect(const off::TeamAddr* addrs);
   void seal();
   void close(bool lost = false);

@@ -316,12 +316,15 @@ struct ucc_team {
   uint64_t req_nonce;    // our open request, 0 while none
   uint64_t* peer_nonce;  // team rank -> that member's request, 0 unknown
   uint8_t* boot_bits;    // team rank -> kSent/kGot bits per phase
-  // Its memory, by lifetime (platform/base/arena.h): what creation
-  // exchanges (eps, addrs, oks, peer_nonce, boot_bits: team_join) until
-  // destroy; a split's stage and members (team_split.cc) likewise; the
-  // request pool (reqs, varr) until the object is reused, so that stale
-  // request handles read dead requests, not freed memory.
+  // Its memory, by lifetime (platform/base/arena.h): the members' eps
+  // (team_join) until destroy; what creation exchanges (addrs, oks,
+  // peer_nonce, boot_bits: team_join) and a split's stage and members
+  // (team_split.cc) until creation ends, so that a member of a team of
+  // thousands keeps no one's addresses past it; the request pool (reqs,
+  // varr) until the object is reused, so that stale request handles read
+  // dead requests, not freed memory.
   ucc::base::Arena boot_mem;
+  ucc::base::Arena exch_mem;
   ucc::base::Arena split_mem;
   ucc::base::Arena pool_mem;
   uint64_t deadline_ns;  // creation fails with UCC_ERR_TIMED_OUT after it

@@ -87,6 +87,9 @@ void run_callbacks(Request* due);
 // with `magic` (kDeadMagic, or kReapedMagic from a context's destroy).
 ucc_team* team_alloc(ucc_context* ctx);
 void team_free(ucc_context* ctx, ucc_team* t, uint32_t magic = kDeadMagic);
+// Creation has ended: what its exchanges needed (every member's address
+// and confirmation, a split's stage) goes.
+void team_exchange_done(ucc_team* t);
 // A created team joins its context's live list (nteams counts it); and
 // leaves it. The context's lock held.
 void team_link_live(ucc_context* ctx, ucc_team* t);

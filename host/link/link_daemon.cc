@@ -275,6 +275,30 @@ void DaemonLink::submitted() {
   send_on(sock_, session_, proto::kDoorbell, seq_, nullptr, 0, -1);
 }
 
+namespace {
+
+// The body copied into `buf` (h.len bytes), its tag after it, and the
+// message sent.
+bool tag_and_send(int fd, const off::proto::Session& s,
+                  off::proto::MsgHeader& h, const void* body, uint32_t len,
+                  unsigned char* buf) {
+  if (len != 0) memcpy(buf, body, len);
+  return off::proto::message_tag(s, off::proto::End::kHost, h, buf, len,
+                                 buf + len) &&
+         plat::sock::send_all(fd, &h, sizeof(h), buf, h.len);
+}
+
+// A large message (a team connect of many ranks): its buffer from the
+// heap, at team creation only.
+[[gnu::noinline]] bool tag_and_send_big(int fd, const off::proto::Session& s,
+                                        off::proto::MsgHeader& h,
+                                        const void* body, uint32_t len) {
+  base::Array<unsigned char> big;
+  return big.init(h.len) && tag_and_send(fd, s, h, body, len, big.data());
+}
+
+}  // namespace
+
 bool DaemonLink::send_on(int fd, const off::proto::Session& s, uint16_t type,
                          uint32_t seq, const void* body, uint32_t len,
                          int pass_fd) {
@@ -284,16 +308,9 @@ bool DaemonLink::send_on(int fd, const off::proto::Session& s, uint16_t type,
   // a post may send, and every request but a large team connect) go from
   // the stack; only team creation allocates.
   h.len = len + static_cast<uint32_t>(proto::kTagBytes);
+  if (h.len > proto::kMaxReply) return tag_and_send_big(fd, s, h, body, len);
   unsigned char small[proto::kMaxReply];
-  base::Array<unsigned char> big;
-  unsigned char* buf = small;
-  if (h.len > sizeof(small)) {
-    if (!big.init(h.len)) return false;
-    buf = big.data();
-  }
-  if (len != 0) memcpy(buf, body, len);
-  return proto::message_tag(s, proto::End::kHost, h, buf, len, buf + len) &&
-         plat::sock::send_all(fd, &h, sizeof(h), buf, h.len);
+  return tag_and_send(fd, s, h, body, len, small);
 }
 
 bool DaemonLink::recv_on(int fd, const off::proto::Session& s, uint16_t type,

@@ -74,6 +74,7 @@ ucc_team* team_alloc(ucc_context*) {
   }
   memset(static_cast<void*>(t), 0, sizeof(*t));
   new (&t->boot_mem) base::Arena;
+  new (&t->exch_mem) base::Arena;
   new (&t->split_mem) base::Arena;
   new (&t->pool_mem) base::Arena;
   t->eng_idx = UINT32_MAX;
@@ -89,14 +90,8 @@ void team_free(ucc_context* ctx, ucc_team* t, uint32_t magic) {
   // read of it) finds a dead magic and its last status, not freed memory.
   for (uint32_t i = 0; i < t->nreqs; ++i) t->reqs[i].magic = kDeadMagic;
   t->boot_mem.release();
-  t->split_mem.release();
   t->eps = nullptr;
-  t->addrs = nullptr;
-  t->oks = nullptr;
-  t->members = nullptr;
-  t->stage = nullptr;
-  t->peer_nonce = nullptr;
-  t->boot_bits = nullptr;
+  team_exchange_done(t);
   t->magic = magic;
   t->next_dead = nullptr;
   DeadTeams& d = dead_teams();
@@ -106,6 +101,17 @@ void team_free(ucc_context* ctx, ucc_team* t, uint32_t magic) {
   else
     d.head = t;
   d.tail = t;
+}
+
+void team_exchange_done(ucc_team* t) {
+  t->exch_mem.release();
+  t->split_mem.release();
+  t->addrs = nullptr;
+  t->oks = nullptr;
+  t->members = nullptr;
+  t->stage = nullptr;
+  t->peer_nonce = nullptr;
+  t->boot_bits = nullptr;
 }
 
 void team_link_live(ucc_context* ctx, ucc_team* t) {
@@ -154,11 +160,14 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
   t->rank = rank;
   for (int pass = 0; pass < 2; ++pass) {
     t->eps = t->boot_mem.take<uint64_t>(size);
-    t->addrs = t->boot_mem.take<off::TeamAddr>(size);
-    t->oks = t->boot_mem.take<Confirm>(size);
-    t->peer_nonce = t->boot_mem.take<uint64_t>(size);  // mailbox boot
-    t->boot_bits = t->boot_mem.take<uint8_t>(size);
     if (pass == 0 && !t->boot_mem.commit()) return UCC_ERR_NO_MEMORY;
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    t->addrs = t->exch_mem.take<off::TeamAddr>(size);
+    t->oks = t->exch_mem.take<Confirm>(size);
+    t->peer_nonce = t->exch_mem.take<uint64_t>(size);  // mailbox boot
+    t->boot_bits = t->exch_mem.take<uint8_t>(size);
+    if (pass == 0 && !t->exch_mem.commit()) return UCC_ERR_NO_MEMORY;
   }
   // Completion slots come in team_queue-sized ranges per engine slot; the
   // pool may be smaller when the user bounds outstanding collectives.
@@ -471,6 +480,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
         ucc::host::context_fit_spin(t->ctx,
                                     cpu_sharers(t->addrs, t->size, t->rank));
       }
+      ucc::host::team_exchange_done(t);
       t->state = ucc_team::State::kReady;
       return UCC_OK;
     }

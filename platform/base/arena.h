@@ -19,6 +19,8 @@
 // release and a new commit.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,9 +28,22 @@
 
 namespace ucc::base {
 
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 class Arena {
  public:
   static constexpr size_t kAlign = 64;
+  static constexpr size_t kMapMin = 256 * 1024;
 
   Arena() = default;
   Arena(const Arena&) = delete;
@@ -60,11 +75,15 @@ class Arena {
   }
 
   // Takes the bytes counted so far in one block, zeroed, and starts
-  // handing them out again from the first piece. The block is calloc's:
-  // a large one is fresh pages, zero and untouched until used (a team's
-  // inboxes for ranks it never hears from cost nothing), and the memory
-  // stays visible to the sanitizers' leak checker. false: no memory, or
-  // a count that overflowed (the arena then counts afresh).
+  // handing them out again from the first piece. A large block (kMapMin
+  // and up) is a mapping of its own: fresh pages, zero and untouched
+  // until used, whatever malloc's state (calloc hands out recycled heap
+  // memory, zeroed by a memset that touches every page, once its mmap
+  // threshold has grown), so that a team's tables for ranks it never
+  // hears from cost no memory. Smaller blocks, and every block under
+  // AddressSanitizer (whose leak checker sees heap blocks only), are
+  // calloc's. false: no memory, or a count that overflowed (the arena
+  // then counts afresh).
   bool commit() {
     const size_t counted = used_;
     const size_t align = align_;
@@ -72,8 +91,17 @@ class Arena {
     release();
     if (overflow || counted > SIZE_MAX - 2 * align) return false;
     const size_t bytes = (counted + kAlign - 1) & ~(kAlign - 1);
-    void* raw = calloc(1, (bytes == 0 ? kAlign : bytes) + align - 1);
-    if (raw == nullptr) return false;
+    const size_t want = (bytes == 0 ? kAlign : bytes) + align - 1;
+    void* raw = nullptr;
+    if (want >= kMapMin && !kSanitized) {
+      raw = mmap(nullptr, want, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (raw == MAP_FAILED) return false;
+      mapped_ = want;
+    } else {
+      raw = calloc(1, want);
+      if (raw == nullptr) return false;
+    }
     const uintptr_t at = reinterpret_cast<uintptr_t>(raw);
     raw_ = raw;
     base_ = reinterpret_cast<char*>((at + align - 1) & ~uintptr_t{align - 1});
@@ -84,8 +112,12 @@ class Arena {
 
   // Gives the block back; the arena counts from zero again.
   void release() {
-    free(raw_);
+    if (mapped_ != 0)
+      munmap(raw_, mapped_);
+    else
+      free(raw_);
     raw_ = nullptr;
+    mapped_ = 0;
     base_ = nullptr;
     size_ = used_ = counted_ = 0;
     align_ = kAlign;
@@ -102,7 +134,8 @@ class Arena {
   size_t counted_ = 0;     // committed: what the counting pass took
   size_t align_ = kAlign;  // the block's: the largest a piece asked
   bool overflow_ = false;
-  void* raw_ = nullptr;  // calloc's: base_ rounded up to the alignment
+  void* raw_ = nullptr;  // base_ before rounding up to the alignment
+  size_t mapped_ = 0;    // raw_'s mapping's bytes, or 0: calloc's
 };
 
 template <typename T>

@@ -1,5 +1,9 @@
 #include "platform/fabric/inbox.h"
 
+#include <type_traits>
+
+#include "platform/fabric/inbox_fabric.h"
+
 namespace ucc::plat {
 
 InboxCtl* inbox_init(void* at) {
@@ -19,7 +23,44 @@ void seg_init(char* seg, const FabricConfig& c, int32_t owner) {
   h->owner_pid = owner;
   new (&h->attention) std::atomic<uint32_t>(0);
   new (&h->closed) std::atomic<uint32_t>(0);
-  for (uint32_t i = 0; i < c.nranks; ++i) inbox_init(seg_ctl(seg, i));
+  // The control blocks are left as they are: zero bytes, an empty inbox
+  // (the segment is fresh memory). Writing every one would give each
+  // member pages for all the team's ranks, where it uses its peers' only.
+}
+
+Status InboxFabric::take_pairs(const bool* mine, bool self, char* seg) {
+  const uint32_t n = cfg_.nranks;
+  uint32_t count = 0;
+  for (uint32_t r = 0; r < n; ++r)
+    count += (r == cfg_.rank ? self : mine[r]) ? 1 : 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    idx_ = pair_mem_.take<uint32_t>(n);
+    pairs_ = pair_mem_.take<InboxPair>(count, 64);
+    if (pass == 0 && !pair_mem_.commit()) {
+      idx_ = nullptr;
+      pairs_ = nullptr;
+      return Status::kNoMemory;
+    }
+  }
+  npairs_ = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (!(r == cfg_.rank ? self : mine[r])) {
+      idx_[r] = kNoPair;
+      continue;
+    }
+    idx_[r] = npairs_;
+    InboxPair* p = new (&pairs_[npairs_++]) InboxPair;
+    p->bind_rx(InboxView{seg_ctl(seg, r), seg_slots(seg, cfg_, r)});
+  }
+  return Status::kOk;
+}
+
+void InboxFabric::release_pairs() {
+  static_assert(std::is_trivially_destructible_v<InboxPair>);
+  pair_mem_.release();
+  idx_ = nullptr;
+  pairs_ = nullptr;
+  npairs_ = 0;
 }
 
 }  // namespace ucc::plat

@@ -48,20 +48,6 @@ Status ShmFabric::open(const FabricConfig& cfg, FabricAddr* out) {
     close();
     return Status::kError;
   }
-  for (int pass = 0; pass < 2; ++pass) {
-    peers_ = mem_.take<InboxPair>(cfg.nranks);
-    maps_ = mem_.take<Map>(cfg.nranks);
-    if (pass == 0 && !mem_.commit()) {
-      close();
-      return Status::kNoMemory;
-    }
-  }
-  for (uint32_t i = 0; i < cfg.nranks; ++i) {
-    new (&peers_[i]) InboxPair;
-    new (&maps_[i]) Map;
-    peers_[i].bind_rx(InboxView{seg_ctl(seg_, i), seg_slots(seg_, cfg, i)});
-    peers_[i].set_stamped(true);  // peers store straight into our slots
-  }
   *out = FabricAddr{};
   out->kind = kShmAddrMagic;
   const ShmAddr a{getpid(),   fd_, cfg.slot_size, cfg.nslots,
@@ -71,13 +57,24 @@ Status ShmFabric::open(const FabricConfig& cfg, FabricAddr* out) {
 }
 
 Status ShmFabric::connect(const FabricAddr* addrs, const bool* mine) {
+  // Pairs and maps for ourselves and the ranks on this host only.
+  Status st = take_pairs(mine, true, seg_);
+  if (failed(st)) return st;
+  for (int pass = 0; pass < 2; ++pass) {
+    maps_ = mem_.take<Map>(npairs());
+    if (pass == 0 && !mem_.commit()) {
+      maps_ = nullptr;
+      return Status::kNoMemory;
+    }
+  }
+  for (uint32_t k = 0; k < npairs(); ++k) new (&maps_[k]) Map;
   for (uint32_t i = 0; i < cfg_.nranks; ++i) {
-    Map& m = maps_[i];
+    if (!serves(i)) continue;
+    Map& m = maps_[pair_of(i)];
+    pair(i).set_stamped(true);  // peers store straight into our slots
     if (i == cfg_.rank) {  // to ourselves: straight into our segment
       m.base = seg_;
       m.pid = getpid();
-    } else if (!mine[i]) {
-      continue;
     } else {
       ShmAddr a;
       memcpy(&a, addrs[i].bytes, sizeof(a));
@@ -112,8 +109,8 @@ Status ShmFabric::connect(const FabricAddr* addrs, const bool* mine) {
       m.pid = a.pid;
     }
     m.attention = &seg_header(m.base)->attention;
-    peers_[i].bind_tx(InboxView{seg_ctl(m.base, cfg_.rank),
-                                seg_slots(m.base, cfg_, cfg_.rank)});
+    pair(i).bind_tx(InboxView{seg_ctl(m.base, cfg_.rank),
+                              seg_slots(m.base, cfg_, cfg_.rank)});
   }
   return Status::kOk;
 }
@@ -127,15 +124,14 @@ void ShmFabric::seal() {
 
 void ShmFabric::close(bool lost) {
   if (maps_ != nullptr) {
-    for (uint32_t i = 0; i < cfg_.nranks; ++i) {
-      if (maps_[i].bytes != 0) munmap(maps_[i].base, maps_[i].bytes);
+    for (uint32_t k = 0; k < npairs(); ++k) {
+      if (maps_[k].bytes != 0) munmap(maps_[k].base, maps_[k].bytes);
     }
   }
-  static_assert(std::is_trivially_destructible_v<InboxPair> &&
-                std::is_trivially_destructible_v<Map>);
+  static_assert(std::is_trivially_destructible_v<Map>);
   mem_.release();
   maps_ = nullptr;
-  peers_ = nullptr;
+  release_pairs();
   if (seg_ != nullptr) {
     // Peers keep their mapping: this tells them how we left. A member
     // that leaves normally may still have messages on their way to peers
@@ -150,9 +146,9 @@ void ShmFabric::close(bool lost) {
 
 bool ShmFabric::peer_lost() const {
   if (maps_ == nullptr) return false;
-  for (uint32_t i = 0; i < cfg_.nranks; ++i) {
-    if (i == cfg_.rank || maps_[i].base == nullptr) continue;
-    const SegHeader* h = seg_header(maps_[i].base);
+  for (uint32_t k = 0; k < npairs(); ++k) {
+    if (maps_[k].base == nullptr || maps_[k].base == seg_) continue;
+    const SegHeader* h = seg_header(maps_[k].base);
     uint32_t how = h->closed.load(std::memory_order_acquire);
     if (how == 2) return true;
     if (how == 0 && kill(h->owner_pid, 0) != 0 && errno == ESRCH)

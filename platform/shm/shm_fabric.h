@@ -4,9 +4,10 @@
 //
 // Each member creates one memfd segment holding an inbox per team rank;
 // peers on the host map it through /proc/<pid>/fd/<fd> during team
-// creation. An eager send writes straight into the receiver's inbox (a
-// put into remote memory); the receiver reads or reduces the payload in
-// place and then releases the slot. No system call after connect(). A
+// creation. Its state per peer (the pair and the mapping) is kept for
+// the ranks of its host only. An eager send writes straight into the receiver's
+// inbox (a put into remote memory); the receiver reads or reduces the payload
+// in place and then releases the slot. No system call after connect(). A
 // message of nonzero kind also bumps the receiver's attention counter,
 // so a receiver can notice control messages without scanning inboxes.
 // Inboxes of ranks on other hosts are never touched (the memfd's pages
@@ -44,20 +45,20 @@ class ShmFabric final : public InboxFabric {
 
   // --- Fabric ---------------------------------------------------------------
   // Maps every peer r with mine[r]; our own rank is always reached (into
-  // our own segment).
+  // our own segment). Only those ranks may be named in the calls below.
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override;
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key, uint8_t kind,
                  uint32_t lag = 0) override {
-    peers_[peer].tx_commit(cfg_, len, key, kind, lag);
+    pair(peer).tx_commit(cfg_, len, key, kind, lag);
     ++events_;
     // After the publication, so a receiver that sees the count change
     // finds the message.
     if (kind != 0)
-      maps_[peer].attention->fetch_add(1, std::memory_order_release);
+      maps_[pair_of(peer)].attention->fetch_add(1, std::memory_order_release);
   }
   void rx_release(uint32_t peer, uint32_t i) override {
-    if (peers_[peer].rx_release(i)) ++events_;
+    if (pair(peer).rx_release(i)) ++events_;
   }
   bool peer_lost() const override;
   uint32_t attention() const override {
@@ -67,7 +68,9 @@ class ShmFabric final : public InboxFabric {
   // The process that created the peer's segment (from its address,
   // checked against the segment's header at connect): the peer rank's own
   // process when its engine runs inline, its firmware_sim otherwise.
-  int32_t peer_pid(uint32_t peer) const override { return maps_[peer].pid; }
+  int32_t peer_pid(uint32_t peer) const override {
+    return maps_[pair_of(peer)].pid;
+  }
 
  private:
   struct Map {
@@ -80,7 +83,7 @@ class ShmFabric final : public InboxFabric {
   char* seg_ = nullptr;
   size_t seg_bytes_ = 0;
   int fd_ = -1;
-  Map* maps_ = nullptr;
+  Map* maps_ = nullptr;  // per pair (pair_of)
   uint64_t events_ = 0;
 };
 

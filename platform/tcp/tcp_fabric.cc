@@ -14,41 +14,38 @@ namespace ucc::plat::tcp {
 
 TcpFabric::TcpFabric(TcpNet* net, uint32_t id, const FabricConfig& cfg)
     : InboxFabric(cfg), net_(net), id_(id) {
-  // Pages of inboxes and shadows of ranks not reached over TCP are never
-  // touched (a large arena is fresh mappings).
+  // Pages of inboxes of ranks not reached over TCP are never touched (a
+  // large arena is fresh mappings); the per-peer state comes at connect.
   for (int pass = 0; pass < 2; ++pass) {
     seg_ = mem_.take<char>(segment_bytes(cfg), 64);
-    shadows_ = mem_.take<char>(size_t{cfg.nranks} * shadow_bytes(cfg), 64);
-    peers_ = mem_.take<InboxPair>(cfg.nranks);
-    links_ = mem_.take<Link>(cfg.nranks);
     regs_ = mem_.take<Reg>(kMaxRmaRegs);
     if (pass == 0 && !mem_.commit()) return;  // seg_ stays nullptr
   }
   seg_init(seg_, cfg, getpid());
   for (uint32_t h = 0; h < kMaxRmaRegs; ++h) regs_[h] = Reg{};
-  for (uint32_t i = 0; i < cfg.nranks; ++i) {
-    new (&peers_[i]) InboxPair;
-    new (&links_[i]) Link;
-    peers_[i].bind_rx(InboxView{seg_ctl(seg_, i), seg_slots(seg_, cfg, i)});
-  }
 }
 
 TcpFabric::~TcpFabric() {
-  if (links_ != nullptr && seg_ != nullptr) {
-    for (uint32_t i = 0; i < cfg_.nranks; ++i)
-      if (links_[i].conn != nullptr) net_->detach(&links_[i]);
-  }
-  // The pairs and links need no destructor; the block goes with mem_.
-  static_assert(std::is_trivially_destructible_v<InboxPair> &&
-                std::is_trivially_destructible_v<Link> &&
+  for (uint32_t k = 0; links_ != nullptr && k < npairs(); ++k)
+    if (links_[k].conn != nullptr) net_->detach(&links_[k]);
+  // The links need no destructor; the blocks go with their arenas.
+  static_assert(std::is_trivially_destructible_v<Link> &&
                 std::is_trivially_destructible_v<Reg>);
 }
 
 Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
   if (seg_ == nullptr) return Status::kNoMemory;
+  Status st = take_pairs(mine, false, seg_);
+  if (failed(st)) return st;
   const size_t sb = shadow_bytes(cfg_);
+  for (int pass = 0; pass < 2; ++pass) {
+    shadows_ = link_mem_.take<char>(size_t{npairs()} * sb, 64);
+    links_ = link_mem_.take<Link>(npairs());
+    if (pass == 0 && !link_mem_.commit()) return Status::kNoMemory;
+  }
+  for (uint32_t k = 0; k < npairs(); ++k) new (&links_[k]) Link;
   for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    if (!mine[r] || r == cfg_.rank) continue;
+    if (!serves(r)) continue;
     TcpAddr a;
     memcpy(&a, addrs[r].bytes, sizeof(a));
     if (addrs[r].kind != kTcpAddrMagic || a.slot_size != cfg_.slot_size ||
@@ -61,7 +58,7 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
           a.nranks, cfg_.nranks);
       return Status::kError;
     }
-    Link& l = links_[r];
+    Link& l = links_[pair_of(r)];
     l.fab = this;
     l.rank = r;
     l.peer_ep = a.ep;
@@ -71,11 +68,11 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     memcpy(l.peer_key, a.key, sizeof(l.peer_key));
     l.rma_min = rma_agree(cfg_.rma ? net_->config().zcopy_min : 0, a.rma_min);
     l.state = Link::State::kLive;
-    char* base = shadows_ + sb * r;
+    char* base = shadows_ + sb * pair_of(r);
     l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};
     l.rx = InboxView{seg_ctl(seg_, r), seg_slots(seg_, cfg_, r)};
-    peers_[r].bind_tx(l.shadow);
-    Status st = net_->attach(&l);
+    pair(r).bind_tx(l.shadow);
+    st = net_->attach(&l);
     if (failed(st)) return st;
   }
   return Status::kOk;
@@ -83,15 +80,15 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
 
 void TcpFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                           uint8_t kind, uint32_t lag) {
-  peers_[peer].tx_commit(cfg_, len, key, kind, lag);
+  pair(peer).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
-  net_->kick(&links_[peer]);
+  net_->kick(&links_[pair_of(peer)]);
 }
 
 void TcpFabric::rx_release(uint32_t peer, uint32_t i) {
-  if (!peers_[peer].rx_release(i)) return;
+  if (!pair(peer).rx_release(i)) return;
   ++events_;
-  net_->owe_credit(&links_[peer]);
+  net_->owe_credit(&links_[pair_of(peer)]);
 }
 
 void TcpFabric::publish(Link& l, uint32_t slot) {
@@ -103,8 +100,8 @@ void TcpFabric::publish(Link& l, uint32_t slot) {
 }
 
 bool TcpFabric::peer_lost() const {
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    Link& l = links_[r];
+  for (uint32_t k = 0; k < npairs(); ++k) {
+    Link& l = links_[k];
     if (l.state == Link::State::kLost) return true;
     // The engine asks when a team is stuck: a peer silent past the
     // keepalive gets pinged, and past the timeout its links are lost.
@@ -114,8 +111,8 @@ bool TcpFabric::peer_lost() const {
 }
 
 bool TcpFabric::tx_flushed() const {
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    const Link& l = links_[r];
+  for (uint32_t k = 0; k < npairs(); ++k) {
+    const Link& l = links_[k];
     // A connection not made yet, or broken and made again, needs our
     // progress too; one given up on has failed its links.
     if (l.state != Link::State::kLive || l.conn == nullptr ||
@@ -134,8 +131,8 @@ uint32_t TcpFabric::attention() const {
 
 void TcpFabric::leave(bool lost) {
   leaving_ = true;
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    Link& l = links_[r];
+  for (uint32_t k = 0; k < npairs(); ++k) {
+    Link& l = links_[k];
     if (l.state != Link::State::kLive) continue;
     l.bye_owed = true;
     l.bye_flags = lost ? kLost : 0;
@@ -144,8 +141,8 @@ void TcpFabric::leave(bool lost) {
 }
 
 bool TcpFabric::drained() const {
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    const Link& l = links_[r];
+  for (uint32_t k = 0; k < npairs(); ++k) {
+    const Link& l = links_[k];
     if (l.state == Link::State::kNone) continue;
     // A connection given up delivers nothing more.
     if (l.conn == nullptr || l.conn->state == Conn::State::kDead) continue;

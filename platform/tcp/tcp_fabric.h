@@ -90,7 +90,7 @@ class TcpFabric final : public InboxFabric {
   bool tx_flushed() const override;
   // One-sided: gets only (tcp_rma.cc); put is not emulated.
   uint64_t rma_min(uint32_t peer) const override {
-    return links_[peer].rma_min;
+    return links_[pair_of(peer)].rma_min;
   }
   Status mem_reg(void* addr, uint64_t len, uint32_t access,
                  RmaReg* reg) override;
@@ -98,7 +98,7 @@ class TcpFabric final : public InboxFabric {
   Status get(uint32_t peer, void* local, const RmaReg& reg, uint64_t raddr,
              uint32_t rkey, uint32_t len, uint64_t* ticket) override;
   uint64_t rma_done(uint32_t peer) const override {
-    return links_[peer].rma_done;
+    return links_[pair_of(peer)].rma_done;
   }
   // A peer's get of our memory (the connection read its request): the
   // answer, queued on the link; false when the link already owes
@@ -113,8 +113,8 @@ class TcpFabric final : public InboxFabric {
   bool memory_ok() const { return seg_ != nullptr; }
   // The link of team rank r, or nullptr when r is not reached over TCP.
   Link* link(uint32_t r) {
-    return r < cfg_.nranks && links_[r].state != Link::State::kNone
-               ? &links_[r]
+    return serves(r) && links_[pair_of(r)].state != Link::State::kNone
+               ? &links_[pair_of(r)]
                : nullptr;
   }
   // A message from link l's peer has arrived whole in slot `slot` of our
@@ -144,7 +144,10 @@ class TcpFabric final : public InboxFabric {
   uint32_t id_;
   Reg* regs_ = nullptr;      // kMaxRmaRegs
   char* seg_ = nullptr;      // our inboxes (segment layout)
-  char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
+  // Per pair (InboxFabric::pair_of: the remote ranks we reach), from
+  // link_mem_, taken at connect.
+  base::Arena link_mem_;
+  char* shadows_ = nullptr;  // our copy of the peer's inbox for us
   Link* links_ = nullptr;
   bool leaving_ = false;
   uint64_t events_ = 0;

@@ -43,8 +43,7 @@ VerbsFabric::~VerbsFabric() {
   if (shadow_mr_ != nullptr) api.dereg_mr(shadow_mr_);
   if (seg_ != nullptr) munmap(seg_, seg_bytes_);
   if (shadows_ != nullptr) munmap(shadows_, shadows_bytes_);
-  static_assert(std::is_trivially_destructible_v<InboxPair> &&
-                std::is_trivially_destructible_v<VLink>);
+  static_assert(std::is_trivially_destructible_v<VLink>);
 }
 
 bool VerbsFabric::setup() {
@@ -52,7 +51,6 @@ bool VerbsFabric::setup() {
   // Per-peer state in the fabric's arena; the inboxes and shadows in
   // mappings of their own, each registered with the device.
   for (int pass = 0; pass < 2; ++pass) {
-    peers_ = mem_.take<InboxPair>(n);
     links_ = mem_.take<VLink>(n);
     heads_ = mem_.take<uint32_t>(n);
     owe_ = mem_.take<uint32_t>(n);
@@ -63,17 +61,14 @@ bool VerbsFabric::setup() {
   shadows_bytes_ = shadow_bytes(cfg_) * n;
   seg_ = static_cast<char*>(map_zeroed(seg_bytes_));
   shadows_ = static_cast<char*>(map_zeroed(shadows_bytes_));
-  if (peers_ == nullptr || links_ == nullptr || heads_ == nullptr ||
-      owe_ == nullptr || regs_ == nullptr || seg_ == nullptr ||
-      shadows_ == nullptr)
+  if (links_ == nullptr || heads_ == nullptr || owe_ == nullptr ||
+      regs_ == nullptr || seg_ == nullptr || shadows_ == nullptr)
     return false;
   seg_init(seg_, cfg_, getpid());
   for (uint32_t h = 0; h < kMaxRmaRegs; ++h)
     regs_[h] = RegEnt{nullptr, 0, false};
   for (uint32_t i = 0; i < n; ++i) {
-    new (&peers_[i]) InboxPair;
     new (&links_[i]) VLink;
-    peers_[i].bind_rx(InboxView{seg_ctl(seg_, i), seg_slots(seg_, cfg_, i)});
   }
   // Peers write messages into the segment and release counts into the
   // shadows; both are sources of our own writes too.
@@ -91,6 +86,8 @@ bool VerbsFabric::setup() {
 
 Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
   const uint32_t n = cfg_.nranks;
+  Status st = take_pairs(mine, false, seg_);
+  if (failed(st)) return st;
   auto* cm_addrs = new (std::nothrow) FabricAddr[n];
   if (cm_addrs == nullptr) return Status::kNoMemory;
   memset(cm_addrs, 0, sizeof(FabricAddr) * n);
@@ -108,7 +105,7 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
     links_[r].rma_min = rma_agree(my_rma, addrs[r].pad);
     ++nremote_;
   }
-  Status st = cm_->connect(cm_addrs, mine);
+  st = cm_->connect(cm_addrs, mine);
   delete[] cm_addrs;
   if (failed(st)) return st;
   // Every completion this member can have outstanding fits: no overflow.
@@ -127,7 +124,7 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
     VLink& l = links_[r];
     char* base = shadows_ + sb * r;
     l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};
-    peers_[r].bind_tx(l.shadow);
+    pair(r).bind_tx(l.shadow);
     l.state = VLink::State::kConnecting;
     l.since = now_ns();
     ++connecting_;
@@ -216,7 +213,7 @@ bool VerbsFabric::post_owed(uint32_t r) {
 
 void VerbsFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                             uint8_t kind, uint32_t lag) {
-  peers_[peer].tx_commit(cfg_, len, key, kind, lag);
+  pair(peer).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
   // Straight out (after anything still waiting: post_owed goes in
   // order); what cannot go now goes from progress.
@@ -224,7 +221,7 @@ void VerbsFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
 }
 
 void VerbsFabric::rx_release(uint32_t peer, uint32_t i) {
-  if (!peers_[peer].rx_release(i)) return;
+  if (!pair(peer).rx_release(i)) return;
   ++events_;
   links_[peer].credit_owed = true;
   owe(peer);
@@ -233,8 +230,8 @@ void VerbsFabric::rx_release(uint32_t peer, uint32_t i) {
 void VerbsFabric::publish(uint32_t r, uint32_t slot) {
   InboxCtl* c = seg_ctl(seg_, r);
   publish_head(c, cfg_.nslots - 1, ++heads_[r], slot);
-  const auto* mh = reinterpret_cast<const MsgHdr*>(
-      peers_[r].rx().slot(cfg_, slot));
+  const auto* mh =
+      reinterpret_cast<const MsgHdr*>(pair(r).rx().slot(cfg_, slot));
   if (mh->kind != 0)
     seg_header(seg_)->attention.fetch_add(1, std::memory_order_release);
 }

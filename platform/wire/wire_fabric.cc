@@ -1,39 +1,26 @@
 #include "platform/wire/wire_fabric.h"
 
-#include <new>
-#include <type_traits>
-
 #include "platform/wire/endpoint.h"
 
 namespace ucc::plat::wire {
 
-WireFabric::WireFabric(Endpoint* ep) : InboxFabric(ep->config()), ep_(ep) {
-  for (int pass = 0; pass < 2; ++pass) {
-    peers_ = mem_.take<InboxPair>(cfg_.nranks);
-    if (pass == 0 && !mem_.commit()) return;  // connect() reports it
-  }
-  char* seg = ep->segment();
-  for (uint32_t i = 0; i < cfg_.nranks; ++i) {
-    new (&peers_[i]) InboxPair;
-    peers_[i].bind_rx(InboxView{seg_ctl(seg, i), seg_slots(seg, cfg_, i)});
-  }
-}
+WireFabric::WireFabric(Endpoint* ep) : InboxFabric(ep->config()), ep_(ep) {}
 
-WireFabric::~WireFabric() {
-  static_assert(std::is_trivially_destructible_v<InboxPair>);
-}
+WireFabric::~WireFabric() = default;
 
 Status WireFabric::connect(const FabricAddr* addrs, const bool* mine) {
-  if (peers_ == nullptr) return Status::kNoMemory;
   Status st = ep_->connect(addrs, mine);
   if (failed(st)) return st;
   char* seg = ep_->segment();
+  // Ourselves (into our own segment) and the ranks the wire reaches.
+  st = take_pairs(mine, true, seg);
+  if (failed(st)) return st;
   for (uint32_t i = 0; i < cfg_.nranks; ++i) {
     if (i == cfg_.rank) {  // to ourselves: straight into our segment
-      peers_[i].bind_tx(
+      pair(i).bind_tx(
           InboxView{seg_ctl(seg, cfg_.rank), seg_slots(seg, cfg_, cfg_.rank)});
     } else if (mine[i]) {
-      peers_[i].bind_tx(ep_->shadow(i));
+      pair(i).bind_tx(ep_->shadow(i));
     }
   }
   return Status::kOk;
@@ -41,7 +28,7 @@ Status WireFabric::connect(const FabricAddr* addrs, const bool* mine) {
 
 void WireFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                            uint8_t kind, uint32_t lag) {
-  peers_[peer].tx_commit(cfg_, len, key, kind, lag);
+  pair(peer).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
   if (peer != cfg_.rank) {
     ep_->kick(peer);  // the receiver's side counts attention

@@ -30,7 +30,7 @@ class WireFabric final : public InboxFabric {
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key, uint8_t kind,
                  uint32_t lag = 0) override;
   void rx_release(uint32_t peer, uint32_t i) override {
-    if (peers_[peer].rx_release(i)) ++events_;
+    if (pair(peer).rx_release(i)) ++events_;
   }
   bool peer_lost() const override;
   uint32_t attention() const override;
