@@ -12,13 +12,15 @@ using off::CollType;
 // ------------------------------------------------------------------
 // offload/algorithms.def, read for the implementation and the rule.
 
-// A rule starts at a size the configuration gives.
+// A rule starts at a size the configuration gives; BelowLinearMax: from
+// zero up to, not including, UCC_LINEAR_MAX.
 enum class From : uint8_t {
   kZero,
   kAllreduceRingMin,
   kCmaMin,
   kLinearMax,
-  kAlltoallLinearMax
+  kAlltoallLinearMax,
+  kBelowLinearMax
 };
 
 // off::When, or no rule at all.
@@ -28,7 +30,8 @@ enum class Cond : uint8_t {
   kSingleCopy,
   kNodeAware,
   kLinear,
-  kCrowded
+  kCrowded,
+  kWide
 };
 
 struct Row {
@@ -73,6 +76,12 @@ struct Row {
 // pairwise one up to 32 KiB blocks and about as fast above (at 8 ranks on
 // 2 cores, from 4 MiB blocks, 0.92-1.15x its time by spell;
 // docs/perf/small_teams.md).
+//
+// Bruck's allgather on wide teams (UCC_WIDE_RANKS ranks or more) below
+// UCC_LINEAR_MAX bytes per block, before the node-aware ring: at scale
+// each of the ring's n - 1 steps (n / ppn - 1 for the node-aware one) is
+// a network round trip, where Bruck's ceil(log2 n) rounds carry the same
+// bytes (docs/scale.md: 256 ranks, 32 B per rank, 5.9 against 109 us).
 constexpr Row kRows[] = {
 #define UCC_ALG(coll, id, name, desc, impl, from, when) \
   {CollType::k##coll, id, &impl, From::k##from, Cond::k##when},
@@ -118,6 +127,8 @@ constexpr off::When when_of(Cond c) {
       return off::When::kLinear;
     case Cond::kCrowded:
       return off::When::kCrowded;
+    case Cond::kWide:
+      return off::When::kWide;
     case Cond::kNever:
     case Cond::kAlways:
       break;
@@ -137,8 +148,17 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
       return cfg.linear_max;
     case From::kAlltoallLinearMax:
       return cfg.alltoall_linear_max;
+    case From::kBelowLinearMax:
+      return 0;
   }
   return 0;
+}
+
+// Where a rule ends (0: it does not).
+uint32_t ceiling(const off::EngineConfig& cfg, From f) {
+  if (f != From::kBelowLinearMax) return 0;
+  return cfg.linear_max < UINT32_MAX ? static_cast<uint32_t>(cfg.linear_max)
+                                     : UINT32_MAX;
 }
 
 // Whether single copy can run d: the engine allows it, every rank is on
@@ -168,6 +188,9 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
                                               : off::kMaxLinearRanks);
   caps->cpus = static_cast<uint16_t>(
       cfg.cpus < off::kMaxHostCpus ? cfg.cpus : off::kMaxHostCpus);
+  caps->wide_ranks = static_cast<uint16_t>(cfg.wide_ranks < off::kMaxWideRanks
+                                               ? cfg.wide_ranks
+                                               : off::kMaxWideRanks);
   for (size_t c = 0; c < off::kNumColls; ++c) {
     off::CollCaps& cc = caps->coll[c];
     cc = off::CollCaps{};
@@ -188,8 +211,11 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
         continue;
       // A single-copy rule where single copy never runs is left out.
       if (r.cond == Cond::kSingleCopy && caps->single_copy == 0) continue;
-      cc.rules[cc.nrules++] =
-          off::SelectRule{threshold(cfg, r.from), r.id, when_of(r.cond), {}};
+      const uint32_t below = ceiling(cfg, r.from);
+      // A bounded rule that can never hold (UCC_LINEAR_MAX=0) is left out.
+      if (r.from == From::kBelowLinearMax && below == 0) continue;
+      cc.rules[cc.nrules++] = off::SelectRule{
+          threshold(cfg, r.from), r.id, when_of(r.cond), {}, below};
     }
   }
 }
@@ -201,11 +227,14 @@ const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
   if (c >= off::kNumColls) return nullptr;
   const bool whole = d.set_size == 0;
   const off::SelectInput in{
-      d.alg,        bytes,
-      single_copy_ok(caps, d, one_node), whole,
+      d.alg,
+      bytes,
+      single_copy_ok(caps, d, one_node),
+      whole,
       whole && hierarchical,
       whole && off::linear_team(caps, team_size, one_node),
-      whole && off::crowded_team(caps, team_size, one_node)};
+      whole && off::crowded_team(caps, team_size, one_node),
+      whole && off::wide_team(caps, team_size)};
   *id = off::select_alg_id(caps.coll[c], in);
   // The one-sided convention moves different bytes: its descriptors run
   // its algorithm, and no other descriptor does.

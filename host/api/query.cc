@@ -113,12 +113,12 @@ extern "C" ucc_status_t ucc_team_coll_algs(ucc_team_h team,
     return UCC_ERR_INVALID_PARAM;
   }
   const ucc::off::EngineCaps& ec = team->ctx->engine->caps();
-  ucc::off::SelectRange r[ucc::off::kMaxRules + 1];
+  ucc::off::SelectRange r[2 * ucc::off::kMaxRules + 1];
   const uint32_t k = ucc::off::select_ranges(
       ec.coll[static_cast<int>(c)], ec.single_copy != 0, team->hierarchical,
       ucc::off::linear_team(ec, team->size, team->one_host),
-      ucc::off::crowded_team(ec, team->size, team->one_host), r,
-      ucc::off::kMaxRules + 1);
+      ucc::off::crowded_team(ec, team->size, team->one_host),
+      ucc::off::wide_team(ec, team->size), r, 2 * ucc::off::kMaxRules + 1);
   for (uint32_t i = 0; i < k && i < *n; ++i) {
     const ucc::off::AlgName* a = ucc::off::find_alg_id(c, r[i].alg);
     ranges[i] =

@@ -58,6 +58,7 @@ enum class Knob : uint8_t {
   kLinearRanks,
   kLinearMax,
   kAlltoallLinearMax,
+  kWideRanks,
   kBarrierAlg,
   kBcastAlg,
   kReduceAlg,

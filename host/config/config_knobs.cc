@@ -181,6 +181,11 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Alltoall blocks of fewer bytes use the linear exchange where "
      "UCC_LINEAR_RANKS allows it, larger ones the pairwise exchange (0: "
      "never the linear one)"},
+    {"WIDE_RANKS", "16", Scope::kContext,
+     "Teams of at least this many ranks (at most 65535; 0: never) gather "
+     "allgather blocks below UCC_LINEAR_MAX bytes in ceil(log2 n) rounds "
+     "(Bruck's algorithm) instead of the ring's n - 1 steps; every rank of "
+     "a team must see the same value (docs/scale.md)"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "
@@ -197,9 +202,10 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
      "hier_ring (node-aware: leaders, or the ring host by host)"},
     {"ALLGATHER_ALG", "auto", Scope::kContext,
-     "Allgather algorithm: auto, ring, cma, hier, linear (cma: single "
-     "copy, where UCC_CMA allows it; elsewhere the default; hier: "
-     "node-aware ring; linear: to every rank at once)"},
+     "Allgather algorithm: auto, ring, cma, hier, linear, bruck (cma: "
+     "single copy, where UCC_CMA allows it; elsewhere the default; hier: "
+     "node-aware ring; linear: to every rank at once; bruck: ceil(log2 n) "
+     "rounds)"},
     {"ALLTOALL_ALG", "auto", Scope::kContext,
      "Alltoall algorithm: auto, pairwise, cma, linear (cma: single copy, "
      "where UCC_CMA allows it; elsewhere the default; linear: every block "

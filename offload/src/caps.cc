@@ -18,27 +18,31 @@ bool engine_config_ok(const EngineConfig& c) {
   if (!pow2(c.nslots) || c.nslots < 2 || c.nslots > 64) return false;
   if (c.linear_ranks > kMaxLinearRanks) return false;
   if (c.cpus == 0 || c.cpus > kMaxHostCpus) return false;
+  if (c.wide_ranks > kMaxWideRanks) return false;
   return c.inflight != 0 && c.inflight <= 64 && c.unexpected <= 4096;
 }
 
 uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
-                       bool linear, bool crowded, SelectRange* out,
+                       bool linear, bool crowded, bool wide, SelectRange* out,
                        uint32_t max) {
-  // Selection only changes where a rule starts: evaluate there.
-  uint64_t at[kMaxRules + 1] = {0};
+  // Selection only changes where a rule starts or ends: evaluate there.
+  uint64_t at[2 * kMaxRules + 1] = {0};
   uint32_t npts = 1;
   const uint32_t n = c.nrules < kMaxRules ? c.nrules : kMaxRules;
-  for (uint32_t i = 0; i < n; ++i) {
-    uint64_t v = c.rules[i].min_bytes;
+  auto add = [&](uint64_t v) {
     uint32_t j = npts++;
     for (; j > 0 && at[j - 1] > v; --j) at[j] = at[j - 1];
     at[j] = v;
+  };
+  for (uint32_t i = 0; i < n; ++i) {
+    add(c.rules[i].min_bytes);
+    if (c.rules[i].below_bytes != 0) add(c.rules[i].below_bytes);
   }
   uint32_t k = 0;
   for (uint32_t i = 0; i < npts; ++i) {
-    const uint8_t id = select_alg_id(
-        c,
-        SelectInput{0, at[i], single_copy, true, node_aware, linear, crowded});
+    const uint8_t id =
+        select_alg_id(c, SelectInput{0, at[i], single_copy, true, node_aware,
+                                     linear, crowded, wide});
     if (k != 0 && out[k - 1].alg == id) continue;
     if (k == max) break;
     out[k++] = SelectRange{at[i], id};

@@ -102,6 +102,17 @@ const Config kConfigs[] = {
       {"UCC_REDUCE_SCATTER_ALG", "ring"}},
      false,
      {"allgather", "alltoall", "reduce_scatter"}},
+    // Bruck's allgather at every team size and block size (by default
+    // only teams of UCC_WIDE_RANKS ranks run it, below 64 KiB blocks): its
+    // ranges that wrap past the last rank travel as two streams; with two
+    // slots of 256 bytes each stream is many messages.
+    {"bruck", {{"UCC_ALLGATHER_ALG", "bruck"}}, false, {"allgather"}},
+    {"bruck_smallseg",
+     {{"UCC_ALLGATHER_ALG", "bruck"},
+      {"UCC_SHM_SEG_SIZE", "256"},
+      {"UCC_SHM_NSEGS", "2"}},
+     true,
+     {"allgather", "inflight"}},
     // The linear exchanges' rounds, with two slots of 256 bytes: a rank's
     // sends run ahead of its receives as far as the inboxes take them,
     // also with many collectives in flight.

@@ -239,7 +239,8 @@ TEST(Select, FirstMatchingRuleWins) {
 TEST(Select, RangesSayWhereSelectionChanges) {
   const ucc::off::CollCaps c = two_rules();
   ucc::off::SelectRange r[8];
-  uint32_t n = ucc::off::select_ranges(c, true, false, false, false, r, 8);
+  uint32_t n =
+      ucc::off::select_ranges(c, true, false, false, false, false, r, 8);
   ASSERT_EQ(n, 3u);
   EXPECT_EQ(r[0].from, 0u);
   EXPECT_EQ(r[0].alg, 1);
@@ -247,14 +248,16 @@ TEST(Select, RangesSayWhereSelectionChanges) {
   EXPECT_EQ(r[1].alg, 2);
   EXPECT_EQ(r[2].from, 4096u);
   EXPECT_EQ(r[2].alg, 3);
-  n = ucc::off::select_ranges(c, false, false, false, false, r, 8);
+  n = ucc::off::select_ranges(c, false, false, false, false, false, r, 8);
   ASSERT_EQ(n, 2u);  // the single-copy rule never matches: no change at 4K
   EXPECT_EQ(r[1].alg, 2);
-  EXPECT_EQ(ucc::off::select_ranges(c, true, false, false, false, r, 1), 1u);
+  EXPECT_EQ(ucc::off::select_ranges(c, true, false, false, false, false, r, 1),
+            1u);
   ucc::off::CollCaps forced = c;
   forced.forced = 2;
-  EXPECT_EQ(ucc::off::select_ranges(forced, false, false, false, false, r, 8),
-            1u);
+  EXPECT_EQ(
+      ucc::off::select_ranges(forced, false, false, false, false, false, r, 8),
+      1u);
 }
 
 // Id 3 node-aware below 1 KiB, id 2 from 1 KiB for everyone, id 1 else.
@@ -279,11 +282,13 @@ TEST(Select, NodeAwareRulesNeedTheShapeAndTheWholeTeam) {
   EXPECT_EQ(select_alg_id(c, SelectInput{0, 4096, false, false, false}), 2);
   c.forced = 0;
   ucc::off::SelectRange r[8];
-  ASSERT_EQ(ucc::off::select_ranges(c, false, true, false, false, r, 8), 2u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, true, false, false, false, r, 8),
+            2u);
   EXPECT_EQ(r[0].alg, 3);
   EXPECT_EQ(r[1].from, 1024u);
   EXPECT_EQ(r[1].alg, 2);
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, r, 8), 2u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, false, r, 8),
+            2u);
   EXPECT_EQ(r[0].alg, 1);
 }
 
@@ -314,11 +319,13 @@ TEST(Select, LinearRulesNeedASmallOneHostTeam) {
             1);
   EXPECT_EQ(select_alg_id(c, SelectInput{0, 8, false, true, false, false}), 1);
   ucc::off::SelectRange r[8];
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, false, r, 8), 2u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, false, false, r, 8),
+            2u);
   EXPECT_EQ(r[0].alg, 4);
   EXPECT_EQ(r[1].from, 1024u);
   EXPECT_EQ(r[1].alg, 1);
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, r, 8), 1u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, false, r, 8),
+            1u);
   EXPECT_EQ(r[0].alg, 1);
 
   // Which teams: all on one host, from 4 ranks to the configured most.
@@ -345,9 +352,11 @@ TEST(Select, CrowdedRuleNeedsMoreRanksThanCpus) {
   EXPECT_EQ(
       select_alg_id(c, SelectInput{0, 0, false, true, false, true, false}), 1);
   ucc::off::SelectRange r[8];
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, true, r, 8), 1u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, true, false, r, 8),
+            1u);
   EXPECT_EQ(r[0].alg, 4);
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, false, r, 8), 1u);
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, true, false, false, r, 8),
+            1u);
   EXPECT_EQ(r[0].alg, 1);
 
   ucc::off::EngineCaps caps{};
@@ -416,3 +425,39 @@ TEST(Caps, VersionAndLookups) {
 }
 
 }  // namespace
+
+// Id 4 for wide teams below 1 KiB (the allgather's Bruck rule: bounded
+// above), id 1 from 1 KiB on and for narrower teams.
+TEST(Select, WideRuleHoldsBelowItsBoundOnWideTeams) {
+  using ucc::off::select_alg_id;
+  using ucc::off::SelectInput;
+  using ucc::off::When;
+  const ucc::off::CollCaps c = caps_1_4({{0, 4, When::kWide, {}, 1024}});
+  auto in = [](uint64_t bytes, bool wide) {
+    SelectInput s{0, bytes, false, true, false, false, false};
+    s.wide = wide;
+    return s;
+  };
+  EXPECT_EQ(select_alg_id(c, in(0, true)), 4);
+  EXPECT_EQ(select_alg_id(c, in(1023, true)), 4);
+  EXPECT_EQ(select_alg_id(c, in(1024, true)), 1);
+  EXPECT_EQ(select_alg_id(c, in(8, false)), 1);
+  ucc::off::SelectRange r[11];
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, true, r, 11),
+            2u);
+  EXPECT_EQ(r[0].from, 0u);
+  EXPECT_EQ(r[0].alg, 4);
+  EXPECT_EQ(r[1].from, 1024u);
+  EXPECT_EQ(r[1].alg, 1);
+  ASSERT_EQ(
+      ucc::off::select_ranges(c, false, false, false, false, false, r, 11), 1u);
+  EXPECT_EQ(r[0].alg, 1);
+
+  ucc::off::EngineCaps caps{};
+  caps.wide_ranks = 16;
+  EXPECT_FALSE(ucc::off::wide_team(caps, 15));
+  EXPECT_TRUE(ucc::off::wide_team(caps, 16));
+  EXPECT_TRUE(ucc::off::wide_team(caps, 4096));
+  caps.wide_ranks = 0;
+  EXPECT_FALSE(ucc::off::wide_team(caps, 4096));
+}

@@ -26,8 +26,8 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 5;  // 5: float80 types
-inline constexpr uint32_t kMaxRules = 4;  // per collective
+inline constexpr uint16_t kCapsVersion = 6;  // 6: wide teams, bounded rules
+inline constexpr uint32_t kMaxRules = 5;     // per collective
 
 // What a rule needs besides the size.
 enum class When : uint8_t {
@@ -39,13 +39,18 @@ enum class When : uint8_t {
                     // and the collective covers the whole team
   kCrowded = 4,     // kLinear, and the team has more ranks than the host
                     // has CPUs for them (EngineCaps::cpus)
+  kWide = 5,        // the team has wide_ranks ranks or more, and the
+                    // collective covers the whole team
 };
 
+// A rule holds from min_bytes up to, not including, below_bytes (0: no
+// bound), where its condition holds.
 struct SelectRule {
   uint64_t min_bytes;
   uint8_t alg;  // catalogue id
   When when;
-  uint8_t pad[6];
+  uint8_t pad[2];
+  uint32_t below_bytes;
 };
 static_assert(sizeof(SelectRule) == 16);
 
@@ -76,7 +81,7 @@ struct EngineCaps {
   uint8_t linear_ranks;      // When::kLinear's largest team (0: never)
   uint8_t pad1;
   uint16_t cpus;  // When::kCrowded: the CPUs one host's engines run on
-  uint8_t pad3[2];
+  uint16_t wide_ranks;              // When::kWide's smallest team (0: never)
   uint16_t reduce_ops[kNumDTypes];  // per DType: bit ROp, ops it reduces
   uint8_t pad2[6];
   CollCaps coll[kNumColls];
@@ -109,6 +114,7 @@ struct SelectInput {
   bool node_aware;   // whole team, several hosts, some with several ranks
   bool linear;       // whole team, one host, 4 to linear_ranks ranks
   bool crowded;      // linear, and more ranks than cpus
+  bool wide = false;  // whole team, wide_ranks ranks or more
 };
 
 // SelectInput::linear for a whole-team collective of a team of n ranks.
@@ -121,6 +127,11 @@ inline bool linear_team(const EngineCaps& c, uint32_t n, bool one_host) {
 // through the scheduler.
 inline bool crowded_team(const EngineCaps& c, uint32_t n, bool one_host) {
   return linear_team(c, n, one_host) && n > c.cpus;
+}
+
+// SelectInput::wide for a whole-team collective of a team of n ranks.
+inline bool wide_team(const EngineCaps& c, uint32_t n) {
+  return c.wide_ranks != 0 && n >= c.wide_ranks;
 }
 
 // The algorithm id for `in`: an explicit or forced id (a single-copy one
@@ -140,23 +151,26 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
                        (r.when == When::kSingleCopy && in.single_copy) ||
                        (r.when == When::kNodeAware && in.node_aware) ||
                        (r.when == When::kLinear && in.linear) ||
-                       (r.when == When::kCrowded && in.crowded);
-    if (in.bytes >= r.min_bytes && holds) return r.alg;
+                       (r.when == When::kCrowded && in.crowded) ||
+                       (r.when == When::kWide && in.wide);
+    if (in.bytes >= r.min_bytes &&
+        (r.below_bytes == 0 || in.bytes < r.below_bytes) && holds)
+      return r.alg;
   }
   return c.def_alg;
 }
 
 // The sizes at which selection changes, for a whole-team collective on a
 // team that can (or cannot) use single copy, node-aware and linear
-// algorithms, crowded or not: out[i] = {from bytes, id} with
+// algorithms, crowded or not, wide or not: out[i] = {from bytes, id} with
 // out[0].from = 0, in increasing order, neighbours distinct. Returns how
-// many (<= max; at most kMaxRules + 1 exist).
+// many (<= max; at most 2 kMaxRules + 1 exist).
 struct SelectRange {
   uint64_t from;
   uint8_t alg;
 };
 uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
-                       bool linear, bool crowded, SelectRange* out,
+                       bool linear, bool crowded, bool wide, SelectRange* out,
                        uint32_t max);
 
 }  // namespace ucc::off

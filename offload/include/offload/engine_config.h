@@ -52,15 +52,21 @@ struct EngineConfig {
   // exchange (the exchange keeps its lead over the pairwise one to larger
   // blocks than the other linear algorithms do; docs/perf/small_teams.md).
   uint64_t alltoall_linear_max = 1024 * 1024;
+  // Selection: teams of at least wide_ranks ranks gather small blocks in
+  // log2(n) rounds (Bruck's allgather) instead of the ring's n - 1 steps
+  // (caps.h, When::kWide). 0: never.
+  uint32_t wide_ranks = 16;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
-static_assert(sizeof(EngineConfig) == 80);
+static_assert(sizeof(EngineConfig) == 88);
 static_assert(offsetof(EngineConfig, linear_max) == 64);
 static_assert(offsetof(EngineConfig, alltoall_linear_max) == 72);
 // The largest UCC_LINEAR_RANKS (EngineCaps keeps it in a byte).
 inline constexpr uint32_t kMaxLinearRanks = 255;
 // The largest UCC_HOST_CPUS (EngineCaps keeps it in 16 bits).
 inline constexpr uint32_t kMaxHostCpus = 65535;
+// The largest UCC_WIDE_RANKS (likewise).
+inline constexpr uint32_t kMaxWideRanks = 65535;
 static_assert(offsetof(EngineConfig, allreduce_ring_min) == 24);
 
 // Whether every field is within the limits the host's knobs allow (and
