@@ -12,15 +12,17 @@ using off::CollType;
 // ------------------------------------------------------------------
 // offload/algorithms.def, read for the implementation and the rule.
 
-// A rule starts at a size the configuration gives; BelowLinearMax: from
-// zero up to, not including, UCC_LINEAR_MAX.
+// A rule starts at a size the configuration gives; BelowLinearMax,
+// BelowWideMax: from zero up to, not including, UCC_LINEAR_MAX or
+// UCC_WIDE_MAX.
 enum class From : uint8_t {
   kZero,
   kAllreduceRingMin,
   kCmaMin,
   kLinearMax,
   kAlltoallLinearMax,
-  kBelowLinearMax
+  kBelowLinearMax,
+  kBelowWideMax
 };
 
 // off::When, or no rule at all.
@@ -37,9 +39,10 @@ enum class Cond : uint8_t {
 struct Row {
   CollType coll;
   uint8_t id;
-  const AlgInfo* impl;
+  const AlgInfo* impl;  // nullptr for a further rule (UCC_RULE)
   From from;
   Cond cond;
+  bool rule_only;  // UCC_RULE: the algorithm's row is elsewhere
 };
 
 // Per collective, in the order its rules are tried (first match wins); a
@@ -77,14 +80,22 @@ struct Row {
 // 2 cores, from 4 MiB blocks, 0.92-1.15x its time by spell;
 // docs/perf/small_teams.md).
 //
-// Bruck's allgather on wide teams (UCC_WIDE_RANKS ranks or more) below
-// UCC_LINEAR_MAX bytes per block, before the node-aware ring: at scale
-// each of the ring's n - 1 steps (n / ppn - 1 for the node-aware one) is
-// a network round trip, where Bruck's ceil(log2 n) rounds carry the same
-// bytes (docs/scale.md: 256 ranks, 32 B per rank, 5.9 against 109 us).
+// Bruck's allgather on wide teams (UCC_WIDE_RANKS ranks or more): at
+// scale each of the ring's n - 1 steps (n / ppn - 1 for the node-aware
+// one) is a network round trip, where Bruck's ceil(log2 n) rounds carry
+// the same bytes. Below UCC_WIDE_MAX bytes per block on every wide team,
+// before the node-aware ring; from there up to UCC_LINEAR_MAX on flat
+// ones only. With several ranks per host every rank takes all n - 1
+// blocks over the host's link, where the node-aware ring takes them over
+// it once per host: from a few hundred bytes per block that is the
+// larger cost (docs/scale.md: 256 ranks one per host, 32 B per rank, 5.9
+// against the ring's 109 us; 8 per host, 4 KiB per rank, Bruck 432
+// against the node-aware ring's 66 us).
 constexpr Row kRows[] = {
 #define UCC_ALG(coll, id, name, desc, impl, from, when) \
-  {CollType::k##coll, id, &impl, From::k##from, Cond::k##when},
+  {CollType::k##coll, id, &impl, From::k##from, Cond::k##when, false},
+#define UCC_RULE(coll, id, from, when) \
+  {CollType::k##coll, id, nullptr, From::k##from, Cond::k##when, true},
 #include "offload/algorithms.def"
 };
 
@@ -100,7 +111,11 @@ struct ByCollId {
 
 constexpr ByCollId make_by_id() {
   ByCollId t{};
-  for (const Row& r : kRows) t.by[static_cast<size_t>(r.coll)][r.id] = r.impl;
+  // (Whether a row is a further rule, not whether its pointer is null:
+  // an extern object's address is no constant to compare under every
+  // compiler mode.)
+  for (const Row& r : kRows)
+    if (!r.rule_only) t.by[static_cast<size_t>(r.coll)][r.id] = r.impl;
   return t;
 }
 constexpr ByCollId kById = make_by_id();
@@ -149,13 +164,19 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
     case From::kAlltoallLinearMax:
       return cfg.alltoall_linear_max;
     case From::kBelowLinearMax:
+    case From::kBelowWideMax:
       return 0;
   }
   return 0;
 }
 
+bool bounded(From f) {
+  return f == From::kBelowLinearMax || f == From::kBelowWideMax;
+}
+
 // Where a rule ends (0: it does not).
 uint32_t ceiling(const off::EngineConfig& cfg, From f) {
+  if (f == From::kBelowWideMax) return cfg.wide_max;
   if (f != From::kBelowLinearMax) return 0;
   return cfg.linear_max < UINT32_MAX ? static_cast<uint32_t>(cfg.linear_max)
                                      : UINT32_MAX;
@@ -213,7 +234,7 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
       if (r.cond == Cond::kSingleCopy && caps->single_copy == 0) continue;
       const uint32_t below = ceiling(cfg, r.from);
       // A bounded rule that can never hold (UCC_LINEAR_MAX=0) is left out.
-      if (r.from == From::kBelowLinearMax && below == 0) continue;
+      if (bounded(r.from) && below == 0) continue;
       cc.rules[cc.nrules++] = off::SelectRule{
           threshold(cfg, r.from), r.id, when_of(r.cond), {}, below};
     }

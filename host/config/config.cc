@@ -250,6 +250,8 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u <= off::kMaxLinearRanks;
     case Knob::kWideRanks:
       return parse_size(v, &u) && u <= off::kMaxWideRanks;
+    case Knob::kWideMax:
+      return parse_size(v, &u) && u <= UINT32_MAX;
     case Knob::kCma:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
     case Knob::kCls:
@@ -541,6 +543,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.allreduce_ring_min = num(Knob::kAllreduceRingMin);
   e.linear_ranks = static_cast<uint32_t>(num(Knob::kLinearRanks));
   e.wide_ranks = static_cast<uint32_t>(num(Knob::kWideRanks));
+  e.wide_max = static_cast<uint32_t>(num(Knob::kWideMax));
   e.linear_max = num(Knob::kLinearMax);
   e.alltoall_linear_max = num(Knob::kAlltoallLinearMax);
   if (strcasecmp(c.value[static_cast<int>(Knob::kHostCpus)], "auto") == 0) {

@@ -59,6 +59,7 @@ enum class Knob : uint8_t {
   kLinearMax,
   kAlltoallLinearMax,
   kWideRanks,
+  kWideMax,
   kBarrierAlg,
   kBcastAlg,
   kReduceAlg,

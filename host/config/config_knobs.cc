@@ -183,9 +183,14 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "never the linear one)"},
     {"WIDE_RANKS", "16", Scope::kContext,
      "Teams of at least this many ranks (at most 65535; 0: never) gather "
-     "allgather blocks below UCC_LINEAR_MAX bytes in ceil(log2 n) rounds "
-     "(Bruck's algorithm) instead of the ring's n - 1 steps; every rank of "
-     "a team must see the same value (docs/scale.md)"},
+     "allgather blocks below UCC_WIDE_MAX bytes, and on teams without "
+     "several ranks on some of several hosts below UCC_LINEAR_MAX, in "
+     "ceil(log2 n) rounds (Bruck's algorithm) instead of the rings' n - 1 "
+     "steps; every rank of a team must see the same value (docs/scale.md)"},
+    {"WIDE_MAX", "512", Scope::kContext,
+     "Allgather blocks of fewer bytes (at most 4G) go by Bruck's algorithm "
+     "on every team of UCC_WIDE_RANKS ranks or more, before the node-aware "
+     "ring (0: only on teams without the node-aware shape)"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "

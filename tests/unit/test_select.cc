@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 
 #include "device/select/select.h"
 #include "offload/caps.h"
@@ -89,21 +90,50 @@ TEST(Select, EveryIdTheSelectorReturnsResolves) {
         for (uint8_t id = 1; id <= off::alg_count(c); ++id)
           EXPECT_TRUE(off::caps_has_alg(cc, id)) << int{id};
         for (uint64_t bytes : sizes)
-          for (int f = 0; f < 32; ++f) {
+          for (int f = 0; f < 64; ++f) {
             const bool whole = f & 2;
             const bool linear = whole && (f & 8);
-            const off::SelectInput in{0,
-                                      bytes,
-                                      (f & 1) != 0,
-                                      whole,
-                                      whole && (f & 4),
-                                      linear,
-                                      linear && (f & 16)};
+            off::SelectInput in{0,
+                                bytes,
+                                (f & 1) != 0,
+                                whole,
+                                whole && (f & 4),
+                                linear,
+                                linear && (f & 16)};
+            in.wide = whole && (f & 32);
             expect_resolves(c, off::select_alg_id(cc, in), "selected");
           }
       }
     }
   }
+}
+
+// Allgather on wide teams, from the real rows under the defaults: Bruck
+// below UCC_WIDE_MAX on every shape, below UCC_LINEAR_MAX on flat ones;
+// the node-aware ring above UCC_WIDE_MAX on hierarchical ones; the ring
+// from UCC_LINEAR_MAX and on narrow teams (docs/scale.md).
+TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
+  off::EngineConfig cfg;
+  off::EngineCaps caps{};
+  dev::fill_select_caps(cfg, &caps);
+  const off::CollCaps& cc =
+      caps.coll[static_cast<size_t>(CollType::kAllgather)];
+  auto pick = [&](uint64_t bytes, bool hier, bool wide) {
+    off::SelectInput in{0, bytes, false, true, hier, false, false};
+    in.wide = wide;
+    const off::AlgName* a =
+        off::find_alg_id(CollType::kAllgather, off::select_alg_id(cc, in));
+    return a != nullptr ? std::string(a->name) : std::string("none");
+  };
+  EXPECT_EQ(pick(8, false, true), "bruck");
+  EXPECT_EQ(pick(cfg.wide_max - 1, true, true), "bruck");
+  EXPECT_EQ(pick(cfg.wide_max, true, true), "hier");
+  EXPECT_EQ(pick(cfg.wide_max, false, true), "bruck");
+  EXPECT_EQ(pick(cfg.linear_max - 1, false, true), "bruck");
+  EXPECT_EQ(pick(cfg.linear_max, false, true), "ring");
+  EXPECT_EQ(pick(cfg.linear_max, true, true), "hier");
+  EXPECT_EQ(pick(8, false, false), "ring");
+  EXPECT_EQ(pick(8, true, false), "hier");
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ typedef struct ucc_coll_alg_range {
  * memory, under the context's configuration (UCC_<COLL>_ALG,
  * UCC_ALLREDUCE_RING_MIN, UCC_CMA, ...).
  * Fills up to *n entries of `ranges`, in increasing min_bytes, the first
- * at 0, and sets *n to how many ranges there are (at most 11). In emu mode
+ * at 0, and sets *n to how many ranges there are (at most 13). In emu mode
  * the answer comes from the daemon's engine. UCC_ERR_INVALID_PARAM for a
  * bad team, type or pointer. */
 ucc_status_t ucc_team_coll_algs(ucc_team_h team, ucc_coll_type_t coll,

@@ -27,7 +27,7 @@
 namespace ucc::off {
 
 inline constexpr uint16_t kCapsVersion = 6;  // 6: wide teams, bounded rules
-inline constexpr uint32_t kMaxRules = 5;     // per collective
+inline constexpr uint32_t kMaxRules = 6;     // per collective
 
 // What a rule needs besides the size.
 enum class When : uint8_t {

@@ -54,8 +54,11 @@ struct EngineConfig {
   uint64_t alltoall_linear_max = 1024 * 1024;
   // Selection: teams of at least wide_ranks ranks gather small blocks in
   // log2(n) rounds (Bruck's allgather) instead of the ring's n - 1 steps
-  // (caps.h, When::kWide). 0: never.
+  // (caps.h, When::kWide): below wide_max bytes per block on every such
+  // team, below linear_max on those without the node-aware shape. 0:
+  // never.
   uint32_t wide_ranks = 16;
+  uint32_t wide_max = 512;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
 static_assert(sizeof(EngineConfig) == 88);
