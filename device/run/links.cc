@@ -1,7 +1,6 @@
 #include "device/run/links.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "platform/os/log.h"
@@ -68,12 +67,16 @@ Status Links::connect(const off::TeamAddr* addrs) {
   }
   Status st = build_nodes(addrs);
   if (failed(st)) return st;
-  // Scratch for the transports' connect: team creation may allocate, and
-  // a team of thousands need not keep 65 bytes per rank for its life.
-  auto* fa = static_cast<plat::FabricAddr*>(
-      malloc(size_t{n} * (sizeof(plat::FabricAddr) + sizeof(bool))));
-  if (fa == nullptr) return Status::kNoMemory;
-  bool* pick = reinterpret_cast<bool*>(fa + n);
+  // Scratch for the transports' connect, released on return: a team of
+  // thousands need not keep 65 bytes per rank for its life.
+  base::Arena scratch;
+  plat::FabricAddr* fa = nullptr;
+  bool* pick = nullptr;
+  for (int pass = 0; pass < 2; ++pass) {
+    fa = scratch.take<plat::FabricAddr>(n);
+    pick = scratch.take<bool>(n);
+    if (pass == 0 && !scratch.commit()) return Status::kNoMemory;
+  }
   for (uint32_t r = 0; r < n; ++r) {
     fa[r] = fabric_addr(addrs[r].local);
     pick[r] = !mem_.remote[r] && r != cfg_.rank;
@@ -93,7 +96,6 @@ Status Links::connect(const off::TeamAddr* addrs) {
     }
     if (ok(st)) st = net_->connect(fa, pick);
   }
-  free(fa);
   if (ok(st) && !any_remote && net_ != nullptr) {
     // Everyone is here: the network endpoint is not needed.
     netp_->close(net_, false);

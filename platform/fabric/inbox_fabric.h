@@ -61,6 +61,9 @@ class InboxFabric : public Fabric {
   // transport).
   InboxPair& pair(uint32_t r) { return pairs_[idx_[r]]; }
   const InboxPair& pair(uint32_t r) const { return pairs_[idx_[r]]; }
+  // Pair number k (pair_of): for a transport that also indexes its own
+  // tables by it, one lookup per call.
+  InboxPair& pair_at(uint32_t k) { return pairs_[k]; }
   uint32_t npairs() const { return npairs_; }
   void release_pairs();
 

@@ -50,12 +50,12 @@ class ShmFabric final : public InboxFabric {
   void seal() override;
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key, uint8_t kind,
                  uint32_t lag = 0) override {
-    pair(peer).tx_commit(cfg_, len, key, kind, lag);
+    const uint32_t k = pair_of(peer);
+    pair_at(k).tx_commit(cfg_, len, key, kind, lag);
     ++events_;
     // After the publication, so a receiver that sees the count change
     // finds the message.
-    if (kind != 0)
-      maps_[pair_of(peer)].attention->fetch_add(1, std::memory_order_release);
+    if (kind != 0) maps_[k].attention->fetch_add(1, std::memory_order_release);
   }
   void rx_release(uint32_t peer, uint32_t i) override {
     if (pair(peer).rx_release(i)) ++events_;

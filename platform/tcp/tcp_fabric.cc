@@ -58,7 +58,8 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
           a.nranks, cfg_.nranks);
       return Status::kError;
     }
-    Link& l = links_[pair_of(r)];
+    const uint32_t k = pair_of(r);
+    Link& l = links_[k];
     l.fab = this;
     l.rank = r;
     l.peer_ep = a.ep;
@@ -68,10 +69,10 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     memcpy(l.peer_key, a.key, sizeof(l.peer_key));
     l.rma_min = rma_agree(cfg_.rma ? net_->config().zcopy_min : 0, a.rma_min);
     l.state = Link::State::kLive;
-    char* base = shadows_ + sb * pair_of(r);
+    char* base = shadows_ + sb * k;
     l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};
     l.rx = InboxView{seg_ctl(seg_, r), seg_slots(seg_, cfg_, r)};
-    pair(r).bind_tx(l.shadow);
+    pair_at(k).bind_tx(l.shadow);
     st = net_->attach(&l);
     if (failed(st)) return st;
   }
@@ -80,15 +81,17 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
 
 void TcpFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                           uint8_t kind, uint32_t lag) {
-  pair(peer).tx_commit(cfg_, len, key, kind, lag);
+  const uint32_t k = pair_of(peer);
+  pair_at(k).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
-  net_->kick(&links_[pair_of(peer)]);
+  net_->kick(&links_[k]);
 }
 
 void TcpFabric::rx_release(uint32_t peer, uint32_t i) {
-  if (!pair(peer).rx_release(i)) return;
+  const uint32_t k = pair_of(peer);
+  if (!pair_at(k).rx_release(i)) return;
   ++events_;
-  net_->owe_credit(&links_[pair_of(peer)]);
+  net_->owe_credit(&links_[k]);
 }
 
 void TcpFabric::publish(Link& l, uint32_t slot) {
