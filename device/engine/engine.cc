@@ -217,11 +217,13 @@ bool Engine::lost_member(Team& t) {
   uint64_t now = plat::now_ns();
   if (now - t.last_check < 100000000ull) return false;
   t.last_check = now;
+  t.port.links().waiting_on(t.port.waiting());
   return t.port.links().peer_lost();
 }
 
 void Engine::fail_team(Team& t) {
   t.broken = true;
+  t.port.links().fail();  // members waiting for us give up too
   while (t.nrun != 0) {
     Inst& in = t.inst[t.order[0]];
     in.st = Status::kError;

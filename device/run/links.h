@@ -144,6 +144,15 @@ class Links {
   bool peer_lost() const {
     return shm_.peer_lost() || (net_ != nullptr && net_->peer_lost());
   }
+  // A stuck team names the peer it waits on (Fabric::waiting_on), and
+  // a failed one tells its peers (Fabric::fail).
+  void waiting_on(uint32_t p) {
+    if (p < cfg_.nranks && mem_.remote[p]) net_->waiting_on(p);
+  }
+  void fail() {
+    shm_.fail();
+    if (net_ != nullptr) net_->fail();
+  }
   bool tx_flushed() const { return net_ == nullptr || net_->tx_flushed(); }
 
   // One-sided operations: over the network only (fabric.h).

@@ -219,6 +219,7 @@ class Port {
   // sequence is of another type (a program error the caller must fail).
   const void* find(uint32_t peer, const MsgKey& k, MsgKind kind,
                    uint32_t* len) {
+    waiting_ = peer;
     // Inline, what a small collective meets on almost every call: nothing
     // in the store, and after the poll nothing pending from the peer (a
     // miss: the caller polls again) or just the message sought. Polling
@@ -265,6 +266,10 @@ class Port {
     attention_seen_ = a;
     return true;
   }
+
+  // The peer of the last message looked for: when the team is stuck, one
+  // it waits on (Links::waiting_on).
+  uint32_t waiting() const { return waiting_; }
 
   // Called when the team made no progress: moves the oldest messages of
   // full inboxes into the store, dropping stale ones. Returns how many
@@ -347,6 +352,7 @@ class Port {
   uint64_t* peer_done_ = nullptr;
   uint32_t oldest_ = 0;
   uint32_t attention_seen_ = 0;
+  uint32_t waiting_ = UINT32_MAX;  // find()'s last peer
   uint8_t* owner_ = nullptr;       // per peer: 0, or id + 1 of the reserver
   uint32_t nheld_[kMaxLive] = {};  // per id: peers it holds a slot of
   uint32_t nregs_[kMaxLive] = {};  // per id: registrations it holds

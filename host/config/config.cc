@@ -208,6 +208,8 @@ bool valid(Knob k, const char* v) {
     case Knob::kNetZcopyMin:
     case Knob::kNetTcpZcopyMin:
       return parse_size(v, &u) && u <= UINT32_MAX;
+    case Knob::kNetMaxPeers:
+      return parse_size(v, &u) && u >= 1 && u <= plat::kMaxNetPeers;
     case Knob::kNetFaults: {
       plat::TcpConfig t;
       return parse_net_faults(v, &t);
@@ -511,6 +513,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   l.net.tcp.checksum = num(Knob::kNetChecksum) != 0;
   l.net.verbs.zcopy_min = static_cast<uint32_t>(num(Knob::kNetZcopyMin));
   l.net.tcp.zcopy_min = static_cast<uint32_t>(num(Knob::kNetTcpZcopyMin));
+  l.net.tcp.max_peers = static_cast<uint32_t>(num(Knob::kNetMaxPeers));
   if (!parse_net_faults(c.value[static_cast<int>(Knob::kNetFaults)],
                         &l.net.tcp))
     return Status::kInvalidParam;

@@ -51,6 +51,7 @@ enum class Knob : uint8_t {
   kNetGidIndex,
   kNetZcopyMin,
   kNetTcpZcopyMin,
+  kNetMaxPeers,
   kVerbsLib,
   kAllreduceRingMin,
   kCma,

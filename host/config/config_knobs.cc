@@ -147,6 +147,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "(the owner's progress writes the bytes from its buffer, the reader "
      "receives them into its own); 0 (default): never, as they measured "
      "slower than the slots here (docs/network.md)"},
+    {"NET_MAX_PEERS", "4096", Scope::kContext,
+     "TCP (and verbs' connection setup): connections to other engines held "
+     "at once, a fixed pool reserved at context creation (about 17 KiB "
+     "each, touched only when used). Connections are made on demand, to "
+     "the engines a member talks to; a member that needs one more than "
+     "this fails its team with an error naming this knob (1-65536)"},
     {"VERBS_LIB", "", Scope::kContext,
      "UCC_NET=verbs: the libibverbs to load; empty: libibverbs.so.1. Tests "
      "name tests/verbs_loop's provider here"},

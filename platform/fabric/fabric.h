@@ -180,6 +180,13 @@ class Fabric {
   // or gone silent past the transport's timeout. May cost a system call:
   // for when a team seems stuck.
   virtual bool peer_lost() const = 0;
+  // A team stuck waiting for a message from `peer`: a transport that
+  // makes its connections on demand makes this one now, so that a peer
+  // that is gone, or whose own team has failed, is found out (peer_lost).
+  virtual void waiting_on(uint32_t peer) { (void)peer; }
+  // This member's team has failed (a peer was lost): peers stuck waiting
+  // for us should give up too (their peer_lost), while we stay open.
+  virtual void fail() {}
   // Control messages (nonzero kind) received so far.
   virtual uint32_t attention() const = 0;
   // Messages committed plus released so far: lets a poller tell whether a

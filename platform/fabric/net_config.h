@@ -10,6 +10,8 @@
 namespace ucc::plat {
 
 // TCP between hosts (platform/tcp).
+inline constexpr uint32_t kMaxNetPeers = 1u << 16;  // TcpConfig::max_peers
+
 struct TcpConfig {
   // Interface to listen on and advertise: a name (eth0) or an IPv4
   // address; empty: the first interface that is up and not loopback,
@@ -18,6 +20,10 @@ struct TcpConfig {
   uint32_t peer_timeout_ms = 30000;  // UCC_NET_PEER_TIMEOUT
   uint32_t keepalive_ms = 1000;      // ping a silent peer we wait on
   uint32_t max_endpoints = 4096;     // team members at once
+  // UCC_NET_MAX_PEERS: connections to other engines at once, a fixed
+  // pool reserved at init (about 17 KiB each, touched when used), at
+  // most kMaxNetPeers.
+  uint32_t max_peers = 4096;
   uint32_t spin = 256;               // idle progress calls before waiting
   uint32_t wait_us = 20;             // longest wait for data when idle
   bool checksum = false;             // UCC_NET_CHECKSUM: payloads too

@@ -37,6 +37,7 @@ static_assert(sizeof(ShmAddr) <= sizeof(FabricAddr::bytes));
 Status ShmFabric::open(const FabricConfig& cfg, FabricAddr* out) {
   if (!fabric_config_ok(cfg)) return Status::kInvalidParam;
   cfg_ = cfg;
+  failed_ = false;
   seg_bytes_ = segment_bytes(cfg);
   void* p = nullptr;
   Status st = seg_create("ucc-team", seg_bytes_, &fd_, &p);
@@ -137,11 +138,18 @@ void ShmFabric::close(bool lost) {
     // that leaves normally may still have messages on their way to peers
     // that need nothing more from it, and its process may exit: peers must
     // not take either for a failure. Lost: we will not answer.
-    seg_header(seg_)->closed.store(lost ? 2 : 1, std::memory_order_release);
+    seg_header(seg_)->closed.store(lost || failed_ ? 2 : 1,
+                                   std::memory_order_release);
     munmap(seg_, seg_bytes_);
     seg_ = nullptr;
   }
   seal();
+}
+
+void ShmFabric::fail() {
+  failed_ = true;
+  if (seg_ != nullptr)
+    seg_header(seg_)->closed.store(2, std::memory_order_release);
 }
 
 bool ShmFabric::peer_lost() const {

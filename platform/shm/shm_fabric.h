@@ -61,6 +61,9 @@ class ShmFabric final : public InboxFabric {
     if (pair(peer).rx_release(i)) ++events_;
   }
   bool peer_lost() const override;
+  // Our segment says we are lost (as close(true) will): the team's
+  // local peers stuck waiting for us give up.
+  void fail() override;
   uint32_t attention() const override {
     return seg_header(seg_)->attention.load(std::memory_order_acquire);
   }
@@ -85,6 +88,7 @@ class ShmFabric final : public InboxFabric {
   int fd_ = -1;
   Map* maps_ = nullptr;  // per pair (pair_of)
   uint64_t events_ = 0;
+  bool failed_ = false;  // fail(): closing says lost, whatever the caller
 };
 
 }  // namespace ucc::plat::shm

@@ -35,12 +35,15 @@ void Conn::reset_io() {
 // The link of our endpoint that a frame names, when the frame really comes
 // from that link's peer over this connection; nullptr otherwise (an
 // endpoint gone since, or a frame no link of ours accepts).
+// A link not made yet is made now, bound to this connection: the peer
+// talks to us first.
 Link* Conn::own_link(const Hdr& h) {
   TcpFabric* f = net->endpoint(h.dst_ep);
-  if (f == nullptr) return nullptr;
-  Link* l = f->link(h.src_rank);
-  if (l == nullptr || l->conn != this || l->peer_ep != h.src_ep) return nullptr;
-  return l;
+  if (f == nullptr || instance == 0) return nullptr;
+  Link* l = f->link_from(h.src_rank, instance, h.src_ep);
+  if (l == nullptr) return nullptr;
+  if (l->conn == nullptr) net->bind(l, this);
+  return l->conn == this ? l : nullptr;
 }
 
 bool Conn::begin_frame() {

@@ -17,7 +17,7 @@ inline constexpr uint64_t kMs = 1000000;  // ns
 
 struct Conn {
   enum class State : uint8_t {
-    kWait,        // no socket: the peer engine connects to us
+    kWait,        // no socket: the peer engine connects to us (unused)
     kConnecting,  // our connect() is under way
     kHello,       // socket up, the peer's hello not seen yet
     kReady,
@@ -134,6 +134,7 @@ struct Conn {
   // Why the last frame was refused (for the log line and the peer).
   const char* bad_why = nullptr;
   bool bad_sum = false;  // a checksum failed
+  bool refused = false;  // both engines called: ours does not stand
   // The peer closed for good because of our frames' checksums.
   bool peer_corrupt = false;
   // Finishes the frame under way (briefly), then says on the socket

@@ -26,24 +26,29 @@ TcpFabric::TcpFabric(TcpNet* net, uint32_t id, const FabricConfig& cfg)
 }
 
 TcpFabric::~TcpFabric() {
-  for (uint32_t k = 0; links_ != nullptr && k < npairs(); ++k)
-    if (links_[k].conn != nullptr) net_->detach(&links_[k]);
+  for (uint32_t i = 0; i < nmade_; ++i)
+    if (links_[made_[i]].conn != nullptr) net_->detach(&links_[made_[i]]);
   // The links need no destructor; the blocks go with their arenas.
   static_assert(std::is_trivially_destructible_v<Link> &&
-                std::is_trivially_destructible_v<Reg>);
+                std::is_trivially_destructible_v<Reg> &&
+                std::is_trivially_destructible_v<Peer>);
 }
 
 Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
   if (seg_ == nullptr) return Status::kNoMemory;
   Status st = take_pairs(mine, false, seg_);
   if (failed(st)) return st;
+  // The shadows and links of peers never reached stay untouched pages (a
+  // large block is a fresh mapping); the addresses are all written.
   const size_t sb = shadow_bytes(cfg_);
   for (int pass = 0; pass < 2; ++pass) {
     shadows_ = link_mem_.take<char>(size_t{npairs()} * sb, 64);
     links_ = link_mem_.take<Link>(npairs());
+    peers_ = link_mem_.take<Peer>(npairs());
+    made_ = link_mem_.take<uint32_t>(npairs());
     if (pass == 0 && !link_mem_.commit()) return Status::kNoMemory;
   }
-  for (uint32_t k = 0; k < npairs(); ++k) new (&links_[k]) Link;
+  nmade_ = 0;
   for (uint32_t r = 0; r < cfg_.nranks; ++r) {
     if (!serves(r)) continue;
     TcpAddr a;
@@ -58,25 +63,57 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
           a.nranks, cfg_.nranks);
       return Status::kError;
     }
+    if (a.instance == net_->instance()) {
+      UCC_ERROR("tcp: team rank %u is in this engine: it shares our host", r);
+      return Status::kError;
+    }
     const uint32_t k = pair_of(r);
-    Link& l = links_[k];
-    l.fab = this;
-    l.rank = r;
-    l.peer_ep = a.ep;
-    l.instance = a.instance;
-    l.peer_ip = a.ip;
-    l.peer_port = a.port;
-    memcpy(l.peer_key, a.key, sizeof(l.peer_key));
-    l.rma_min = rma_agree(cfg_.rma ? net_->config().zcopy_min : 0, a.rma_min);
-    l.state = Link::State::kLive;
+    Peer& p = peers_[k];
+    p.instance = a.instance;
+    memcpy(p.key, a.key, sizeof(p.key));
+    p.rma_min = rma_agree(cfg_.rma ? net_->config().zcopy_min : 0, a.rma_min);
+    p.ip = a.ip;
+    p.ep = a.ep;
+    p.rank = r;
+    p.port = a.port;
+    p.made = false;
+    // Fresh memory is an empty inbox: the shadow needs no writing yet.
     char* base = shadows_ + sb * k;
-    l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};
-    l.rx = InboxView{seg_ctl(seg_, r), seg_slots(seg_, cfg_, r)};
-    pair_at(k).bind_tx(l.shadow);
-    st = net_->attach(&l);
-    if (failed(st)) return st;
+    pair_at(k).bind_tx(
+        InboxView{reinterpret_cast<InboxCtl*>(base), base + sizeof(InboxCtl)});
   }
   return Status::kOk;
+}
+
+void TcpFabric::make(uint32_t k) {
+  const Peer& p = peers_[k];
+  Link& l = *new (&links_[k]) Link;
+  l.fab = this;
+  l.rank = p.rank;
+  l.peer_ep = p.ep;
+  l.instance = p.instance;
+  l.peer_ip = p.ip;
+  l.peer_port = p.port;
+  memcpy(l.peer_key, p.key, sizeof(l.peer_key));
+  l.rma_min = p.rma_min;
+  l.state = Link::State::kLive;
+  l.shadow = pair_at(k).tx();
+  l.rx = InboxView{seg_ctl(seg_, l.rank), seg_slots(seg_, cfg_, l.rank)};
+  if (leaving_ || failed_) {
+    l.bye_owed = true;
+    l.bye_flags = failed_ ? kLost : 0;
+  }
+  peers_[k].made = true;
+  made_[nmade_++] = k;
+}
+
+Link& TcpFabric::reached(uint32_t k) {
+  Link& l = made(k);
+  // A connection that failed keeps its links (lost): none is made again.
+  if (l.conn == nullptr && l.state == Link::State::kLive &&
+      failed(net_->attach(&l)))
+    l.state = Link::State::kLost;  // no memory for a connection
+  return l;
 }
 
 void TcpFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
@@ -84,14 +121,18 @@ void TcpFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
   const uint32_t k = pair_of(peer);
   pair_at(k).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
-  net_->kick(&links_[k]);
+  Link& l = links_[k];
+  if (!peers_[k].made || l.conn == nullptr)
+    reached(k);  // the first message: made, then sent once connected
+  else
+    net_->kick(&l);
 }
 
 void TcpFabric::rx_release(uint32_t peer, uint32_t i) {
   const uint32_t k = pair_of(peer);
   if (!pair_at(k).rx_release(i)) return;
   ++events_;
-  net_->owe_credit(&links_[k]);
+  net_->owe_credit(&made(k));  // made by the message's frame already
 }
 
 void TcpFabric::publish(Link& l, uint32_t slot) {
@@ -103,8 +144,8 @@ void TcpFabric::publish(Link& l, uint32_t slot) {
 }
 
 bool TcpFabric::peer_lost() const {
-  for (uint32_t k = 0; k < npairs(); ++k) {
-    Link& l = links_[k];
+  for (uint32_t i = 0; i < nmade_; ++i) {
+    Link& l = links_[made_[i]];
     if (l.state == Link::State::kLost) return true;
     // The engine asks when a team is stuck: a peer silent past the
     // keepalive gets pinged, and past the timeout its links are lost.
@@ -113,9 +154,33 @@ bool TcpFabric::peer_lost() const {
   return false;
 }
 
+// A team stuck on a peer it has not heard from yet: the connection to its
+// engine is made now, which tells us whether it is there at all (a dead
+// engine's port refuses, a host cut off times out), and our credits go
+// out, which makes the peer's link, so that a peer whose team has failed
+// tells us so (fail()).
+void TcpFabric::waiting_on(uint32_t peer) {
+  if (!serves(peer)) return;
+  const uint32_t k = pair_of(peer);
+  if (peers_[k].made && links_[k].conn != nullptr) return;
+  Link& l = reached(k);
+  if (l.conn != nullptr) net_->owe_credit(&l);
+}
+
+void TcpFabric::fail() {
+  failed_ = true;
+  for (uint32_t i = 0; i < nmade_; ++i) {
+    Link& l = links_[made_[i]];
+    if (l.state != Link::State::kLive) continue;
+    l.bye_owed = true;
+    l.bye_flags = kLost;
+    net_->kick(&l);
+  }
+}
+
 bool TcpFabric::tx_flushed() const {
-  for (uint32_t k = 0; k < npairs(); ++k) {
-    const Link& l = links_[k];
+  for (uint32_t i = 0; i < nmade_; ++i) {
+    const Link& l = links_[made_[i]];
     // A connection not made yet, or broken and made again, needs our
     // progress too; one given up on has failed its links.
     if (l.state != Link::State::kLive || l.conn == nullptr ||
@@ -134,20 +199,21 @@ uint32_t TcpFabric::attention() const {
 
 void TcpFabric::leave(bool lost) {
   leaving_ = true;
-  for (uint32_t k = 0; k < npairs(); ++k) {
-    Link& l = links_[k];
+  failed_ = failed_ || lost;
+  for (uint32_t i = 0; i < nmade_; ++i) {
+    Link& l = links_[made_[i]];
     if (l.state != Link::State::kLive) continue;
     l.bye_owed = true;
-    l.bye_flags = lost ? kLost : 0;
+    l.bye_flags = failed_ ? kLost : 0;
     net_->kick(&l);
   }
 }
 
 bool TcpFabric::drained() const {
-  for (uint32_t k = 0; k < npairs(); ++k) {
-    const Link& l = links_[k];
-    if (l.state == Link::State::kNone) continue;
-    // A connection given up delivers nothing more.
+  for (uint32_t i = 0; i < nmade_; ++i) {
+    const Link& l = links_[made_[i]];
+    // A connection given up delivers nothing more; a link never
+    // connected has nothing under way.
     if (l.conn == nullptr || l.conn->state == Conn::State::kDead) continue;
     // A live peer must have our goodbye (and so every message before it:
     // one lost in a break is sent again on the next connection), a peer

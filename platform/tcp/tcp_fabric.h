@@ -3,8 +3,12 @@
 // inboxes the peers' messages land in (written by the connection that
 // reads them, tcp_net.cc); for each remote peer a shadow of the peer's
 // inbox for us holds what we send, until the peer's credits free it.
-// The endpoint lives in its engine's TcpNet; connect() binds one link per
-// remote peer to the connection to that peer's engine.
+// The endpoint lives in its engine's TcpNet. connect() keeps each remote
+// peer's address; a peer's link (and the connection to its engine) is
+// made at first use: the first message to it, a one-sided get, the first
+// frame from it, or a team stuck waiting on it (waiting_on). A member of
+// a team of thousands running log-round algorithms thus connects to the
+// log2 N peers it talks to, not to all of them (docs/network.md).
 //
 // Threads: the engine's.
 #pragma once
@@ -85,12 +89,14 @@ class TcpFabric final : public InboxFabric {
                  uint32_t lag = 0) override;
   void rx_release(uint32_t peer, uint32_t i) override;
   bool peer_lost() const override;
+  void waiting_on(uint32_t peer) override;
+  void fail() override;
   uint32_t attention() const override;
   uint64_t events() const override { return events_; }
   bool tx_flushed() const override;
   // One-sided: gets only (tcp_rma.cc); put is not emulated.
   uint64_t rma_min(uint32_t peer) const override {
-    return links_[pair_of(peer)].rma_min;
+    return peers_[pair_of(peer)].rma_min;
   }
   Status mem_reg(void* addr, uint64_t len, uint32_t access,
                  RmaReg* reg) override;
@@ -98,7 +104,8 @@ class TcpFabric final : public InboxFabric {
   Status get(uint32_t peer, void* local, const RmaReg& reg, uint64_t raddr,
              uint32_t rkey, uint32_t len, uint64_t* ticket) override;
   uint64_t rma_done(uint32_t peer) const override {
-    return links_[pair_of(peer)].rma_done;
+    const uint32_t k = pair_of(peer);
+    return peers_[k].made ? links_[k].rma_done : 0;
   }
   // A peer's get of our memory (the connection read its request): the
   // answer, queued on the link; false when the link already owes
@@ -111,12 +118,18 @@ class TcpFabric final : public InboxFabric {
   uint32_t id() const { return id_; }
   const FabricConfig& config() const { return cfg_; }
   bool memory_ok() const { return seg_ != nullptr; }
-  // The link of team rank r, or nullptr when r is not reached over TCP.
-  Link* link(uint32_t r) {
-    return serves(r) && links_[pair_of(r)].state != Link::State::kNone
-               ? &links_[pair_of(r)]
-               : nullptr;
+  // The link of team rank r for a frame from endpoint `ep` of engine
+  // `instance`: made now if it was not (bound to no connection yet), or
+  // nullptr when r is not reached over TCP or lives elsewhere.
+  Link* link_from(uint32_t r, uint64_t instance, uint32_t ep) {
+    if (!serves(r)) return nullptr;
+    const uint32_t k = pair_of(r);
+    const Peer& p = peers_[k];
+    if (p.instance != instance || p.ep != ep) return nullptr;
+    return &made(k);
   }
+  // Links made so far, and the i-th of them.
+  uint32_t nmade() const { return nmade_; }
   // A message from link l's peer has arrived whole in slot `slot` of our
   // inbox for it: append it to the arrival order.
   void publish(Link& l, uint32_t slot);
@@ -140,6 +153,29 @@ class TcpFabric final : public InboxFabric {
   // Link l after registration `handle` was given back (tcp_rma.cc).
   void forget(Link& l, uint32_t handle);
 
+  // A remote peer as its address gave it (connect), until its link is
+  // made from it.
+  struct Peer {
+    uint64_t instance;  // its engine
+    uint64_t key[2];    // its engine's key
+    uint64_t rma_min;   // agreed (Fabric::rma_min)
+    uint32_t ip;        // its engine's address (network order)
+    uint32_t ep;        // its endpoint id
+    uint32_t rank;      // its team rank
+    uint16_t port;
+    bool made;  // links_[k] is constructed
+  };
+  // Pair k's link, made from its peer's address on first use; a member
+  // that has failed or is leaving owes it a goodbye at once.
+  Link& made(uint32_t k) {
+    if (!peers_[k].made) make(k);
+    return links_[k];
+  }
+  void make(uint32_t k);
+  // Pair k's link, with a connection to its engine being made if it had
+  // none (a peer lost or gone gets none).
+  Link& reached(uint32_t k);
+
   TcpNet* net_;
   uint32_t id_;
   Reg* regs_ = nullptr;      // kMaxRmaRegs
@@ -148,8 +184,12 @@ class TcpFabric final : public InboxFabric {
   // link_mem_, taken at connect.
   base::Arena link_mem_;
   char* shadows_ = nullptr;  // our copy of the peer's inbox for us
-  Link* links_ = nullptr;
+  Link* links_ = nullptr;    // constructed when made (Peer::made)
+  Peer* peers_ = nullptr;
+  uint32_t* made_ = nullptr;  // the pairs whose links are made, in order
+  uint32_t nmade_ = 0;
   bool leaving_ = false;
+  bool failed_ = false;  // fail(): our goodbyes say we are lost
   uint64_t events_ = 0;
 };
 

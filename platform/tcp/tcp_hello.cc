@@ -81,6 +81,11 @@ void TcpNet::open_handshake(Conn* c) {
   c->hello_owed = true;
 }
 
+bool TcpNet::our_call_stands(uint64_t instance, const Conn* c) const {
+  const Conn* e = find_conn(instance);
+  return e != nullptr && e != c && e->initiator && instance_ < instance;
+}
+
 bool TcpNet::on_hello(Conn* c, const Hello& hello) {
   const uint64_t instance = hello.instance;
   if (instance == 0 || instance == instance_ || c->state != Conn::State::kHello)
@@ -108,11 +113,17 @@ bool TcpNet::on_hello(Conn* c, const Hello& hello) {
     established(c);
     return true;
   }
-  // Accepted: only an engine with the smaller id connects, and it must
-  // prove it holds our key.
+  // Accepted: the caller must prove it holds our key. When we call it
+  // too, the call of the engine with the smaller id stands: the other is
+  // refused (the caller then waits a little before calling again, and
+  // takes our call meanwhile).
+  if (our_call_stands(instance, c)) {
+    c->refused = true;
+    c->bad_why = "both engines called: ours stands";
+    return false;
+  }
   if (hello.step == kOpen && c->claimed == 0) {
-    if (instance > instance_ || !random_bytes(c->nonce_mine, kNonceBytes))
-      return false;
+    if (!random_bytes(c->nonce_mine, kNonceBytes)) return false;
     c->claimed = instance;
     memcpy(c->nonce_peer, hello.nonce, kNonceBytes);
     if (!hello_mac(key_, 'A', instance, instance_, c->nonce_peer, c->nonce_mine,
@@ -132,8 +143,12 @@ bool TcpNet::on_hello(Conn* c, const Hello& hello) {
              static_cast<unsigned long long>(instance));
     return false;
   }
-  if (Conn* e = find_conn(instance); e != nullptr && e != c) {
-    // The record our links wait on: they move to this socket.
+  Conn* e = find_conn(instance);
+  if (e == nullptr && !peer_room()) return false;  // a new peer: room?
+  if (e != nullptr && e != c) {
+    // The record our links wait on (a broken connection it made, or our
+    // own call, which gives way to the smaller id's): they move to this
+    // socket, and resend what was not acknowledged.
     c->links = e->links;
     e->links = nullptr;
     for (Link* l = c->links; l != nullptr; l = l->next) l->conn = c;

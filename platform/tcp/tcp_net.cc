@@ -65,7 +65,8 @@ void tune_socket(int fd) {
 Status TcpNet::init(const TcpConfig& cfg) {
   cfg_ = cfg;
   if (cfg.max_endpoints == 0 || cfg.max_endpoints > kIdxMask + 1 ||
-      cfg.peer_timeout_ms == 0)
+      cfg.peer_timeout_ms == 0 || cfg.max_peers == 0 ||
+      cfg.max_peers > kMaxNetPeers)
     return Status::kInvalidParam;
   ip_ = pick_address(cfg.iface);
   if (ip_ == 0) {
@@ -77,7 +78,7 @@ Status TcpNet::init(const TcpConfig& cfg) {
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = ip_;
   socklen_t sl = sizeof(sa);
-  if (lfd_ < 0 || bind(lfd_, reinterpret_cast<sockaddr*>(&sa), sl) != 0 ||
+  if (lfd_ < 0 || ::bind(lfd_, reinterpret_cast<sockaddr*>(&sa), sl) != 0 ||
       listen(lfd_, 128) != 0 ||
       getsockname(lfd_, reinterpret_cast<sockaddr*>(&sa), &sl) != 0) {
     UCC_ERROR("tcp: cannot listen: %s", strerror(errno));
@@ -92,10 +93,13 @@ Status TcpNet::init(const TcpConfig& cfg) {
   for (int pass = 0; pass < 2; ++pass) {
     eps_ = tables_.take<TcpFabric*>(cfg.max_endpoints);
     gen_ = tables_.take<uint16_t>(cfg.max_endpoints);
+    pool_ = tables_.take<Conn>(size_t{cfg.max_peers} + kMaxStrangers, 64);
     if (pass == 0 && !tables_.commit()) break;
   }
+  pool_used_ = 0;
+  pool_free_ = nullptr;
   if (ep_ < 0 || epoll_ctl(ep_, EPOLL_CTL_ADD, lfd_, &ev) != 0 ||
-      eps_ == nullptr || gen_ == nullptr) {
+      eps_ == nullptr || gen_ == nullptr || pool_ == nullptr) {
     fini();
     return Status::kNoMemory;
   }
@@ -153,9 +157,9 @@ void TcpNet::fini() {
   while (conns_ != nullptr) free_conn(conns_);
   if (stats_.connects != 0)
     UCC_INFO(
-        "tcp: %llu frames out, %llu in, %llu one-sided reads (%llu "
-        "bytes), %llu connections lost",
-        static_cast<unsigned long long>(stats_.tx_frames),
+        "tcp: connected to %u engines at most at once; %llu frames out, "
+        "%llu in, %llu one-sided reads (%llu bytes), %llu connections lost",
+        stats_.peak_conns, static_cast<unsigned long long>(stats_.tx_frames),
         static_cast<unsigned long long>(stats_.rx_frames),
         static_cast<unsigned long long>(stats_.gets),
         static_cast<unsigned long long>(stats_.get_bytes),
@@ -163,6 +167,9 @@ void TcpNet::fini() {
   tables_.release();
   eps_ = nullptr;
   gen_ = nullptr;
+  pool_ = nullptr;
+  pool_used_ = 0;
+  pool_free_ = nullptr;
   nopen_ = 0;
   if (ep_ >= 0) ::close(ep_);
   if (lfd_ >= 0) ::close(lfd_);

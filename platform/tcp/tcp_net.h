@@ -5,8 +5,10 @@
 // tcp_fabric.h). The frames: tcp_proto.h.
 //
 // Connections: a member's address carries its engine's IPv4 address,
-// port and instance id; of two engines the one with the smaller id
-// connects, the other accepts, and both send a hello. Everything is
+// port and instance id. Connections are made on demand (tcp_fabric.h):
+// the engine that first needs one connects, the other accepts, and both
+// send a hello; when both call at once, the call of the engine with the
+// smaller id stands and the other is refused. Everything is
 // non-blocking: a message committed before its connection is up waits in
 // the sender's shadow inbox and goes out as soon as it is. Small messages
 // are written at once (TCP_NODELAY); what the socket does not take now
@@ -28,8 +30,9 @@
 // connections, one epoll_wait(0) per call, and after `spin` idle calls a
 // wait of at most `wait_us` for data (ppoll on the epoll descriptor).
 //
-// Threads: the engine's. Memory: connections and endpoints are made at
-// team creation; progress allocates nothing.
+// Threads: the engine's. Memory: endpoints are made at team creation,
+// connections come from a fixed pool (TcpConfig::max_peers) when a link
+// first needs one (or a peer calls); progress allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +49,7 @@ struct TcpStats {
   uint64_t tx_frames, rx_frames;
   uint64_t tx_bytes, rx_bytes;  // message bytes (data frames)
   uint64_t connects;            // connections established (reconnections too)
+  uint32_t peak_conns;          // connections up at once, at most
   uint64_t breaks;              // connections lost
   uint64_t dup_msgs;            // messages received again after a break
   uint64_t bad_frames;          // refused: the connection was closed
@@ -99,13 +103,18 @@ class TcpNet final : public Net {
   const uint64_t* key() const { return key_; }
   // Endpoints open, connections up or being made.
   bool active() const { return nopen_ != 0 || conns_ != nullptr; }
+  // Connections up (to other engines) now.
+  uint32_t connections() const;
   // Endpoints closed whose goodbyes are not answered yet.
   uint32_t lingering() const;
 
-  // --- for fabrics ------------------------------------------------------------
-  // Binds a link to the connection to its peer's engine (made or waited
-  // for now). kNoMemory.
+  // --- for fabrics
+  // ------------------------------------------------------------ Binds a link
+  // to the connection to its peer's engine, made now if there is none.
+  // kNoMemory, kError (the peer is in this engine).
   Status attach(Link* l);
+  // Binds a link to connection c (its peer's engine's).
+  void bind(Link* l, Conn* c);
   void detach(Link* l);
   // Something was committed on a link: write what its connection can take.
   void kick(Link* l);
@@ -122,6 +131,9 @@ class TcpNet final : public Net {
   // The peer engine said hello (tcp_proto.h, one of the three steps):
   // false when it may not (the connection is then closed). tcp_hello.cc.
   bool on_hello(Conn* c, const Hello& hello);
+  // A connection from engine `instance` (c, accepted) while we call it
+  // too: whether our call is the one that stands (smaller id).
+  bool our_call_stands(uint64_t instance, const Conn* c) const;
   // Our connect() succeeded: the opening hello is owed.
   void open_handshake(Conn* c);
   // Connections accepted and not proven yet (kMaxStrangers at most);
@@ -137,6 +149,10 @@ class TcpNet final : public Net {
 
  private:
   Conn* find_conn(uint64_t instance) const;
+  // Connections to engines that said who they are, or that we called,
+  // not given up; whether one more fits max_peers (else said, once).
+  uint32_t peers_in_use() const;
+  bool peer_room();
   Conn* new_conn(uint64_t instance);
   void free_conn(Conn* c);
   void accept_all();
@@ -164,7 +180,13 @@ class TcpNet final : public Net {
   TcpStats stats_{};
 
   Conn* conns_ = nullptr;  // every connection, by list
-  base::Arena tables_;     // eps_ and gen_
+  base::Arena tables_;     // eps_, gen_ and the connections' pool
+  // The pool: max_peers + kMaxStrangers connections, handed out in order
+  // (untouched until then), and those given back since.
+  Conn* pool_ = nullptr;
+  uint32_t pool_used_ = 0;
+  Conn* pool_free_ = nullptr;
+  bool pool_said_ = false;     // the error for an empty pool, once
   TcpFabric** eps_ = nullptr;  // max_endpoints slots, nullptr when free
   uint16_t* gen_ = nullptr;    // per slot: bumped at each open
   uint32_t nopen_ = 0;         // open or lingering

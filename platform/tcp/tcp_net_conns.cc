@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "platform/os/clock.h"
 #include "platform/os/log.h"
@@ -32,9 +33,51 @@ Conn* TcpNet::find_conn(uint64_t instance) const {
   return nullptr;
 }
 
+uint32_t TcpNet::connections() const {
+  uint32_t n = 0;
+  for (const Conn* c = conns_; c != nullptr; c = c->next)
+    n += c->state == Conn::State::kReady;
+  return n;
+}
+
+uint32_t TcpNet::peers_in_use() const {
+  uint32_t n = 0;
+  for (const Conn* c = conns_; c != nullptr; c = c->next)
+    n += c->instance != 0 && c->state != Conn::State::kDead;
+  return n;
+}
+
+bool TcpNet::peer_room() {
+  if (peers_in_use() < cfg_.max_peers) return true;
+  if (!pool_said_)
+    UCC_ERROR(
+        "tcp: connected to %u other engines, the most at once: no more "
+        "(UCC_NET_MAX_PEERS)",
+        cfg_.max_peers);
+  pool_said_ = true;
+  return false;
+}
+
 Conn* TcpNet::new_conn(uint64_t instance) {
-  auto* c = new (std::nothrow) Conn;
-  if (c == nullptr) return nullptr;
+  // Ours count against max_peers; accepted ones when they prove who they
+  // are (on_hello), strangers until then against kMaxStrangers.
+  if (instance != 0 && !peer_room()) return nullptr;
+  void* at = nullptr;
+  if (pool_free_ != nullptr) {
+    at = pool_free_;
+    pool_free_ = pool_free_->next;
+  } else if (pool_ != nullptr && pool_used_ < cfg_.max_peers + kMaxStrangers) {
+    at = &pool_[pool_used_++];
+  } else {  // those given up still hold theirs, until their teams close
+    if (!pool_said_)
+      UCC_ERROR(
+          "tcp: %u connections held, also failed ones: no more "
+          "(UCC_NET_MAX_PEERS)",
+          cfg_.max_peers + kMaxStrangers);
+    pool_said_ = true;
+    return nullptr;
+  }
+  auto* c = new (at) Conn;
   c->net = this;
   c->instance = instance;
   c->since = c->heard = now_;
@@ -55,7 +98,9 @@ void TcpNet::free_conn(Conn* c) {
     epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
   }
-  delete c;
+  static_assert(std::is_trivially_destructible_v<Conn>);
+  c->next = pool_free_;
+  pool_free_ = c;
 }
 
 void TcpNet::watch(Conn* c, bool out) {
@@ -74,24 +119,31 @@ Status TcpNet::attach(Link* l) {
   }
   Conn* c = find_conn(l->instance);
   if (c == nullptr) {
+    // Whichever engine needs the connection first makes it; when both
+    // call at once, the call of the one with the smaller id stands
+    // (on_hello).
     c = new_conn(l->instance);
     if (c == nullptr) return Status::kNoMemory;
     c->ip = l->peer_ip;
     c->port = l->peer_port;
     memcpy(c->key, l->peer_key, sizeof(c->key));
-    c->initiator = instance_ < l->instance;
-    c->state = Conn::State::kWait;
-    if (c->initiator) start_connect(c);
+    c->initiator = true;
+    c->state = Conn::State::kBroken;  // not made yet: made from here on
+    start_connect(c);
   } else if (c->ip == 0) {
     c->ip = l->peer_ip;  // an engine that connected to us before
     c->port = l->peer_port;
     memcpy(c->key, l->peer_key, sizeof(c->key));
   }
+  bind(l, c);
+  if (c->state == Conn::State::kReady) c->pump();
+  return Status::kOk;
+}
+
+void TcpNet::bind(Link* l, Conn* c) {
   l->conn = c;
   l->next = c->links;
   c->links = l;
-  if (c->state == Conn::State::kReady) c->pump();
-  return Status::kOk;
 }
 
 void TcpNet::detach(Link* l) {
@@ -186,6 +238,8 @@ void TcpNet::established(Conn* c) {
   c->state = Conn::State::kReady;
   c->since = c->heard = now_;
   ++stats_.connects;
+  const uint32_t up = connections();
+  if (up > stats_.peak_conns) stats_.peak_conns = up;
   // Each link resends what its peer has not acknowledged, its credits,
   // and its goodbye if it is leaving and has no answer yet (a second one
   // does no harm: the answer comes again).
@@ -209,9 +263,14 @@ void TcpNet::broken(Conn* c, const char* why) {
                 : "it closed");
     return;
   }
-  UCC_INFO("tcp: connection to engine %llx lost: %s",
-           static_cast<unsigned long long>(c->instance), why);
-  ++stats_.breaks;
+  if (c->state == Conn::State::kReady) {
+    UCC_INFO("tcp: connection to engine %llx lost: %s",
+             static_cast<unsigned long long>(c->instance), why);
+    ++stats_.breaks;
+  } else {  // a call not taken (both called: theirs stands), or cut short
+    UCC_DEBUG("tcp: call to engine %llx ended before it was up: %s",
+              static_cast<unsigned long long>(c->instance), why);
+  }
   if (c->fd >= 0) {
     epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
@@ -220,9 +279,12 @@ void TcpNet::broken(Conn* c, const char* why) {
   c->reset_io();
   c->watch_out = false;
   if (c->state == Conn::State::kDead) return;
+  // The side that makes it makes it again: at once after a break; after
+  // a pause when it broke before it was up (our call refused: the
+  // peer's own call is under way).
+  c->retry_at = c->state == Conn::State::kReady ? now_ : now_ + 50 * kMs;
   c->state = Conn::State::kBroken;
   c->since = now_;
-  c->retry_at = now_;  // the side that makes it makes it again at once
 }
 
 void TcpNet::dead(Conn* c, const char* why) {
@@ -299,6 +361,10 @@ void TcpNet::end_probe(Conn* c) {
 }
 
 void TcpNet::protocol_error(Conn* c) {
+  if (c->refused) {  // no error: the other call stands (on_hello)
+    dead(c, c->bad_why);
+    return;
+  }
   ++stats_.bad_frames;
   const char* why =
       c->bad_why != nullptr ? c->bad_why : "it broke the protocol";

@@ -38,8 +38,7 @@ Status TcpFabric::mem_reg(void* addr, uint64_t len, uint32_t access,
 void TcpFabric::mem_dereg(uint32_t handle) {
   if (handle >= kMaxRmaRegs || regs_[handle].key == 0) return;
   regs_[handle] = Reg{};
-  for (uint32_t k = 0; k < npairs(); ++k)
-    if (links_[k].state != Link::State::kNone) forget(links_[k], handle);
+  for (uint32_t i = 0; i < nmade_; ++i) forget(links_[made_[i]], handle);
 }
 
 void TcpFabric::forget(Link& l, uint32_t handle) {
@@ -79,8 +78,7 @@ Status TcpFabric::get(uint32_t peer, void* local, const RmaReg& reg,
                       uint64_t raddr, uint32_t rkey, uint32_t len,
                       uint64_t* ticket) {
   if (!serves(peer)) return Status::kInvalidParam;
-  Link& l = links_[pair_of(peer)];
-  if (l.state == Link::State::kNone) return Status::kInvalidParam;
+  Link& l = reached(pair_of(peer));
   if (l.state != Link::State::kLive) return Status::kError;
   const auto at = reinterpret_cast<uintptr_t>(local);
   if (reg.handle >= kMaxRmaRegs || regs_[reg.handle].key != reg.lkey ||

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -99,6 +100,15 @@ struct Team {
     if (e != nullptr) EXPECT_TRUE(e->settle(10));
   }
 };
+
+// Runs `progress` until done() or `secs` pass: the seconds it took.
+inline double until(const std::function<bool()>& done,
+                    const std::function<void()>& progress, double secs) {
+  const uint64_t t0 = plat::now_ns();
+  const uint64_t end = t0 + static_cast<uint64_t>(secs * 1e9);
+  while (!done() && plat::now_ns() < end) progress();
+  return static_cast<double>(plat::now_ns() - t0) * 1e-9;
+}
 
 // Every rank sends `msgs` messages to every rank of another engine.
 inline bool exchange(Engines& e, Team& t, uint32_t msgs, uint32_t slot,

@@ -3,7 +3,10 @@
 // byte by byte and in order, with short writes, delays and broken
 // connections injected. Also: a member that leaves is not lost, one whose
 // engine closes under it is, one whose engine goes silent is lost after
-// the timeout. Attacks on the port: test_tcp_auth.cc.
+// the timeout; connections are made for the peers talked to only, one per
+// pair of engines when both call at once, and a member waiting on a peer
+// it never heard from learns that the peer is gone or has failed.
+// Attacks on the port: test_tcp_auth.cc.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -154,6 +157,101 @@ TEST(Tcp, NewTeamAfterALongIdleIsNotLost) {
   EXPECT_TRUE(exchange(e, t, 4, 4096, 10));
   EXPECT_FALSE(t.fab[0]->peer_lost());
   EXPECT_FALSE(t.fab[1]->peer_lost());
+}
+
+// Connections on demand: none at team creation; a member running
+// recursive doubling's exchanges (8 ranks, partners r^1, r^2, r^4, both
+// ends sending first at once) reaches 3 engines, not 7; all pairs then
+// reach all 7. Every message arrives checked, and calls made at once by
+// both ends leave one connection per pair of engines.
+TEST(Tcp, ConnectionsOnlyToThePeersTalkedTo) {
+  Engines e(8, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 8, 4096, 4));
+  for (int i = 0; i < 100; ++i) e.progress();
+  for (auto& n : e.nets) EXPECT_EQ(n->connections(), 0u);
+  auto settled = [&e](uint32_t want) {
+    auto all = [&e, want] {
+      for (auto& n : e.nets)
+        if (n->connections() != want) return false;
+      return true;
+    };
+    ucct::until(
+        all, [&e] { e.progress(); }, 5);
+    return all();
+  };
+  auto doubling = [](uint32_t s, uint32_t d) {
+    const uint32_t x = s ^ d;
+    return x != 0 && (x & (x - 1)) == 0;
+  };
+  ASSERT_TRUE(ucct::exchange_messages([&e] { e.progress(); }, t.fab, doubling,
+                                      6, 4096, 20));
+  EXPECT_TRUE(settled(3));
+  for (uint32_t i = 0; i < 8; ++i)
+    EXPECT_EQ(e.nets[i]->connections(), 3u) << "engine " << i;
+  ASSERT_TRUE(exchange(e, t, 3, 4096, 20));
+  EXPECT_TRUE(settled(7));
+  for (auto& n : e.nets) EXPECT_EQ(n->stats().bad_frames, 0u);
+}
+
+// A member stuck waiting on a peer it has never heard from (a tree's
+// child waiting on its parent) connects to it then: an engine that is
+// gone refuses, and the peer is lost at once, not never.
+TEST(Tcp, PeerWaitedOnWhoseEngineIsGoneIsLost) {
+  Engines e(2, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4));
+  t.fab[1] = nullptr;  // (its memory goes with its engine)
+  e.nets[1].reset();
+  EXPECT_FALSE(t.fab[0]->peer_lost());  // nobody waited on it yet
+  t.fab[0]->waiting_on(1);
+  const double took = ucct::until([&t] { return t.fab[0]->peer_lost(); },
+                                  [&e] { e.nets[0]->progress(); }, 5);
+  EXPECT_TRUE(t.fab[0]->peer_lost());
+  EXPECT_LT(took, 1.0);
+}
+
+// A member whose team has failed (it lost a peer) tells the peers waiting
+// on it, also those it never talked to: they give up too instead of
+// waiting on a member that will not send.
+TEST(Tcp, FailedMemberTellsThePeersWaitingOnIt) {
+  Engines e(3, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 3, 4096, 4));
+  // Ranks 1 and 2 talk; rank 0 has talked to nobody.
+  ASSERT_TRUE(ucct::exchange_messages(
+      [&e] { e.progress(); }, t.fab,
+      [](uint32_t s, uint32_t d) { return s != 0 && d != 0 && s != d; }, 2,
+      4096, 10));
+  t.fab[1]->fail();
+  t.fab[0]->waiting_on(1);
+  const double took = ucct::until(
+      [&t] { return t.fab[0]->peer_lost() && t.fab[2]->peer_lost(); },
+      [&e] { e.progress(); }, 5);
+  EXPECT_TRUE(t.fab[0]->peer_lost());  // the link made by waiting
+  EXPECT_TRUE(t.fab[2]->peer_lost());  // a link that was there
+  EXPECT_FALSE(t.fab[1]->peer_lost());
+  EXPECT_LT(took, 1.0);
+}
+
+// Connections come from a fixed pool: with room for one peer engine, a
+// member reaches its first peer, and the second fails (its peer is lost,
+// the team would fail with an error naming UCC_NET_MAX_PEERS) instead of
+// allocating on the collective path.
+TEST(Tcp, ConnectionsBeyondMaxPeersFailTheirLinks) {
+  plat::TcpConfig cfg = quick();
+  cfg.max_peers = 1;
+  Engines e(3, cfg);
+  Team t;
+  ASSERT_TRUE(t.open(e, 3, 4096, 4));
+  ASSERT_TRUE(ucct::exchange_messages(
+      [&e] { e.progress(); }, t.fab,
+      [](uint32_t s, uint32_t d) { return s + d == 1; }, 2, 4096, 10));
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  ASSERT_NE(t.fab[0]->tx_reserve(2), nullptr);
+  t.fab[0]->tx_commit(2, 0, plat::MsgKey{{0, 2, 0}}, 0);
+  EXPECT_TRUE(t.fab[0]->peer_lost());
+  EXPECT_EQ(e.nets[0]->connections(), 1u);
 }
 
 }  // namespace

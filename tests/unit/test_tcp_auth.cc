@@ -53,7 +53,7 @@ tcp::Hdr hello_hdr() {
 std::vector<char> hello_frame(uint8_t step, const uint8_t* nonce,
                               const uint8_t* mac, bool summed = false) {
   tcp::Hello who{};
-  who.instance = 1;  // the smallest id: allowed to connect
+  who.instance = 1;  // any id may call (the smallest wins a double call)
   who.step = step;
   if (nonce != nullptr) memcpy(who.nonce, nonce, tcp::kNonceBytes);
   if (mac != nullptr) memcpy(who.mac, mac, 32);
