@@ -50,7 +50,7 @@ void VerbsFabric::advance(uint32_t r) {
   }
 }
 
-void VerbsFabric::create_qp(uint32_t r) {
+void VerbsFabric::create_qp(uint32_t r, bool may_wait) {
   VLink& l = links_[r];
   ibv_qp_init_attr a{};
   a.send_cq = cq_;
@@ -70,7 +70,7 @@ void VerbsFabric::create_qp(uint32_t r) {
     if (l.qp != nullptr) break;
     if (inl == 0) {
       // Not the inline size: the device is out of queue pairs.
-      if (waited || !net_->make_room()) break;
+      if (waited || !may_wait || !net_->make_room()) break;
       waited = true;
       inl = max_inline_ != kUnknownInline ? max_inline_
                                           : net_->config().max_inline;
@@ -82,6 +82,7 @@ void VerbsFabric::create_qp(uint32_t r) {
     fail(r, "cannot create a queue pair");
     return;
   }
+  ++net_->counters().qps;
   max_inline_ = a.cap.max_inline_data;
   l.psn = static_cast<uint32_t>(net_->rand64()) & 0xffffffu;
   // Peers write messages and credits, and read what a member offers
@@ -124,7 +125,10 @@ bool VerbsFabric::send_cm(uint32_t r, uint32_t type) {
   }
   m.lost = lost_leave_ ? 1 : 0;
   memcpy(p, &m, sizeof(m));
-  cm_->tx_commit(r, sizeof(m), MsgKey{{kVerbsAddrMagic, type, 0}}, 0);
+  // Hellos and goodbyes are the peer's attention (kind 1): they may find
+  // its link idle (progress).
+  const uint8_t kind = type == CmMsg::kHello || type == CmMsg::kBye ? 1 : 0;
+  cm_->tx_commit(r, sizeof(m), MsgKey{{kVerbsAddrMagic, type, 0}}, kind);
   return true;
 }
 
@@ -132,6 +136,19 @@ void VerbsFabric::on_cm(uint32_t r, const CmMsg& m) {
   VLink& l = links_[r];
   if (l.state == VLink::State::kFailed || l.state == VLink::State::kLeft)
     return;
+  if (l.state == VLink::State::kIdle) {
+    if (m.type == CmMsg::kHello && broken_) {
+      // Our team failed before this peer reached us: it hears so.
+      l.state = VLink::State::kFailed;
+      send_cm(r, CmMsg::kBye);
+      return;
+    }
+    if (m.type == CmMsg::kHello) {  // the peer talks to us first
+      start(r);
+      if (l.state != VLink::State::kConnecting) return;  // no queue pair
+    }
+    if (m.type == CmMsg::kReady || m.type == CmMsg::kByeAck) return;
+  }
   switch (m.type) {
     case CmMsg::kHello:
       if (l.got_hello) return;

@@ -118,20 +118,34 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
     UCC_ERROR("verbs: cannot create a CQ of %d: %s", cqe, strerror(errno));
     return Status::kNoResource;
   }
+  // Fresh mappings are empty inboxes: the shadows of peers never reached
+  // stay untouched pages.
   const size_t sb = shadow_bytes(cfg_);
   for (uint32_t r = 0; r < n; ++r) {
     if (!mine[r] || r == cfg_.rank) continue;
     VLink& l = links_[r];
     char* base = shadows_ + sb * r;
-    l.shadow = InboxView{inbox_init(base), base + sizeof(InboxCtl)};
+    l.shadow =
+        InboxView{reinterpret_cast<InboxCtl*>(base), base + sizeof(InboxCtl)};
     pair(r).bind_tx(l.shadow);
-    l.state = VLink::State::kConnecting;
-    l.since = now_ns();
-    ++connecting_;
-    create_qp(r);
-    if (l.state == VLink::State::kFailed) return Status::kNoResource;
+    l.state = VLink::State::kIdle;
   }
   return Status::kOk;
+}
+
+void VerbsFabric::start(uint32_t r) {
+  VLink& l = links_[r];
+  if (l.state != VLink::State::kIdle) return;
+  l.state = VLink::State::kConnecting;
+  l.since = now_ns();
+  ++connecting_;
+  create_qp(r, false);
+  advance(r);
+}
+
+void VerbsFabric::waiting_on(uint32_t peer) {
+  if (peer < cfg_.nranks && links_[peer].state == VLink::State::kIdle)
+    start(peer);
 }
 
 void VerbsFabric::owe(uint32_t r) {
@@ -215,6 +229,7 @@ void VerbsFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                             uint8_t kind, uint32_t lag) {
   pair(peer).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
+  if (links_[peer].state == VLink::State::kIdle) start(peer);
   // Straight out (after anything still waiting: post_owed goes in
   // order); what cannot go now goes from progress.
   if (!post_owed(peer)) owe(peer);
@@ -295,6 +310,15 @@ uint64_t VerbsFabric::progress(bool cm_too) {
   // Lingering after our goodbyes: the connection manager's fabric is
   // gone, and nothing more goes out.
   if (cm_closed) return ev;
+  // A peer's hello or goodbye to a link of ours still idle (hellos and
+  // goodbyes count as the manager's attention): the link starts, or
+  // takes the goodbye.
+  const uint32_t attn = cm_->attention();
+  if (attn != cm_attention_) {
+    cm_attention_ = attn;
+    for (uint32_t r = 0; r < cfg_.nranks; ++r)
+      if (links_[r].state == VLink::State::kIdle) ev += read_cm(r);
+  }
   if (connecting_ != 0 || cm_too || leaving_ || acks_owed_ != 0) {
     for (uint32_t r = 0; r < cfg_.nranks; ++r) {
       const VLink& l = links_[r];
@@ -391,6 +415,8 @@ void VerbsFabric::break_links() {
   a.qp_state = IBV_QPS_ERR;
   for (uint32_t r = 0; r < cfg_.nranks; ++r) {
     VLink& l = links_[r];
+    // A peer that never reached us hears it when it does (on_cm).
+    if (l.state == VLink::State::kIdle) continue;
     if (l.qp != nullptr) net_->api().modify_qp(l.qp, &a, IBV_QP_STATE);
     // Before seal a peer may not have its end yet (it would drop the
     // message); it has not had our hello either, so it writes nothing.

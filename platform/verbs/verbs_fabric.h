@@ -2,8 +2,10 @@
 // (fabric/inbox.h) on registered memory. Its segment holds the inboxes
 // the peers write their messages into; for each remote peer a shadow of
 // the peer's inbox for us holds what we send, and receives the peer's
-// release counts. One RC queue pair per remote peer, all on this
-// member's completion queue and the net's shared receive queue.
+// release counts. One RC queue pair per remote peer it talks to, made on
+// demand (the first message or one-sided operation towards the peer, the
+// peer's hello, or a team stuck waiting on it), all on this member's
+// completion queue and the net's shared receive queue.
 //
 // Threads: the engine's.
 #pragma once
@@ -48,7 +50,15 @@ struct CmMsg {
 static_assert(sizeof(CmMsg) == 64);
 
 struct VLink {
-  enum class State : uint8_t { kNone, kConnecting, kReady, kLeft, kFailed };
+  // kIdle: a remote peer with no queue pair yet (made on demand).
+  enum class State : uint8_t {
+    kNone,
+    kIdle,
+    kConnecting,
+    kReady,
+    kLeft,
+    kFailed
+  };
   State state = State::kNone;
   bool hello_sent = false;
   bool got_hello = false;  // our QP is at RTS
@@ -84,14 +94,19 @@ class VerbsFabric final : public InboxFabric {
   // Memory and its registration; false when either failed.
   bool setup();
 
-  // --- Fabric -----------------------------------------------------------------
-  // Queue pairs to INIT; the hellos go at seal().
+  // --- Fabric
+  // ----------------------------------------------------------------- The
+  // peers' addresses; queue pairs come on demand (start()).
   Status connect(const FabricAddr* addrs, const bool* mine) override;
   void seal() override;
   void tx_commit(uint32_t peer, uint32_t len, const MsgKey& key, uint8_t kind,
                  uint32_t lag = 0) override;
   void rx_release(uint32_t peer, uint32_t i) override;
   bool peer_lost() const override;
+  void waiting_on(uint32_t peer) override;
+  void fail() override {
+    if (!broken_) break_links();
+  }
   uint32_t attention() const override;
   uint64_t events() const override { return events_; }
   bool tx_flushed() const override;
@@ -137,7 +152,11 @@ class VerbsFabric final : public InboxFabric {
   bool cm_closed = false;
 
  private:
-  void create_qp(uint32_t r);
+  // Link r's queue pair, made now if it is idle; its hello goes at once
+  // (after seal). `may_wait`: the device may wait for lingering members
+  // to free theirs (not from inside the engine's calls).
+  void start(uint32_t r);
+  void create_qp(uint32_t r, bool may_wait);
   void fail(uint32_t r, const char* why);
   bool send_cm(uint32_t r, uint32_t type);
   void on_cm(uint32_t r, const CmMsg& m);
@@ -192,6 +211,7 @@ class VerbsFabric final : public InboxFabric {
   uint32_t nowe_ = 0;
   uint32_t nremote_ = 0;
   uint32_t connecting_ = 0;  // links not yet ready (nor failed)
+  uint32_t cm_attention_ = 0;  // the manager's hellos and goodbyes seen
   uint32_t acks_owed_ = 0;   // goodbyes not answered yet
   bool leaving_ = false;
   bool sealed_ = false;  // every member connected: hellos may go

@@ -17,11 +17,11 @@
 // memory keys travel over a second Net given at init (the connection
 // manager: TCP, as rdma_cm uses IP). Each member also publishes that
 // net's address inside its own, so a team exchanges both in one OOB
-// round. Per link: hello (our QP, RESET -> INIT, sent), RTR and RTS on the
-// peer's hello, then "ready"; data goes out once the peer is ready too,
-// so no write ever meets a queue pair that cannot take it. Goodbyes go
-// the same way (a peer that left is not a lost one). The connection
-// manager also tells when a peer's process died (its socket closed).
+// round. Per link, at first use: hello (our QP, RESET -> INIT, sent),
+// RTR and RTS on the peer's hello, then "ready"; data goes out once the peer is
+// ready too, so no write ever meets a queue pair that cannot take it. Goodbyes
+// go the same way (a peer that left is not a lost one). The connection manager
+// also tells when a peer's process died (its socket closed).
 //
 // Failure: an error completion (retry or RNR retries exceeded, a remote
 // access error, a flushed work request) fails its link; so does a link
@@ -29,9 +29,12 @@
 // peer timeout. peer_lost() then reports it, and the engine fails the
 // team's collectives: an error, never a hang.
 //
-// Threads: the engine's. Memory: device, PD and SRQ at init; queue
-// pairs, CQ and registered memory at team creation (open/connect);
-// progress allocates nothing.
+// Queue pairs are made on demand (verbs_fabric.h), so a member has one
+// per peer it talks to; the connection manager's TCP connections too.
+//
+// Threads: the engine's. Memory: device, PD and SRQ at init; CQ and
+// registered memory at team creation (open/connect), queue pairs at first
+// use; progress allocates nothing of ours.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +54,7 @@ struct VerbsStats {
   uint64_t rma_ops;      // gets and puts posted
   uint64_t rma_bytes;    // ... and their bytes
   uint64_t regs;         // user memory registrations made
+  uint64_t qps;          // queue pairs made (on demand)
 };
 
 class VerbsFabric;

@@ -182,6 +182,51 @@ TEST(VerbsNet, AFailedMemberIsLostToItsPeersAtOnce) {
   EXPECT_TRUE(lost2);
 }
 
+// Queue pairs on demand: none at team creation; after recursive
+// doubling's exchanges among 8 engines (partners r^1, r^2, r^4, both ends
+// sending first at once) each member has 3, and its connection manager 3
+// TCP connections; after all pairs, 7. Every message checked.
+TEST(VerbsNet, QueuePairsOnlyForThePeersTalkedTo) {
+  if (!have_provider()) GTEST_SKIP() << "no " << UCCT_VERBS_LOOP_LIB;
+  Engines e(8);
+  Team t;
+  ASSERT_TRUE(t.open(e, 8, 1024, 4));
+  for (int i = 0; i < 100; ++i) e.progress();
+  for (auto& n : e.nets) EXPECT_EQ(n->counters().qps, 0u);
+  ASSERT_TRUE(ucct::exchange_messages([&e] { e.progress(); }, t.fab,
+                                      [](uint32_t s, uint32_t d) {
+                                        const uint32_t x = s ^ d;
+                                        return x != 0 && (x & (x - 1)) == 0;
+                                      },
+                                      6, 1024, 30));
+  for (uint32_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(e.nets[i]->counters().qps, 3u) << "engine " << i;
+    EXPECT_EQ(e.cms[i]->connections(), 3u) << "engine " << i;
+  }
+  ASSERT_TRUE(t.exchange(3, 1024, 30));
+  for (auto& n : e.nets) EXPECT_EQ(n->counters().qps, 7u);
+  for (auto* f : t.fab) EXPECT_FALSE(f->peer_lost());
+}
+
+// A member whose team failed before a peer ever reached it answers that
+// peer's first hello with a goodbye that says so: the peer, stuck waiting
+// on it, is told at once rather than after the timeout.
+TEST(VerbsNet, FailedMemberTellsAPeerThatReachesItLater) {
+  if (!have_provider()) GTEST_SKIP() << "no " << UCCT_VERBS_LOOP_LIB;
+  Engines e(2);
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 256, 4));
+  t.fab[1]->fail();
+  t.fab[0]->waiting_on(1);
+  const uint64_t t0 = plat::now_ns();
+  bool lost = false;
+  while (!lost && plat::now_ns() - t0 < 1500000000ull) {
+    e.progress();
+    lost = t.fab[0]->peer_lost();
+  }
+  EXPECT_TRUE(lost) << "not within 1.5 s (peer timeout 2 s)";
+}
+
 // 3,000 two-engine teams made, used and closed back to back, with the
 // production linger (1 s): closed members hold their CQ, queue pairs and
 // registrations that long, more than the provider's 1,024 CQs at this
