@@ -22,7 +22,8 @@ enum class From : uint8_t {
   kLinearMax,
   kAlltoallLinearMax,
   kBelowLinearMax,
-  kBelowWideMax
+  kBelowWideMax,
+  kRingMinToPerRank
 };
 
 // off::When, or no rule at all.
@@ -91,6 +92,15 @@ struct Row {
 // larger cost (docs/scale.md: 256 ranks one per host, 32 B per rank, 5.9
 // against the ring's 109 us; 8 per host, 4 KiB per rank, Bruck 432
 // against the node-aware ring's 66 us).
+//
+// Allreduce on wide teams without the node-aware shape (one rank per
+// host, at scale): recursive doubling from UCC_ALLREDUCE_RING_MIN up to
+// UCC_ALLREDUCE_RING_PER_RANK bytes per rank, then the ring. The ring's
+// 2 (n - 1) steps each cost a network latency, recursive doubling's
+// log2 n rounds move the whole vector each: the crossover grows with n
+// (simulated, one rank per host on the HDR fat tree: between 64 and 128
+// KiB at 64 ranks, between 256 and 512 KiB at 256, between 1 and 2 MiB
+// at 1,024; docs/scale.md).
 constexpr Row kRows[] = {
 #define UCC_ALG(coll, id, name, desc, impl, from, when) \
   {CollType::k##coll, id, &impl, From::k##from, Cond::k##when, false},
@@ -163,6 +173,8 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
       return cfg.linear_max;
     case From::kAlltoallLinearMax:
       return cfg.alltoall_linear_max;
+    case From::kRingMinToPerRank:
+      return cfg.allreduce_ring_min;
     case From::kBelowLinearMax:
     case From::kBelowWideMax:
       return 0;
@@ -171,12 +183,14 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
 }
 
 bool bounded(From f) {
-  return f == From::kBelowLinearMax || f == From::kBelowWideMax;
+  return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
+         f == From::kRingMinToPerRank;
 }
 
-// Where a rule ends (0: it does not).
+// Where a rule ends (0: it does not); RingMinToPerRank: per team rank.
 uint32_t ceiling(const off::EngineConfig& cfg, From f) {
   if (f == From::kBelowWideMax) return cfg.wide_max;
+  if (f == From::kRingMinToPerRank) return cfg.allreduce_ring_per_rank;
   if (f != From::kBelowLinearMax) return 0;
   return cfg.linear_max < UINT32_MAX ? static_cast<uint32_t>(cfg.linear_max)
                                      : UINT32_MAX;
@@ -235,8 +249,9 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
       const uint32_t below = ceiling(cfg, r.from);
       // A bounded rule that can never hold (UCC_LINEAR_MAX=0) is left out.
       if (bounded(r.from) && below == 0) continue;
+      const uint8_t per_rank = r.from == From::kRingMinToPerRank ? 1 : 0;
       cc.rules[cc.nrules++] = off::SelectRule{
-          threshold(cfg, r.from), r.id, when_of(r.cond), {}, below};
+          threshold(cfg, r.from), r.id, when_of(r.cond), per_rank, 0, below};
     }
   }
 }
@@ -255,7 +270,7 @@ const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
       whole && hierarchical,
       whole && off::linear_team(caps, team_size, one_node),
       whole && off::crowded_team(caps, team_size, one_node),
-      whole && off::wide_team(caps, team_size)};
+      whole && off::wide_team(caps, team_size) ? team_size : 0};
   *id = off::select_alg_id(caps.coll[c], in);
   // The one-sided convention moves different bytes: its descriptors run
   // its algorithm, and no other descriptor does.

@@ -118,7 +118,8 @@ extern "C" ucc_status_t ucc_team_coll_algs(ucc_team_h team,
       ec.coll[static_cast<int>(c)], ec.single_copy != 0, team->hierarchical,
       ucc::off::linear_team(ec, team->size, team->one_host),
       ucc::off::crowded_team(ec, team->size, team->one_host),
-      ucc::off::wide_team(ec, team->size), r, 2 * ucc::off::kMaxRules + 1);
+      ucc::off::wide_team(ec, team->size) ? team->size : 0, r,
+      2 * ucc::off::kMaxRules + 1);
   for (uint32_t i = 0; i < k && i < *n; ++i) {
     const ucc::off::AlgName* a = ucc::off::find_alg_id(c, r[i].alg);
     ranges[i] =

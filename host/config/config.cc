@@ -253,6 +253,7 @@ bool valid(Knob k, const char* v) {
     case Knob::kWideRanks:
       return parse_size(v, &u) && u <= off::kMaxWideRanks;
     case Knob::kWideMax:
+    case Knob::kAllreduceRingPerRank:
       return parse_size(v, &u) && u <= UINT32_MAX;
     case Knob::kCma:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
@@ -547,6 +548,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.linear_ranks = static_cast<uint32_t>(num(Knob::kLinearRanks));
   e.wide_ranks = static_cast<uint32_t>(num(Knob::kWideRanks));
   e.wide_max = static_cast<uint32_t>(num(Knob::kWideMax));
+  e.allreduce_ring_per_rank =
+      static_cast<uint32_t>(num(Knob::kAllreduceRingPerRank));
   e.linear_max = num(Knob::kLinearMax);
   e.alltoall_linear_max = num(Knob::kAlltoallLinearMax);
   if (strcasecmp(c.value[static_cast<int>(Knob::kHostCpus)], "auto") == 0) {

@@ -61,6 +61,7 @@ enum class Knob : uint8_t {
   kAlltoallLinearMax,
   kWideRanks,
   kWideMax,
+  kAllreduceRingPerRank,
   kBarrierAlg,
   kBcastAlg,
   kReduceAlg,

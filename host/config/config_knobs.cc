@@ -197,6 +197,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Allgather blocks of fewer bytes (at most 4G) go by Bruck's algorithm "
      "on every team of UCC_WIDE_RANKS ranks or more, before the node-aware "
      "ring (0: only on teams without the node-aware shape)"},
+    {"ALLREDUCE_RING_PER_RANK", "1280", Scope::kContext,
+     "On teams of UCC_WIDE_RANKS ranks or more without several ranks on "
+     "some of several hosts, allreduce keeps recursive doubling from "
+     "UCC_ALLREDUCE_RING_MIN up to this many bytes per team rank before "
+     "the ring, whose 2 (n - 1) steps are latency-bound below it (at most "
+     "4G; 0: the ring from UCC_ALLREDUCE_RING_MIN on every team)"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "

@@ -23,8 +23,8 @@ bool engine_config_ok(const EngineConfig& c) {
 }
 
 uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
-                       bool linear, bool crowded, bool wide, SelectRange* out,
-                       uint32_t max) {
+                       bool linear, bool crowded, uint32_t wide,
+                       SelectRange* out, uint32_t max) {
   // Selection only changes where a rule starts or ends: evaluate there.
   uint64_t at[2 * kMaxRules + 1] = {0};
   uint32_t npts = 1;
@@ -36,7 +36,8 @@ uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
   };
   for (uint32_t i = 0; i < n; ++i) {
     add(c.rules[i].min_bytes);
-    if (c.rules[i].below_bytes != 0) add(c.rules[i].below_bytes);
+    const uint64_t below = rule_below(c.rules[i], wide);
+    if (below != 0) add(below);
   }
   uint32_t k = 0;
   for (uint32_t i = 0; i < npts; ++i) {

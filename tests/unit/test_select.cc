@@ -112,18 +112,23 @@ TEST(Select, EveryIdTheSelectorReturnsResolves) {
 // below UCC_WIDE_MAX on every shape, below UCC_LINEAR_MAX on flat ones;
 // the node-aware ring above UCC_WIDE_MAX on hierarchical ones; the ring
 // from UCC_LINEAR_MAX and on narrow teams (docs/scale.md).
-TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
-  off::EngineConfig cfg;
+// The name of what a whole-team collective of `bytes` selects on a team
+// hierarchical or not, wide (its ranks) or not (0), under `cfg`.
+std::string picked(const off::EngineConfig& cfg, CollType coll, uint64_t bytes,
+                   bool hier, uint32_t wide) {
   off::EngineCaps caps{};
   dev::fill_select_caps(cfg, &caps);
-  const off::CollCaps& cc =
-      caps.coll[static_cast<size_t>(CollType::kAllgather)];
+  off::SelectInput in{0, bytes, false, true, hier, false, false};
+  in.wide = wide;
+  const off::AlgName* a = off::find_alg_id(
+      coll, off::select_alg_id(caps.coll[static_cast<size_t>(coll)], in));
+  return a != nullptr ? std::string(a->name) : std::string("none");
+}
+
+TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
+  off::EngineConfig cfg;
   auto pick = [&](uint64_t bytes, bool hier, bool wide) {
-    off::SelectInput in{0, bytes, false, true, hier, false, false};
-    in.wide = wide;
-    const off::AlgName* a =
-        off::find_alg_id(CollType::kAllgather, off::select_alg_id(cc, in));
-    return a != nullptr ? std::string(a->name) : std::string("none");
+    return picked(cfg, CollType::kAllgather, bytes, hier, wide ? 64 : 0);
   };
   EXPECT_EQ(pick(8, false, true), "bruck");
   EXPECT_EQ(pick(cfg.wide_max - 1, true, true), "bruck");
@@ -134,6 +139,40 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
   EXPECT_EQ(pick(cfg.linear_max, true, true), "hier");
   EXPECT_EQ(pick(8, false, false), "ring");
   EXPECT_EQ(pick(8, true, false), "hier");
+}
+
+// Allreduce on wide flat teams keeps recursive doubling past
+// UCC_ALLREDUCE_RING_MIN up to UCC_ALLREDUCE_RING_PER_RANK bytes per rank:
+// the bound grows with the team. Narrow teams switch at the ring's
+// threshold, hierarchical ones to the node-aware ring (docs/scale.md).
+TEST(Select, AllreduceRingThresholdGrowsWithWideTeams) {
+  off::EngineConfig cfg;
+  auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
+    return picked(cfg, CollType::kAllreduce, bytes, hier, wide);
+  };
+  const uint64_t per = cfg.allreduce_ring_per_rank;
+  EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 64), "rd");
+  EXPECT_EQ(pick(64 * per - 1, false, 64), "rd");
+  EXPECT_EQ(pick(64 * per, false, 64), "ring");
+  EXPECT_EQ(pick(256 * per - 1, false, 256), "rd");
+  EXPECT_EQ(pick(256 * per, false, 256), "ring");
+  EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 0), "ring");  // narrow
+  EXPECT_EQ(pick(cfg.allreduce_ring_min, true, 256), "hier_ring");
+  EXPECT_EQ(pick(8, true, 256), "hier");
+  EXPECT_EQ(pick(8, false, 256), "rd");
+  // Where the selection changes, as ucc_team_coll_algs gives it.
+  off::EngineCaps caps{};
+  dev::fill_select_caps(cfg, &caps);
+  const off::CollCaps& cc =
+      caps.coll[static_cast<size_t>(CollType::kAllreduce)];
+  off::SelectRange r[2 * off::kMaxRules + 1];
+  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 256, r, 13), 2u);
+  EXPECT_EQ(r[1].from, 256 * per);
+  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 0, r, 13), 2u);
+  EXPECT_EQ(r[1].from, cfg.allreduce_ring_min);
+  // Off: the ring from UCC_ALLREDUCE_RING_MIN on every team.
+  cfg.allreduce_ring_per_rank = 0;
+  EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 256), "ring");
 }
 
 }  // namespace

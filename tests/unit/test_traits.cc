@@ -432,10 +432,10 @@ TEST(Select, WideRuleHoldsBelowItsBoundOnWideTeams) {
   using ucc::off::select_alg_id;
   using ucc::off::SelectInput;
   using ucc::off::When;
-  const ucc::off::CollCaps c = caps_1_4({{0, 4, When::kWide, {}, 1024}});
+  const ucc::off::CollCaps c = caps_1_4({{0, 4, When::kWide, 0, 0, 1024}});
   auto in = [](uint64_t bytes, bool wide) {
     SelectInput s{0, bytes, false, true, false, false, false};
-    s.wide = wide;
+    s.wide = wide ? 64 : 0;
     return s;
   };
   EXPECT_EQ(select_alg_id(c, in(0, true)), 4);
@@ -443,7 +443,7 @@ TEST(Select, WideRuleHoldsBelowItsBoundOnWideTeams) {
   EXPECT_EQ(select_alg_id(c, in(1024, true)), 1);
   EXPECT_EQ(select_alg_id(c, in(8, false)), 1);
   ucc::off::SelectRange r[11];
-  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, true, r, 11),
+  ASSERT_EQ(ucc::off::select_ranges(c, false, false, false, false, 64, r, 11),
             2u);
   EXPECT_EQ(r[0].from, 0u);
   EXPECT_EQ(r[0].alg, 4);

@@ -26,7 +26,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 6;  // 6: wide teams, bounded rules
+inline constexpr uint16_t kCapsVersion = 7;  // 7: bounds per team rank
 inline constexpr uint32_t kMaxRules = 6;     // per collective
 
 // What a rule needs besides the size.
@@ -44,12 +44,16 @@ enum class When : uint8_t {
 };
 
 // A rule holds from min_bytes up to, not including, below_bytes (0: no
-// bound), where its condition holds.
+// bound), where its condition holds. With per_rank, below_bytes is per
+// rank of the team, and the rule holds on wide teams only (SelectInput::
+// wide): a bound that grows with the team, as a latency-bound
+// algorithm's steps do.
 struct SelectRule {
   uint64_t min_bytes;
   uint8_t alg;  // catalogue id
   When when;
-  uint8_t pad[2];
+  uint8_t per_rank;
+  uint8_t pad;
   uint32_t below_bytes;
 };
 static_assert(sizeof(SelectRule) == 16);
@@ -114,7 +118,8 @@ struct SelectInput {
   bool node_aware;   // whole team, several hosts, some with several ranks
   bool linear;       // whole team, one host, 4 to linear_ranks ranks
   bool crowded;      // linear, and more ranks than cpus
-  bool wide = false;  // whole team, wide_ranks ranks or more
+  // Whole team of wide_ranks ranks or more: its ranks; 0: not wide.
+  uint32_t wide = 0;
 };
 
 // SelectInput::linear for a whole-team collective of a team of n ranks.
@@ -129,9 +134,14 @@ inline bool crowded_team(const EngineCaps& c, uint32_t n, bool one_host) {
   return linear_team(c, n, one_host) && n > c.cpus;
 }
 
-// SelectInput::wide for a whole-team collective of a team of n ranks.
+// Whether a team of n ranks is wide (SelectInput::wide: n if so).
 inline bool wide_team(const EngineCaps& c, uint32_t n) {
   return c.wide_ranks != 0 && n >= c.wide_ranks;
+}
+
+// Where rule r ends for `in` (0: it does not; per rank: on wide teams).
+inline uint64_t rule_below(const SelectRule& r, uint32_t wide) {
+  return r.per_rank != 0 ? uint64_t{r.below_bytes} * wide : r.below_bytes;
 }
 
 // The algorithm id for `in`: an explicit or forced id (a single-copy one
@@ -153,8 +163,9 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
                        (r.when == When::kLinear && in.linear) ||
                        (r.when == When::kCrowded && in.crowded) ||
                        (r.when == When::kWide && in.wide);
-    if (in.bytes >= r.min_bytes &&
-        (r.below_bytes == 0 || in.bytes < r.below_bytes) && holds)
+    const uint64_t below = rule_below(r, in.wide);
+    if (r.per_rank != 0 && in.wide == 0) continue;
+    if (in.bytes >= r.min_bytes && (below == 0 || in.bytes < below) && holds)
       return r.alg;
   }
   return c.def_alg;
@@ -162,7 +173,8 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
 
 // The sizes at which selection changes, for a whole-team collective on a
 // team that can (or cannot) use single copy, node-aware and linear
-// algorithms, crowded or not, wide or not: out[i] = {from bytes, id} with
+// algorithms, crowded or not, wide (its ranks) or not (0): out[i] = {from
+// bytes, id} with
 // out[0].from = 0, in increasing order, neighbours distinct. Returns how
 // many (<= max; at most 2 kMaxRules + 1 exist).
 struct SelectRange {
@@ -170,7 +182,7 @@ struct SelectRange {
   uint8_t alg;
 };
 uint32_t select_ranges(const CollCaps& c, bool single_copy, bool node_aware,
-                       bool linear, bool crowded, bool wide, SelectRange* out,
-                       uint32_t max);
+                       bool linear, bool crowded, uint32_t wide,
+                       SelectRange* out, uint32_t max);
 
 }  // namespace ucc::off

@@ -59,9 +59,15 @@ struct EngineConfig {
   // never.
   uint32_t wide_ranks = 16;
   uint32_t wide_max = 512;
+  // Selection: on wide teams without the node-aware shape, allreduce
+  // keeps recursive doubling from allreduce_ring_min up to this many
+  // bytes per team rank before the ring, whose 2 (n - 1) steps are
+  // latency-bound below it (docs/scale.md). 0: never.
+  uint32_t allreduce_ring_per_rank = 1280;
+  uint32_t pad = 0;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
-static_assert(sizeof(EngineConfig) == 88);
+static_assert(sizeof(EngineConfig) == 96);
 static_assert(offsetof(EngineConfig, linear_max) == 64);
 static_assert(offsetof(EngineConfig, alltoall_linear_max) == 72);
 // The largest UCC_LINEAR_RANKS (EngineCaps keeps it in a byte).
