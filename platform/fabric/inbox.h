@@ -148,6 +148,13 @@ struct InboxView {
   }
 };
 
+// The shadow at `at` (shadow_bytes long) in zeroed memory, an empty inbox
+// as it is: nothing is written, so the pages of a peer never reached stay
+// untouched.
+inline InboxView shadow_view(char* at) {
+  return InboxView{reinterpret_cast<InboxCtl*>(at), at + sizeof(InboxCtl)};
+}
+
 // The protocol between this member and one peer: sending into the
 // peer's inbox for us (tx: its memory, or our shadow of it), receiving
 // from our inbox for the peer (rx: in our segment). Geometry comes from

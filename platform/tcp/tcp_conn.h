@@ -17,7 +17,6 @@ inline constexpr uint64_t kMs = 1000000;  // ns
 
 struct Conn {
   enum class State : uint8_t {
-    kWait,        // no socket: the peer engine connects to us (unused)
     kConnecting,  // our connect() is under way
     kHello,       // socket up, the peer's hello not seen yet
     kReady,
@@ -44,14 +43,15 @@ struct Conn {
   uint8_t mac_out[32] = {};
   uint64_t claimed = 0;
   bool initiator = false;     // we make (and remake) the connection
-  State state = State::kWait;
+  // New: not made yet, made by its initiator (accept_all: kHello).
+  State state = State::kBroken;
   int fd = -1;
   int probe_fd = -1;          // broken, not ours to make: is it there?
   uint64_t probe_at = 0;
   bool watch_out = false;     // EPOLLOUT wanted
   Link* links = nullptr;
   Link* rr = nullptr;  // where the next pick starts
-  uint64_t since = 0;  // entered the current state (kWait .. kBroken)
+  uint64_t since = 0;  // entered the current state (kConnecting .. kBroken)
   uint64_t heard = 0;  // last bytes received
   // When a team began waiting on the peer (ping_wanted set): silence is
   // counted from the later of the two, so a connection kept idle across

@@ -77,10 +77,7 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     p.rank = r;
     p.port = a.port;
     p.made = false;
-    // Fresh memory is an empty inbox: the shadow needs no writing yet.
-    char* base = shadows_ + sb * k;
-    pair_at(k).bind_tx(
-        InboxView{reinterpret_cast<InboxCtl*>(base), base + sizeof(InboxCtl)});
+    pair_at(k).bind_tx(shadow_view(shadows_ + sb * k));
   }
   return Status::kOk;
 }
@@ -98,11 +95,8 @@ void TcpFabric::make(uint32_t k) {
   l.rma_min = p.rma_min;
   l.state = Link::State::kLive;
   l.shadow = pair_at(k).tx();
-  l.rx = InboxView{seg_ctl(seg_, l.rank), seg_slots(seg_, cfg_, l.rank)};
-  if (leaving_ || failed_) {
-    l.bye_owed = true;
-    l.bye_flags = failed_ ? kLost : 0;
-  }
+  l.rx = pair_at(k).rx();
+  if (leaving_ || failed_) owe_bye(l);
   peers_[k].made = true;
   made_[nmade_++] = k;
 }
@@ -121,11 +115,7 @@ void TcpFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
   const uint32_t k = pair_of(peer);
   pair_at(k).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
-  Link& l = links_[k];
-  if (!peers_[k].made || l.conn == nullptr)
-    reached(k);  // the first message: made, then sent once connected
-  else
-    net_->kick(&l);
+  net_->kick(&reached(k));  // (the first message: sent once connected)
 }
 
 void TcpFabric::rx_release(uint32_t peer, uint32_t i) {
@@ -162,18 +152,20 @@ bool TcpFabric::peer_lost() const {
 void TcpFabric::waiting_on(uint32_t peer) {
   if (!serves(peer)) return;
   const uint32_t k = pair_of(peer);
-  if (peers_[k].made && links_[k].conn != nullptr) return;
-  Link& l = reached(k);
-  if (l.conn != nullptr) net_->owe_credit(&l);
+  if (peers_[k].made && links_[k].conn != nullptr) return;  // reached
+  net_->owe_credit(&reached(k));
 }
 
 void TcpFabric::fail() {
   failed_ = true;
+  say_goodbyes();
+}
+
+void TcpFabric::say_goodbyes() {
   for (uint32_t i = 0; i < nmade_; ++i) {
     Link& l = links_[made_[i]];
     if (l.state != Link::State::kLive) continue;
-    l.bye_owed = true;
-    l.bye_flags = kLost;
+    owe_bye(l);
     net_->kick(&l);
   }
 }
@@ -200,13 +192,7 @@ uint32_t TcpFabric::attention() const {
 void TcpFabric::leave(bool lost) {
   leaving_ = true;
   failed_ = failed_ || lost;
-  for (uint32_t i = 0; i < nmade_; ++i) {
-    Link& l = links_[made_[i]];
-    if (l.state != Link::State::kLive) continue;
-    l.bye_owed = true;
-    l.bye_flags = failed_ ? kLost : 0;
-    net_->kick(&l);
-  }
+  say_goodbyes();
 }
 
 bool TcpFabric::drained() const {

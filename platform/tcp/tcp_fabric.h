@@ -128,8 +128,6 @@ class TcpFabric final : public InboxFabric {
     if (p.instance != instance || p.ep != ep) return nullptr;
     return &made(k);
   }
-  // Links made so far, and the i-th of them.
-  uint32_t nmade() const { return nmade_; }
   // A message from link l's peer has arrived whole in slot `slot` of our
   // inbox for it: append it to the arrival order.
   void publish(Link& l, uint32_t slot);
@@ -172,6 +170,13 @@ class TcpFabric final : public InboxFabric {
     return links_[k];
   }
   void make(uint32_t k);
+  // Link l owes its peer our goodbye, which says whether we failed; every
+  // live link made so far, at once.
+  void owe_bye(Link& l) {
+    l.bye_owed = true;
+    l.bye_flags = failed_ ? kLost : 0;
+  }
+  void say_goodbyes();
   // Pair k's link, with a connection to its engine being made if it had
   // none (a peer lost or gone gets none).
   Link& reached(uint32_t k);

@@ -276,7 +276,6 @@ uint64_t TcpNet::maintain() {
     // may still wait there for the answer to a goodbye.
     if (c->links == nullptr &&
         (c->state == S::kDead || (c->state == S::kBroken && !c->initiator) ||
-         c->state == S::kWait ||
          (c->state == S::kHello && now_ - c->since > timeout) ||
          (c->state == S::kHello && !c->initiator &&
           now_ - c->since > uint64_t{kHelloMs} * kMs))) {

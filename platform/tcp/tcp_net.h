@@ -108,10 +108,11 @@ class TcpNet final : public Net {
   // Endpoints closed whose goodbyes are not answered yet.
   uint32_t lingering() const;
 
-  // --- for fabrics
-  // ------------------------------------------------------------ Binds a link
-  // to the connection to its peer's engine, made now if there is none.
-  // kNoMemory, kError (the peer is in this engine).
+  // --- for fabrics -----------------------------------------------------------
+
+  // Binds a link to the connection to its peer's engine, made now if
+  // there is none (the fabric's connect() checked that the peer is not
+  // in this engine). kNoMemory.
   Status attach(Link* l);
   // Binds a link to connection c (its peer's engine's).
   void bind(Link* l, Conn* c);

@@ -112,11 +112,6 @@ void TcpNet::watch(Conn* c, bool out) {
 }
 
 Status TcpNet::attach(Link* l) {
-  if (l->instance == instance_) {
-    UCC_ERROR("tcp: team rank %u is in this engine: it shares our host",
-              l->rank);
-    return Status::kError;
-  }
   Conn* c = find_conn(l->instance);
   if (c == nullptr) {
     // Whichever engine needs the connection first makes it; when both
@@ -127,8 +122,7 @@ Status TcpNet::attach(Link* l) {
     c->ip = l->peer_ip;
     c->port = l->peer_port;
     memcpy(c->key, l->peer_key, sizeof(c->key));
-    c->initiator = true;
-    c->state = Conn::State::kBroken;  // not made yet: made from here on
+    c->initiator = true;  // (kBroken: made from here on)
     start_connect(c);
   } else if (c->ip == 0) {
     c->ip = l->peer_ip;  // an engine that connected to us before

@@ -50,7 +50,7 @@ void VerbsFabric::advance(uint32_t r) {
   }
 }
 
-void VerbsFabric::create_qp(uint32_t r, bool may_wait) {
+void VerbsFabric::create_qp(uint32_t r) {
   VLink& l = links_[r];
   ibv_qp_init_attr a{};
   a.send_cq = cq_;
@@ -64,18 +64,12 @@ void VerbsFabric::create_qp(uint32_t r, bool may_wait) {
   // down to none (providers refuse a queue pair above their limit).
   uint32_t inl = max_inline_ != kUnknownInline ? max_inline_
                                                  : net_->config().max_inline;
-  for (bool waited = false;;) {
+  // None even without inline data: the device is out of queue pairs (no
+  // waiting for lingering members here, inside the engine's calls).
+  for (;;) {
     a.cap.max_inline_data = inl;
     l.qp = net_->api().create_qp(net_->pd(), &a);
-    if (l.qp != nullptr) break;
-    if (inl == 0) {
-      // Not the inline size: the device is out of queue pairs.
-      if (waited || !may_wait || !net_->make_room()) break;
-      waited = true;
-      inl = max_inline_ != kUnknownInline ? max_inline_
-                                          : net_->config().max_inline;
-      continue;
-    }
+    if (l.qp != nullptr || inl == 0) break;
     inl /= 2;
   }
   if (l.qp == nullptr) {

@@ -118,15 +118,11 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
     UCC_ERROR("verbs: cannot create a CQ of %d: %s", cqe, strerror(errno));
     return Status::kNoResource;
   }
-  // Fresh mappings are empty inboxes: the shadows of peers never reached
-  // stay untouched pages.
   const size_t sb = shadow_bytes(cfg_);
   for (uint32_t r = 0; r < n; ++r) {
     if (!mine[r] || r == cfg_.rank) continue;
     VLink& l = links_[r];
-    char* base = shadows_ + sb * r;
-    l.shadow =
-        InboxView{reinterpret_cast<InboxCtl*>(base), base + sizeof(InboxCtl)};
+    l.shadow = shadow_view(shadows_ + sb * r);
     pair(r).bind_tx(l.shadow);
     l.state = VLink::State::kIdle;
   }
@@ -139,7 +135,7 @@ void VerbsFabric::start(uint32_t r) {
   l.state = VLink::State::kConnecting;
   l.since = now_ns();
   ++connecting_;
-  create_qp(r, false);
+  create_qp(r);
   advance(r);
 }
 

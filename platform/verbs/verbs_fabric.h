@@ -153,10 +153,9 @@ class VerbsFabric final : public InboxFabric {
 
  private:
   // Link r's queue pair, made now if it is idle; its hello goes at once
-  // (after seal). `may_wait`: the device may wait for lingering members
-  // to free theirs (not from inside the engine's calls).
+  // (after seal).
   void start(uint32_t r);
-  void create_qp(uint32_t r, bool may_wait);
+  void create_qp(uint32_t r);
   void fail(uint32_t r, const char* why);
   bool send_cm(uint32_t r, uint32_t type);
   void on_cm(uint32_t r, const CmMsg& m);

@@ -163,8 +163,8 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
                        (r.when == When::kLinear && in.linear) ||
                        (r.when == When::kCrowded && in.crowded) ||
                        (r.when == When::kWide && in.wide);
+    if (r.per_rank != 0 && in.wide == 0) continue;  // wide teams only
     const uint64_t below = rule_below(r, in.wide);
-    if (r.per_rank != 0 && in.wide == 0) continue;
     if (in.bytes >= r.min_bytes && (below == 0 || in.bytes < below) && holds)
       return r.alg;
   }
