@@ -23,7 +23,8 @@ enum class From : uint8_t {
   kAlltoallLinearMax,
   kBelowLinearMax,
   kBelowWideMax,
-  kRingMinToPerRank
+  kRabMinToPerRank,
+  kRabMinToFoldPerRank
 };
 
 // off::When, or no rule at all.
@@ -34,7 +35,8 @@ enum class Cond : uint8_t {
   kNodeAware,
   kLinear,
   kCrowded,
-  kWide
+  kWide,
+  kWidePow2
 };
 
 struct Row {
@@ -94,13 +96,17 @@ struct Row {
 // against the node-aware ring's 66 us).
 //
 // Allreduce on wide teams without the node-aware shape (one rank per
-// host, at scale): recursive doubling from UCC_ALLREDUCE_RING_MIN up to
-// UCC_ALLREDUCE_RING_PER_RANK bytes per rank, then the ring. The ring's
-// 2 (n - 1) steps each cost a network latency, recursive doubling's
-// log2 n rounds move the whole vector each: the crossover grows with n
-// (simulated, one rank per host on the HDR fat tree: between 64 and 128
-// KiB at 64 ranks, between 256 and 512 KiB at 256, between 1 and 2 MiB
-// at 1,024; docs/scale.md).
+// host, at scale): recursive doubling below UCC_ALLREDUCE_RABENSEIFNER_MIN,
+// Rabenseifner's algorithm from there up to UCC_ALLREDUCE_RING_PER_RANK
+// bytes per rank (a power of two ranks) or UCC_ALLREDUCE_RING_PER_RANK_FOLD
+// (other sizes), then the ring. The ring's 2 (n - 1) steps each cost a
+// network latency, recursive doubling's log2 n rounds move the whole
+// vector each, Rabenseifner's 2 log2 n move the ring's bytes plus, off
+// powers of two, two whole vectors to fold ranks in and out: its
+// crossover with the ring grows with n (simulated, one rank per host on
+// the HDR fat tree: about 1.5 MiB at 64 ranks and past 4 MiB at 256;
+// 300 KiB at 96 and 700 KiB at 192; docs/scale.md). The node-aware
+// algorithms come first on hierarchical teams.
 constexpr Row kRows[] = {
 #define UCC_ALG(coll, id, name, desc, impl, from, when) \
   {CollType::k##coll, id, &impl, From::k##from, Cond::k##when, false},
@@ -154,6 +160,8 @@ constexpr off::When when_of(Cond c) {
       return off::When::kCrowded;
     case Cond::kWide:
       return off::When::kWide;
+    case Cond::kWidePow2:
+      return off::When::kWidePow2;
     case Cond::kNever:
     case Cond::kAlways:
       break;
@@ -173,8 +181,9 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
       return cfg.linear_max;
     case From::kAlltoallLinearMax:
       return cfg.alltoall_linear_max;
-    case From::kRingMinToPerRank:
-      return cfg.allreduce_ring_min;
+    case From::kRabMinToPerRank:
+    case From::kRabMinToFoldPerRank:
+      return cfg.allreduce_rab_min;
     case From::kBelowLinearMax:
     case From::kBelowWideMax:
       return 0;
@@ -184,13 +193,14 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
 
 bool bounded(From f) {
   return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
-         f == From::kRingMinToPerRank;
+         f == From::kRabMinToPerRank || f == From::kRabMinToFoldPerRank;
 }
 
-// Where a rule ends (0: it does not); RingMinToPerRank: per team rank.
+// Where a rule ends (0: it does not); RabMinTo*PerRank: per team rank.
 uint32_t ceiling(const off::EngineConfig& cfg, From f) {
   if (f == From::kBelowWideMax) return cfg.wide_max;
-  if (f == From::kRingMinToPerRank) return cfg.allreduce_ring_per_rank;
+  if (f == From::kRabMinToPerRank) return cfg.allreduce_ring_per_rank;
+  if (f == From::kRabMinToFoldPerRank) return cfg.allreduce_ring_per_rank_fold;
   if (f != From::kBelowLinearMax) return 0;
   return cfg.linear_max < UINT32_MAX ? static_cast<uint32_t>(cfg.linear_max)
                                      : UINT32_MAX;
@@ -249,7 +259,10 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
       const uint32_t below = ceiling(cfg, r.from);
       // A bounded rule that can never hold (UCC_LINEAR_MAX=0) is left out.
       if (bounded(r.from) && below == 0) continue;
-      const uint8_t per_rank = r.from == From::kRingMinToPerRank ? 1 : 0;
+      const uint8_t per_rank = r.from == From::kRabMinToPerRank ||
+                                       r.from == From::kRabMinToFoldPerRank
+                                   ? 1
+                                   : 0;
       cc.rules[cc.nrules++] = off::SelectRule{
           threshold(cfg, r.from), r.id, when_of(r.cond), per_rank, 0, below};
     }

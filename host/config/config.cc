@@ -254,6 +254,8 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u <= off::kMaxWideRanks;
     case Knob::kWideMax:
     case Knob::kAllreduceRingPerRank:
+    case Knob::kAllreduceRabMin:
+    case Knob::kAllreduceRingPerRankFold:
       return parse_size(v, &u) && u <= UINT32_MAX;
     case Knob::kCma:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
@@ -550,6 +552,9 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.wide_max = static_cast<uint32_t>(num(Knob::kWideMax));
   e.allreduce_ring_per_rank =
       static_cast<uint32_t>(num(Knob::kAllreduceRingPerRank));
+  e.allreduce_rab_min = static_cast<uint32_t>(num(Knob::kAllreduceRabMin));
+  e.allreduce_ring_per_rank_fold =
+      static_cast<uint32_t>(num(Knob::kAllreduceRingPerRankFold));
   e.linear_max = num(Knob::kLinearMax);
   e.alltoall_linear_max = num(Knob::kAlltoallLinearMax);
   if (strcasecmp(c.value[static_cast<int>(Knob::kHostCpus)], "auto") == 0) {

@@ -62,6 +62,8 @@ enum class Knob : uint8_t {
   kWideRanks,
   kWideMax,
   kAllreduceRingPerRank,
+  kAllreduceRingPerRankFold,
+  kAllreduceRabMin,
   kBarrierAlg,
   kBcastAlg,
   kReduceAlg,

@@ -197,12 +197,24 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Allgather blocks of fewer bytes (at most 4G) go by Bruck's algorithm "
      "on every team of UCC_WIDE_RANKS ranks or more, before the node-aware "
      "ring (0: only on teams without the node-aware shape)"},
-    {"ALLREDUCE_RING_PER_RANK", "1280", Scope::kContext,
-     "On teams of UCC_WIDE_RANKS ranks or more without several ranks on "
-     "some of several hosts, allreduce keeps recursive doubling from "
-     "UCC_ALLREDUCE_RING_MIN up to this many bytes per team rank before "
-     "the ring, whose 2 (n - 1) steps are latency-bound below it (at most "
-     "4G; 0: the ring from UCC_ALLREDUCE_RING_MIN on every team)"},
+    {"ALLREDUCE_RING_PER_RANK", "24K", Scope::kContext,
+     "On teams of a power of two ranks, UCC_WIDE_RANKS or more, without "
+     "several ranks on some of several hosts, allreduce runs "
+     "Rabenseifner's algorithm from UCC_ALLREDUCE_RABENSEIFNER_MIN up to "
+     "this many bytes per team rank before the ring, whose 2 (n - 1) "
+     "steps are latency-bound below it (at most 4G; 0: the ring from "
+     "UCC_ALLREDUCE_RING_MIN)"},
+    {"ALLREDUCE_RING_PER_RANK_FOLD", "3K", Scope::kContext,
+     "The same bound on such teams of other sizes, where Rabenseifner's "
+     "algorithm folds the ranks beyond the power of two in and out, two "
+     "more whole-vector transfers (at most 4G; 0: the ring from "
+     "UCC_ALLREDUCE_RING_MIN)"},
+    {"ALLREDUCE_RABENSEIFNER_MIN", "8K", Scope::kContext,
+     "On the teams UCC_ALLREDUCE_RING_PER_RANK(_FOLD) names, allreduce "
+     "vectors of at least this many bytes (at most 4G) go by "
+     "Rabenseifner's algorithm (reduce-scatter by recursive halving, "
+     "allgather by recursive doubling), smaller ones by recursive "
+     "doubling"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "
@@ -217,7 +229,9 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "linear: flat tree, see UCC_LINEAR_RANKS)"},
     {"ALLREDUCE_ALG", "auto", Scope::kContext,
      "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
-     "hier_ring (node-aware: leaders, or the ring host by host)"},
+     "hier_ring (node-aware: leaders, or the ring host by host), "
+     "rabenseifner (reduce-scatter by recursive halving, allgather by "
+     "recursive doubling)"},
     {"ALLGATHER_ALG", "auto", Scope::kContext,
      "Allgather algorithm: auto, ring, cma, hier, linear, bruck (cma: "
      "single copy, where UCC_CMA allows it; elsewhere the default; hier: "

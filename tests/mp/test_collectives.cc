@@ -62,6 +62,13 @@ const Config kConfigs[] = {
     {"default", {}, false, {}},
     {"rd", {{"UCC_ALLREDUCE_ALG", "rd"}}, false, kAllreduceOnly},
     {"ring", {{"UCC_ALLREDUCE_ALG", "ring"}}, false, kAllreduceOnly},
+    // Rabenseifner's: the reduce-scatter's halves and the allgather's
+    // windows are balanced blocks of the vector, empty ones where count
+    // < the power of two; folds at 3, 5, 6, 7 ranks.
+    {"rabenseifner",
+     {{"UCC_ALLREDUCE_ALG", "rabenseifner"}},
+     false,
+     kAllreduceOnly},
     // The node-aware allreduce forced on one host: its phases (reduce to
     // the host's first rank, recursive doubling among the hosts' first
     // ranks, bcast) name buffers of their own.
@@ -144,6 +151,12 @@ const Config kConfigs[] = {
      kAllreduceOnly},
     {"ring_smallseg",
      {{"UCC_ALLREDUCE_ALG", "ring"},
+      {"UCC_SHM_SEG_SIZE", "256"},
+      {"UCC_SHM_NSEGS", "2"}},
+     true,
+     kAllreduceOnly},
+    {"rabenseifner_smallseg",
+     {{"UCC_ALLREDUCE_ALG", "rabenseifner"},
       {"UCC_SHM_SEG_SIZE", "256"},
       {"UCC_SHM_NSEGS", "2"}},
      true,

@@ -141,38 +141,61 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
   EXPECT_EQ(pick(8, true, false), "hier");
 }
 
-// Allreduce on wide flat teams keeps recursive doubling past
-// UCC_ALLREDUCE_RING_MIN up to UCC_ALLREDUCE_RING_PER_RANK bytes per rank:
-// the bound grows with the team. Narrow teams switch at the ring's
-// threshold, hierarchical ones to the node-aware ring (docs/scale.md).
+// Allreduce on wide flat teams: recursive doubling below
+// UCC_ALLREDUCE_RABENSEIFNER_MIN, Rabenseifner's from there up to
+// UCC_ALLREDUCE_RING_PER_RANK bytes per rank (a power of two ranks) or
+// UCC_ALLREDUCE_RING_PER_RANK_FOLD (other sizes), then the ring: the
+// ring's bound grows with the team. Narrow teams switch from recursive doubling
+// to the ring at UCC_ALLREDUCE_RING_MIN, hierarchical ones to the
+// node-aware ring (docs/scale.md).
 TEST(Select, AllreduceRingThresholdGrowsWithWideTeams) {
   off::EngineConfig cfg;
   auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
     return picked(cfg, CollType::kAllreduce, bytes, hier, wide);
   };
   const uint64_t per = cfg.allreduce_ring_per_rank;
-  EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 64), "rd");
-  EXPECT_EQ(pick(64 * per - 1, false, 64), "rd");
+  const uint64_t rab = cfg.allreduce_rab_min;
+  ASSERT_LT(rab, 64 * per);
+  EXPECT_EQ(pick(8, false, 64), "rd");
+  EXPECT_EQ(pick(rab - 1, false, 64), "rd");
+  EXPECT_EQ(pick(rab, false, 64), "rabenseifner");
+  EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 64), "rabenseifner");
+  EXPECT_EQ(pick(64 * per - 1, false, 64), "rabenseifner");
   EXPECT_EQ(pick(64 * per, false, 64), "ring");
-  EXPECT_EQ(pick(256 * per - 1, false, 256), "rd");
+  EXPECT_EQ(pick(256 * per - 1, false, 256), "rabenseifner");
   EXPECT_EQ(pick(256 * per, false, 256), "ring");
-  EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 0), "ring");  // narrow
+  const uint64_t fold = cfg.allreduce_ring_per_rank_fold;
+  ASSERT_LT(fold, per);
+  ASSERT_LT(rab, 96 * fold);
+  EXPECT_EQ(pick(rab - 1, false, 96), "rd");
+  EXPECT_EQ(pick(rab, false, 96), "rabenseifner");
+  EXPECT_EQ(pick(96 * fold - 1, false, 96), "rabenseifner");
+  EXPECT_EQ(pick(96 * fold, false, 96), "ring");
+  EXPECT_EQ(pick(rab, false, 0), "rd");  // narrow
+  EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 0), "ring");
   EXPECT_EQ(pick(cfg.allreduce_ring_min, true, 256), "hier_ring");
+  EXPECT_EQ(pick(rab, true, 256), "hier");
   EXPECT_EQ(pick(8, true, 256), "hier");
-  EXPECT_EQ(pick(8, false, 256), "rd");
   // Where the selection changes, as ucc_team_coll_algs gives it.
   off::EngineCaps caps{};
   dev::fill_select_caps(cfg, &caps);
   const off::CollCaps& cc =
       caps.coll[static_cast<size_t>(CollType::kAllreduce)];
   off::SelectRange r[2 * off::kMaxRules + 1];
-  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 256, r, 13), 2u);
-  EXPECT_EQ(r[1].from, 256 * per);
+  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 256, r, 13), 3u);
+  EXPECT_EQ(r[1].from, rab);
+  EXPECT_EQ(r[2].from, 256 * per);
+  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 96, r, 13), 3u);
+  EXPECT_EQ(r[1].from, rab);
+  EXPECT_EQ(r[2].from, 96 * fold);
   ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 0, r, 13), 2u);
   EXPECT_EQ(r[1].from, cfg.allreduce_ring_min);
   // Off: the ring from UCC_ALLREDUCE_RING_MIN on every team.
   cfg.allreduce_ring_per_rank = 0;
+  cfg.allreduce_ring_per_rank_fold = 0;
+  EXPECT_EQ(pick(rab, false, 256), "rd");
   EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 256), "ring");
+  EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 96), "ring");
 }
 
 }  // namespace

@@ -180,7 +180,8 @@ TEST(Traits, AlgorithmCatalogue) {
   EXPECT_EQ(find_alg_id(CollType::kAllreduce, 0), nullptr);
   EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 3)->name, "hier");
   EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 4)->name, "hier_ring");
-  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 5), nullptr);
+  EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 5)->name, "rabenseifner");
+  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 6), nullptr);
   EXPECT_EQ(find_alg_id(CollType::kCount, 1), nullptr);
 }
 
@@ -460,4 +461,22 @@ TEST(Select, WideRuleHoldsBelowItsBoundOnWideTeams) {
   EXPECT_TRUE(ucc::off::wide_team(caps, 4096));
   caps.wide_ranks = 0;
   EXPECT_FALSE(ucc::off::wide_team(caps, 4096));
+}
+
+// kWidePow2 holds on wide teams of a power of two ranks only.
+TEST(Select, WidePow2RuleHoldsOnPowersOfTwo) {
+  using ucc::off::select_alg_id;
+  using ucc::off::SelectInput;
+  using ucc::off::When;
+  const ucc::off::CollCaps c = caps_1_4({{0, 4, When::kWidePow2, 0, 0, 0}});
+  auto in = [](uint32_t wide) {
+    SelectInput s{0, 8, false, true, false, false, false};
+    s.wide = wide;
+    return s;
+  };
+  EXPECT_EQ(select_alg_id(c, in(16)), 4);
+  EXPECT_EQ(select_alg_id(c, in(1024)), 4);
+  EXPECT_EQ(select_alg_id(c, in(96)), 1);
+  EXPECT_EQ(select_alg_id(c, in(17)), 1);
+  EXPECT_EQ(select_alg_id(c, in(0)), 1);  // not wide
 }

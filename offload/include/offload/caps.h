@@ -26,7 +26,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 7;  // 7: bounds per team rank
+inline constexpr uint16_t kCapsVersion = 8;  // 8: kWidePow2
 inline constexpr uint32_t kMaxRules = 6;     // per collective
 
 // What a rule needs besides the size.
@@ -41,6 +41,7 @@ enum class When : uint8_t {
                     // has CPUs for them (EngineCaps::cpus)
   kWide = 5,        // the team has wide_ranks ranks or more, and the
                     // collective covers the whole team
+  kWidePow2 = 6,    // kWide, and the team's size is a power of two
 };
 
 // A rule holds from min_bytes up to, not including, below_bytes (0: no
@@ -162,7 +163,9 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
                        (r.when == When::kNodeAware && in.node_aware) ||
                        (r.when == When::kLinear && in.linear) ||
                        (r.when == When::kCrowded && in.crowded) ||
-                       (r.when == When::kWide && in.wide);
+                       (r.when == When::kWide && in.wide) ||
+                       (r.when == When::kWidePow2 && in.wide != 0 &&
+                        (in.wide & (in.wide - 1)) == 0);
     if (r.per_rank != 0 && in.wide == 0) continue;  // wide teams only
     const uint64_t below = rule_below(r, in.wide);
     if (in.bytes >= r.min_bytes && (below == 0 || in.bytes < below) && holds)

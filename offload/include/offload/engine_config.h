@@ -60,14 +60,20 @@ struct EngineConfig {
   uint32_t wide_ranks = 16;
   uint32_t wide_max = 512;
   // Selection: on wide teams without the node-aware shape, allreduce
-  // keeps recursive doubling from allreduce_ring_min up to this many
-  // bytes per team rank before the ring, whose 2 (n - 1) steps are
-  // latency-bound below it (docs/scale.md). 0: never.
-  uint32_t allreduce_ring_per_rank = 1280;
+  // runs Rabenseifner's algorithm from allreduce_rab_min bytes up to
+  // allreduce_ring_per_rank bytes per team rank (teams of a power of two
+  // ranks) or allreduce_ring_per_rank_fold (other sizes, where it folds
+  // the ranks beyond the power of two in and out: two more whole-vector
+  // transfers), before the ring, whose 2 (n - 1) steps are latency-bound
+  // below it; recursive doubling below allreduce_rab_min
+  // (docs/scale.md). A bound of 0: the ring from allreduce_ring_min.
+  uint32_t allreduce_ring_per_rank = 24 * 1024;
+  uint32_t allreduce_rab_min = 8192;
+  uint32_t allreduce_ring_per_rank_fold = 3 * 1024;
   uint32_t pad = 0;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
-static_assert(sizeof(EngineConfig) == 96);
+static_assert(sizeof(EngineConfig) == 104);
 static_assert(offsetof(EngineConfig, linear_max) == 64);
 static_assert(offsetof(EngineConfig, alltoall_linear_max) == 72);
 // The largest UCC_LINEAR_RANKS (EngineCaps keeps it in a byte).
