@@ -20,6 +20,7 @@ struct ControlStats {
   uint64_t descriptors = 0;    // submitted on the channel
   uint64_t completed = 0;      // ... and completed kOk by the engine
   uint64_t dropped = 0;        // clients the daemon dropped before hang-up
+  uint64_t tcp_mem = 0;        // remote: TCP fallbacks granted (a token)
 };
 const ControlStats& control_stats();
 

@@ -1,7 +1,8 @@
 // Fuzz target for the firmware_sim daemon's network side (dpu mode,
 // docs/dpu.md): everything one hostile client across the network can send
 // (the handshake, tagged requests, bytes with no framing, forged tags and
-// replayed seqs) and everything it can put in the memory the engine reads
+// replayed seqs, the TCP fallback asked for and never attached, attaches
+// with any token) and everything it can put in the memory the engine reads
 // from it by RDMA (its channel: ring indices, descriptors, the header).
 //
 // The daemon is a real fw::Server in this process, with a key and a
@@ -175,6 +176,8 @@ struct Client {
   bool has_team = false;
   uint32_t key = 0;  // a registration of the arena
   uint32_t gen = 0;
+  uint8_t token[32] = {};  // kTcpMemConnect's answer
+  bool has_token = false;
   explicit Client(World& world) : w(world) {}
   ~Client() {
     if (sock >= 0) close(sock);
@@ -202,6 +205,12 @@ void learn(Client& c, uint16_t type, const uint8_t* body) {
     memcpy(&r, body, sizeof(r));
     c.key = r.key;
     ++c.w.stats.registrations;
+  } else if (type == proto::kTcpMemConnect) {
+    proto::TcpMemConnectReply r;
+    memcpy(&r, body, sizeof(r));
+    memcpy(c.token, r.token, sizeof(c.token));
+    c.has_token = true;
+    ++c.w.stats.tcp_mem;
   }
 }
 
@@ -217,6 +226,8 @@ uint32_t reply_len(uint16_t type) {
       return sizeof(proto::StatsReply);
     case proto::kRdmaConnect:
       return sizeof(proto::RdmaConnectReply);
+    case proto::kTcpMemConnect:
+      return sizeof(proto::TcpMemConnectReply);
     case proto::kAuth:
       return sizeof(proto::AuthReply);
     default:
@@ -452,12 +463,28 @@ void run_op(Client& c, Input& in) {
       if (c.session.on) send_msg(c, proto::kStats, nullptr, 0, true);
       break;
     case 11: {
-      const uint8_t t = in.u8() % 4;
+      const uint8_t t = in.u8() % 6;
+      if (t == 5) {
+        // The TCP fallback's second connection, asked of this one: with
+        // the token this connection was given (it is the waiting client
+        // itself), or any other; refused either way, and the connection
+        // ends.
+        proto::TcpMemAttach a{};
+        if (c.has_token && (in.u8() & 1) != 0)
+          memcpy(a.token, c.token, sizeof(a.token));
+        else
+          for (uint8_t& b : a.token) b = in.u8();
+        send_msg(c, proto::kTcpMemAttach, &a, sizeof(a));
+        break;
+      }
+      // kTcpMemConnect: the TCP fallback asked for (taken only before the
+      // hello and any registration), its memory then never attached.
       send_msg(c,
                t == 0   ? proto::kStats
                : t == 1 ? proto::kDoorbell
                : t == 2 ? proto::kShutdown
-                        : proto::kBye,
+               : t == 3 ? proto::kBye
+                        : proto::kTcpMemConnect,
                nullptr, 0);
       break;
     }
