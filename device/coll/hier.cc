@@ -229,9 +229,18 @@ struct ReducePlan {
   Status finish(CollRun&) { return Status::kOk; }
 };
 
-// --- allreduce: reduce to the leader (into its dst), recursive doubling
-// among the leaders in place, bcast of the leader's dst within the node.
+// --- allreduce: reduce to the leader (into its dst), an allreduce among
+// the leaders in place, bcast of the leader's dst within the node. The
+// leaders' allreduce is recursive doubling (hier), or Rabenseifner's
+// (hier_rabenseifner, from UCC_ALLREDUCE_RABENSEIFNER_MIN) where there
+// are kRabLeaders hosts or more: with fewer its extra steps cost more
+// than the halved bytes save (simulated, 8 ranks per host, 8-32 KiB: 2-8%
+// behind at 2 hosts, even at 4, 10-15% ahead at 8, 30-35% at 32 from
+// 16 KiB; docs/scale.md).
 
+inline constexpr uint32_t kRabLeaders = 4;
+
+template <bool kRab>
 struct AllreducePlan {
   Place at;
   uint32_t phase = 0;
@@ -255,8 +264,11 @@ struct AllreducePlan {
         }
         continue;
       } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
-        at.among_leaders(run, ph, &kAllreduceRecursiveDoubling,
-                         off::CollType::kAllreduce, 0, dst, dst);
+        const bool rab = kRab && at.nm->nnodes >= kRabLeaders;
+        at.among_leaders(
+            run, ph,
+            rab ? &kAllreduceRabenseifner : &kAllreduceRecursiveDoubling,
+            off::CollType::kAllreduce, 0, dst, dst);
       } else if (phase == 2 && at.nsize > 1) {
         at.in_node(run, ph, &kBcastBinomial, off::CollType::kBcast, 0, dst,
                    dst);
@@ -309,7 +321,8 @@ constexpr AlgInfo make_hier() {
 const AlgInfo kBarrierHier = make_hier<BarrierPlan>();
 const AlgInfo kBcastHier = make_hier<BcastPlan>();
 const AlgInfo kReduceHier = make_hier<ReducePlan>();
-const AlgInfo kAllreduceHier = make_hier<AllreducePlan>();
+const AlgInfo kAllreduceHier = make_hier<AllreducePlan<false>>();
+const AlgInfo kAllreduceHierRabenseifner = make_hier<AllreducePlan<true>>();
 const AlgInfo kAllreduceHierRing = make_hier<NodeRingPlan<&kAllreduceRing>>();
 const AlgInfo kAllgatherHier = make_hier<NodeRingPlan<&kAllgatherRing>>();
 const AlgInfo kAllgathervHier = make_hier<NodeRingPlan<&kAllgatherRing>>();

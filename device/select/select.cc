@@ -18,6 +18,7 @@ using off::CollType;
 enum class From : uint8_t {
   kZero,
   kAllreduceRingMin,
+  kAllreduceRabMin,
   kCmaMin,
   kLinearMax,
   kAlltoallLinearMax,
@@ -106,7 +107,10 @@ struct Row {
 // crossover with the ring grows with n (simulated, one rank per host on
 // the HDR fat tree: about 1.5 MiB at 64 ranks and past 4 MiB at 256;
 // 300 KiB at 96 and 700 KiB at 192; docs/scale.md). The node-aware
-// algorithms come first on hierarchical teams.
+// algorithms come first on hierarchical teams: the leaders' Rabenseifner's
+// (hier_rabenseifner, with 4 hosts or more; fewer run recursive doubling)
+// from UCC_ALLREDUCE_RABENSEIFNER_MIN up to the node-aware ring's
+// threshold, the leaders' recursive doubling below.
 constexpr Row kRows[] = {
 #define UCC_ALG(coll, id, name, desc, impl, from, when) \
   {CollType::k##coll, id, &impl, From::k##from, Cond::k##when, false},
@@ -177,6 +181,8 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
       return cfg.cma_min;
     case From::kAllreduceRingMin:
       return cfg.allreduce_ring_min;
+    case From::kAllreduceRabMin:
+      return cfg.allreduce_rab_min;
     case From::kLinearMax:
       return cfg.linear_max;
     case From::kAlltoallLinearMax:

@@ -214,7 +214,8 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "vectors of at least this many bytes (at most 4G) go by "
      "Rabenseifner's algorithm (reduce-scatter by recursive halving, "
      "allgather by recursive doubling), smaller ones by recursive "
-     "doubling"},
+     "doubling; on hierarchical teams the hosts' leaders do the same "
+     "below UCC_ALLREDUCE_RING_MIN (hier_rabenseifner)"},
     {"BARRIER_ALG", "auto", Scope::kContext,
      "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
      "node-aware, the default where a team spans hosts and some host has "
@@ -231,7 +232,8 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
      "hier_ring (node-aware: leaders, or the ring host by host), "
      "rabenseifner (reduce-scatter by recursive halving, allgather by "
-     "recursive doubling)"},
+     "recursive doubling), hier_rabenseifner (node-aware, Rabenseifner's "
+     "among 4 hosts' leaders or more)"},
     {"ALLGATHER_ALG", "auto", Scope::kContext,
      "Allgather algorithm: auto, ring, cma, hier, linear, bruck (cma: "
      "single copy, where UCC_CMA allows it; elsewhere the default; hier: "

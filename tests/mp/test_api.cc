@@ -152,12 +152,13 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
     ucc_coll_caps_t caps{};
     check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLREDUCE, UCC_DT_FLOAT32,
                          UCC_OP_SUM, UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
-              caps.supported && caps.n_algs == 5 &&
+              caps.supported && caps.n_algs == 6 &&
               std::strcmp(caps.alg_names[0], "rd") == 0 &&
               std::strcmp(caps.alg_names[1], "ring") == 0 &&
               std::strcmp(caps.alg_names[2], "hier") == 0 &&
               std::strcmp(caps.alg_names[3], "hier_ring") == 0 &&
               std::strcmp(caps.alg_names[4], "rabenseifner") == 0 &&
+              std::strcmp(caps.alg_names[5], "hier_rabenseifner") == 0 &&
               caps.max_team_size > 0 && caps.max_count > 0,
           "query allreduce float32 sum");
     check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLREDUCE, UCC_DT_FLOAT32,

@@ -73,6 +73,13 @@ const Config kConfigs[] = {
     // the host's first rank, recursive doubling among the hosts' first
     // ranks, bcast) name buffers of their own.
     {"hier", {{"UCC_ALLREDUCE_ALG", "hier"}}, false, kAllreduceOnly},
+    // Its leaders by Rabenseifner's algorithm where there are 4 hosts or
+    // more (tests/CMakeLists.txt runs it across hosts; on one host, as
+    // hier).
+    {"hier_rabenseifner",
+     {{"UCC_ALLREDUCE_ALG", "hier_rabenseifner"}},
+     false,
+     kAllreduceOnly},
     {"auto_ringmin1k",
      {{"UCC_ALLREDUCE_ALG", "auto"}, {"UCC_ALLREDUCE_RING_MIN", "1K"}},
      false,

@@ -146,8 +146,10 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
 // UCC_ALLREDUCE_RING_PER_RANK bytes per rank (a power of two ranks) or
 // UCC_ALLREDUCE_RING_PER_RANK_FOLD (other sizes), then the ring: the
 // ring's bound grows with the team. Narrow teams switch from recursive doubling
-// to the ring at UCC_ALLREDUCE_RING_MIN, hierarchical ones to the
-// node-aware ring (docs/scale.md).
+// to the ring at UCC_ALLREDUCE_RING_MIN, hierarchical ones from the
+// leaders' recursive doubling to their Rabenseifner's at
+// UCC_ALLREDUCE_RABENSEIFNER_MIN and to the node-aware ring at
+// UCC_ALLREDUCE_RING_MIN (docs/scale.md).
 TEST(Select, AllreduceRingThresholdGrowsWithWideTeams) {
   off::EngineConfig cfg;
   auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
@@ -174,7 +176,9 @@ TEST(Select, AllreduceRingThresholdGrowsWithWideTeams) {
   EXPECT_EQ(pick(rab, false, 0), "rd");  // narrow
   EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 0), "ring");
   EXPECT_EQ(pick(cfg.allreduce_ring_min, true, 256), "hier_ring");
-  EXPECT_EQ(pick(rab, true, 256), "hier");
+  EXPECT_EQ(pick(rab - 1, true, 256), "hier");
+  EXPECT_EQ(pick(rab, true, 256), "hier_rabenseifner");
+  EXPECT_EQ(pick(rab, true, 0), "hier_rabenseifner");
   EXPECT_EQ(pick(8, true, 256), "hier");
   // Where the selection changes, as ucc_team_coll_algs gives it.
   off::EngineCaps caps{};
