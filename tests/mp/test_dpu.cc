@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -138,8 +139,13 @@ TEST(Dpu, ImpostorDaemonIsRefused) {
   const int l = ucc::plat::sock::tcp_listen(addr.c_str());
   ASSERT_GE(l, 0);
   int after_auth = -1;  // what came after our verdict: 0 = closed
+  // The rank is forked only once the impostor's thread waits in poll():
+  // a fork while that thread is starting can copy a lock it holds (the
+  // sanitizers' allocator's), and the rank would wait on it for ever.
+  std::atomic<bool> waiting{false};
   std::thread fake([&] {
     pollfd pf{l, POLLIN, 0};
+    waiting.store(true);
     if (poll(&pf, 1, 10000) != 1) return;
     const int c = accept(l, nullptr, nullptr);
     if (c < 0) return;
@@ -159,6 +165,7 @@ TEST(Dpu, ImpostorDaemonIsRefused) {
     }
     close(c);
   });
+  while (!waiting.load()) std::this_thread::yield();
   bool ok = ucct::run_ranks(1, [&](ucct::Rank& r) {
     ucct::World w;
     w.env = {{"UCC_OFFLOAD", "dpu"},
