@@ -197,9 +197,14 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
   return 0;
 }
 
+// Whether a rule's bound is per team rank (SelectRule::per_rank).
+bool per_team_rank(From f) {
+  return f == From::kRabMinToPerRank || f == From::kRabMinToFoldPerRank;
+}
+
 bool bounded(From f) {
   return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
-         f == From::kRabMinToPerRank || f == From::kRabMinToFoldPerRank;
+         per_team_rank(f);
 }
 
 // Where a rule ends (0: it does not); RabMinTo*PerRank: per team rank.
@@ -265,10 +270,7 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
       const uint32_t below = ceiling(cfg, r.from);
       // A bounded rule that can never hold (UCC_LINEAR_MAX=0) is left out.
       if (bounded(r.from) && below == 0) continue;
-      const uint8_t per_rank = r.from == From::kRabMinToPerRank ||
-                                       r.from == From::kRabMinToFoldPerRank
-                                   ? 1
-                                   : 0;
+      const uint8_t per_rank = per_team_rank(r.from) ? 1 : 0;
       cc.rules[cc.nrules++] = off::SelectRule{
           threshold(cfg, r.from), r.id, when_of(r.cond), per_rank, 0, below};
     }
