@@ -105,13 +105,17 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   // The team's memory in one block: the queue, the instances, their block
   // tables and the known records' arrays, where map() cannot the
   // instances' bounce and cache buffers (coll_run.h), and the port's
-  // tables. A daemon serves several hosts: the block comes zeroed, so
-  // none finds another's bytes in it.
+  // tables, and on wide teams the instances' scratch (CollRun::scratch:
+  // from 256 KiB the block is a mapping of its own, whose pages cost
+  // nothing until an algorithm writes them). A daemon serves several
+  // hosts: the block comes zeroed, so none finds another's bytes in it.
   const size_t nvec = size <= Team::kArrayRanks ? 8 * size_t{size} : 0;
   const size_t per_inst = size_t{cfg_.slot_size} + kCacheBytes;
   const bool need_bounce = env_.mem.needs_bounce();
+  const uint32_t scratch_bytes = off::wide_scratch(cfg_, size);
   uint64_t* blocks = nullptr;
   char* bounce = nullptr;
+  char* scratch = nullptr;
   Port::Tables port_mem;
   for (int pass = 0; pass < 2; ++pass) {
     t.queue = t.mem.take<CollDesc>(cfg_.team_queue, 64);
@@ -120,6 +124,7 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
     blocks =
         t.mem.take<uint64_t>(4 * size_t{size} * k + Team::kKnown * nvec, 64);
     bounce = t.mem.take<char>(need_bounce ? per_inst * k : 0, 64);
+    scratch = t.mem.take<char>(size_t{scratch_bytes} * k, 64);
     port_mem = Port::take(t.mem, size);
     if (pass == 0 && !t.mem.commit()) return Status::kNoMemory;
   }
@@ -140,6 +145,10 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
     if (need_bounce) {
       t.inst[j].bounce = bounce + per_inst * j;
       t.inst[j].cache = bounce + per_inst * j + cfg_.slot_size;
+    }
+    if (scratch_bytes != 0) {
+      t.inst[j].scratch = scratch + size_t{scratch_bytes} * j;
+      t.inst[j].scratch_bytes = scratch_bytes;
     }
   }
   for (uint32_t j = 0; j < Team::kKnown; ++j) {

@@ -207,6 +207,8 @@ UCC_HOT void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   r.port = &t.port;
   r.id = id;
   r.bounce = in.bounce;
+  r.scratch = in.scratch;
+  r.scratch_bytes = in.scratch_bytes;
   r.drop_cache();
   r.key = with_sig(
       tagged(d) ? tagged_key(d) : key_ordered(t.next_seq(), d.coll), sig);

@@ -34,6 +34,8 @@ struct Engine::Inst {
   uint64_t* blocks = nullptr;  // 4 * team size: block tables (blocks.h)
   void* bounce = nullptr;      // slot_size bytes, or none (CollRun::bounce)
   void* cache = nullptr;       // kCacheBytes, with bounce (CollRun::cache)
+  void* scratch = nullptr;     // CollRun::scratch: scratch_bytes, or none
+  uint32_t scratch_bytes = 0;
   off::CollDesc d{};
   CollRun run{};
   alignas(64) unsigned char alg_state[kMaxAlgState];

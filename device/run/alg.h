@@ -20,7 +20,7 @@ namespace ucc::dev {
 // one (device/coll/hier.cc) can hold one of them per phase; an instance
 // has room for the largest.
 inline constexpr size_t kFlatAlgState = 512;
-inline constexpr size_t kMaxAlgState = 1024;
+inline constexpr size_t kMaxAlgState = 1152;
 
 // A rank's whole part of a collective when it is one message of its src
 // to one peer and nothing more (the root of a small bcast over two

@@ -112,6 +112,11 @@ struct CollRun {
   void* cache = nullptr;
   uint32_t cache_bytes = 0;
   bool cache_src = false;
+  // Engine memory of this run for partial results (EngineConfig::
+  // wide_scratch bytes on wide teams, else none): the algorithms that
+  // need it (reduce_scatter_halving.cc) run only where it holds them.
+  void* scratch = nullptr;
+  uint32_t scratch_bytes = 0;
   void drop_cache() {
     cache = nullptr;
     cache_bytes = 0;

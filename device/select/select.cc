@@ -25,7 +25,9 @@ enum class From : uint8_t {
   kBelowLinearMax,
   kBelowWideMax,
   kRabMinToPerRank,
-  kRabMinToFoldPerRank
+  kRabMinToFoldPerRank,
+  kBelowAlltoallBruckMax,
+  kFitsScratch
 };
 
 // off::When, or no rule at all.
@@ -37,7 +39,8 @@ enum class Cond : uint8_t {
   kLinear,
   kCrowded,
   kWide,
-  kWidePow2
+  kWidePow2,
+  kWideFlat
 };
 
 struct Row {
@@ -95,6 +98,17 @@ struct Row {
 // larger cost (docs/scale.md: 256 ranks one per host, 32 B per rank, 5.9
 // against the ring's 109 us; 8 per host, 4 KiB per rank, Bruck 432
 // against the node-aware ring's 66 us).
+//
+// Bruck's alltoall on wide teams likewise: below UCC_WIDE_MAX bytes per
+// block on every wide team, below UCC_ALLTOALL_BRUCK_MAX on flat ones
+// (When::kWideFlat: alltoall has no node-aware row to stop at), before
+// the pairwise exchange. Its log2 n rounds move about n / 2 blocks each,
+// log2 n / 2 times the pairwise exchange's bytes, so it wins while the
+// pairwise exchange's n - 1 steps are latency-bound and the network
+// carries the bytes: one rank per host up to 4-8 KiB per block on a fat
+// tree, 0.25-1 KiB on a dragonfly's global links; 0.5-2 KiB with 8
+// ranks per host sharing the host's link (docs/scale.md). Never in place
+// (select_alg).
 //
 // Allreduce on wide teams without the node-aware shape (one rank per
 // host, at scale): recursive doubling below UCC_ALLREDUCE_RABENSEIFNER_MIN,
@@ -166,6 +180,8 @@ constexpr off::When when_of(Cond c) {
       return off::When::kWide;
     case Cond::kWidePow2:
       return off::When::kWidePow2;
+    case Cond::kWideFlat:
+      return off::When::kWideFlat;
     case Cond::kNever:
     case Cond::kAlways:
       break;
@@ -192,24 +208,30 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
       return cfg.allreduce_rab_min;
     case From::kBelowLinearMax:
     case From::kBelowWideMax:
+    case From::kBelowAlltoallBruckMax:
+    case From::kFitsScratch:
       return 0;
   }
   return 0;
 }
 
-// Whether a rule's bound is per team rank (SelectRule::per_rank).
-bool per_team_rank(From f) {
-  return f == From::kRabMinToPerRank || f == From::kRabMinToFoldPerRank;
+// How a rule's bound goes with the team (SelectRule::per_rank): 1 per
+// team rank, 2 for the whole vector (the scratch it must fit).
+uint8_t per_team_rank(From f) {
+  if (f == From::kRabMinToPerRank || f == From::kRabMinToFoldPerRank) return 1;
+  return f == From::kFitsScratch ? 2 : 0;
 }
 
 bool bounded(From f) {
   return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
-         per_team_rank(f);
+         f == From::kBelowAlltoallBruckMax || per_team_rank(f) != 0;
 }
 
 // Where a rule ends (0: it does not); RabMinTo*PerRank: per team rank.
 uint32_t ceiling(const off::EngineConfig& cfg, From f) {
   if (f == From::kBelowWideMax) return cfg.wide_max;
+  if (f == From::kBelowAlltoallBruckMax) return cfg.alltoall_bruck_max;
+  if (f == From::kFitsScratch) return cfg.wide_scratch;
   if (f == From::kRabMinToPerRank) return cfg.allreduce_ring_per_rank;
   if (f == From::kRabMinToFoldPerRank) return cfg.allreduce_ring_per_rank_fold;
   if (f != From::kBelowLinearMax) return 0;
@@ -226,6 +248,17 @@ bool single_copy_ok(const off::EngineCaps& caps, const off::CollDesc& d,
   return caps.single_copy != 0 && one_node && d.src.mem_type == 0 &&
          d.dst.mem_type == 0 &&
          !(d.coll == CollType::kAlltoall && (d.flags & off::kDescInPlace));
+}
+
+// The record as if algorithm `id` were not there: not forced, no rule of
+// its own.
+off::CollCaps without(const off::CollCaps& c, uint8_t id) {
+  off::CollCaps w = c;
+  if (w.forced == id) w.forced = 0;
+  w.nrules = 0;
+  for (uint32_t i = 0; i < c.nrules && i < off::kMaxRules; ++i)
+    if (c.rules[i].alg != id) w.rules[w.nrules++] = c.rules[i];
+  return w;
 }
 
 }  // namespace
@@ -247,6 +280,10 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
   caps->wide_ranks = static_cast<uint16_t>(cfg.wide_ranks < off::kMaxWideRanks
                                                ? cfg.wide_ranks
                                                : off::kMaxWideRanks);
+  caps->scratch_kib = static_cast<uint16_t>((cfg.wide_scratch < off::kMaxScratch
+                                                 ? cfg.wide_scratch
+                                                 : off::kMaxScratch) /
+                                            1024);
   for (size_t c = 0; c < off::kNumColls; ++c) {
     off::CollCaps& cc = caps->coll[c];
     cc = off::CollCaps{};
@@ -270,7 +307,7 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
       const uint32_t below = ceiling(cfg, r.from);
       // A bounded rule that can never hold (UCC_LINEAR_MAX=0) is left out.
       if (bounded(r.from) && below == 0) continue;
-      const uint8_t per_rank = per_team_rank(r.from) ? 1 : 0;
+      const uint8_t per_rank = per_team_rank(r.from);
       cc.rules[cc.nrules++] = off::SelectRule{
           threshold(cfg, r.from), r.id, when_of(r.cond), per_rank, 0, below};
     }
@@ -293,6 +330,23 @@ const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
       whole && off::crowded_team(caps, team_size, one_node),
       whole && off::wide_team(caps, team_size) ? team_size : 0};
   *id = off::select_alg_id(caps.coll[c], in);
+  // Algorithms that cannot run this descriptor: the choice without them.
+  // Bruck's alltoall keeps blocks in transit where src blocks wait: not
+  // in place (alltoall_bruck.cc). Recursive halving holds the whole
+  // vector in the run's scratch: only where it fits
+  // (reduce_scatter_halving.cc).
+  bool cannot = false;
+  if (d.coll == off::CollType::kAlltoall && *id == off::kAlltoallBruck)
+    cannot = (d.flags & off::kDescInPlace) != 0;
+  if (d.coll == off::CollType::kReduceScatter &&
+      *id == off::kReduceScatterHalving) {
+    const uint64_t room =
+        off::wide_team(caps, team_size) ? uint64_t{caps.scratch_kib} * 1024 : 0;
+    uint64_t all = 0;
+    cannot =
+        __builtin_mul_overflow(bytes, uint64_t{team_size}, &all) || all > room;
+  }
+  if (cannot) *id = off::select_alg_id(without(caps.coll[c], *id), in);
   // The one-sided convention moves different bytes: its descriptors run
   // its algorithm, and no other descriptor does.
   if (d.coll == off::CollType::kAlltoallv) {

@@ -253,10 +253,13 @@ bool valid(Knob k, const char* v) {
     case Knob::kWideRanks:
       return parse_size(v, &u) && u <= off::kMaxWideRanks;
     case Knob::kWideMax:
+    case Knob::kAlltoallBruckMax:
     case Knob::kAllreduceRingPerRank:
     case Knob::kAllreduceRabMin:
     case Knob::kAllreduceRingPerRankFold:
       return parse_size(v, &u) && u <= UINT32_MAX;
+    case Knob::kWideScratch:
+      return parse_size(v, &u) && u % 1024 == 0 && u <= off::kMaxScratch;
     case Knob::kCma:
       return strcasecmp(v, "auto") == 0 || strcasecmp(v, "no") == 0;
     case Knob::kCls:
@@ -550,6 +553,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.linear_ranks = static_cast<uint32_t>(num(Knob::kLinearRanks));
   e.wide_ranks = static_cast<uint32_t>(num(Knob::kWideRanks));
   e.wide_max = static_cast<uint32_t>(num(Knob::kWideMax));
+  e.alltoall_bruck_max = static_cast<uint32_t>(num(Knob::kAlltoallBruckMax));
+  e.wide_scratch = static_cast<uint32_t>(num(Knob::kWideScratch));
   e.allreduce_ring_per_rank =
       static_cast<uint32_t>(num(Knob::kAllreduceRingPerRank));
   e.allreduce_rab_min = static_cast<uint32_t>(num(Knob::kAllreduceRabMin));

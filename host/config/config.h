@@ -61,6 +61,8 @@ enum class Knob : uint8_t {
   kAlltoallLinearMax,
   kWideRanks,
   kWideMax,
+  kAlltoallBruckMax,
+  kWideScratch,
   kAllreduceRingPerRank,
   kAllreduceRingPerRankFold,
   kAllreduceRabMin,

@@ -194,9 +194,23 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "ceil(log2 n) rounds (Bruck's algorithm) instead of the rings' n - 1 "
      "steps; every rank of a team must see the same value (docs/scale.md)"},
     {"WIDE_MAX", "512", Scope::kContext,
-     "Allgather blocks of fewer bytes (at most 4G) go by Bruck's algorithm "
-     "on every team of UCC_WIDE_RANKS ranks or more, before the node-aware "
-     "ring (0: only on teams without the node-aware shape)"},
+     "Allgather and alltoall blocks of fewer bytes (at most 4G) go by "
+     "Bruck's algorithms, reduce_scatter blocks by recursive halving where "
+     "they fit UCC_WIDE_SCRATCH, on every team of UCC_WIDE_RANKS ranks or "
+     "more, before the node-aware rings and the pairwise exchange (0: "
+     "only on teams without the node-aware shape)"},
+    {"ALLTOALL_BRUCK_MAX", "1K", Scope::kContext,
+     "On teams of UCC_WIDE_RANKS ranks or more without several ranks on "
+     "some of several hosts, alltoall blocks of fewer bytes (at most 4G; "
+     "0: only below UCC_WIDE_MAX) go by Bruck's algorithm, ceil(log2 n) "
+     "rounds of about n / 2 blocks, instead of the pairwise exchange's "
+     "n - 1 steps (docs/scale.md)"},
+    {"WIDE_SCRATCH", "1M", Scope::kContext,
+     "Engine memory for each running collective (UCC_TEAM_INFLIGHT) of "
+     "teams of UCC_WIDE_RANKS ranks or more, taken at team creation and "
+     "touched only by the algorithms that keep partial results in it: "
+     "reduce_scatter by recursive halving runs where the team's whole "
+     "vector fits (a multiple of 1K, at most 16M; 0: never)"},
     {"ALLREDUCE_RING_PER_RANK", "24K", Scope::kContext,
      "On teams of a power of two ranks, UCC_WIDE_RANKS or more, without "
      "several ranks on some of several hosts, allreduce runs "
@@ -240,12 +254,15 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "node-aware ring; linear: to every rank at once; bruck: ceil(log2 n) "
      "rounds)"},
     {"ALLTOALL_ALG", "auto", Scope::kContext,
-     "Alltoall algorithm: auto, pairwise, cma, linear (cma: single copy, "
-     "where UCC_CMA allows it; elsewhere the default; linear: every block "
-     "to its rank at once)"},
+     "Alltoall algorithm: auto, pairwise, cma, linear, bruck (cma: single "
+     "copy, where UCC_CMA allows it; elsewhere the default; linear: every "
+     "block to its rank at once; bruck: Bruck's log2 n rounds, not in "
+     "place, where the pairwise exchange runs)"},
     {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
      "Reduce-scatter algorithm: auto, ring, hier (node-aware ring), "
-     "linear (every rank sends each block to its rank at once)"},
+     "linear (every rank sends each block to its rank at once), halving "
+     "(recursive halving, where the vector fits UCC_WIDE_SCRATCH; "
+     "elsewhere the choice without it)"},
     {"GATHER_ALG", "auto", Scope::kContext, "Gather algorithm: auto, linear"},
     {"GATHERV_ALG", "auto", Scope::kContext, "Gatherv algorithm: auto, linear"},
     {"SCATTER_ALG", "auto", Scope::kContext, "Scatter algorithm: auto, linear"},

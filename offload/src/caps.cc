@@ -19,6 +19,7 @@ bool engine_config_ok(const EngineConfig& c) {
   if (c.linear_ranks > kMaxLinearRanks) return false;
   if (c.cpus == 0 || c.cpus > kMaxHostCpus) return false;
   if (c.wide_ranks > kMaxWideRanks) return false;
+  if (c.wide_scratch % 1024 != 0 || c.wide_scratch > kMaxScratch) return false;
   return c.inflight != 0 && c.inflight <= 64 && c.unexpected <= 4096;
 }
 

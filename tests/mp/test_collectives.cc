@@ -116,17 +116,37 @@ const Config kConfigs[] = {
       {"UCC_REDUCE_SCATTER_ALG", "ring"}},
      false,
      {"allgather", "alltoall", "reduce_scatter"}},
-    // Bruck's allgather at every team size and block size (by default
-    // only teams of UCC_WIDE_RANKS ranks run it, below 64 KiB blocks): its
-    // ranges that wrap past the last rank travel as two streams; with two
-    // slots of 256 bytes each stream is many messages.
-    {"bruck", {{"UCC_ALLGATHER_ALG", "bruck"}}, false, {"allgather"}},
+    // Bruck's allgather and alltoall at every team size and block size
+    // (by default only teams of UCC_WIDE_RANKS ranks run them, below
+    // UCC_WIDE_MAX and UCC_LINEAR_MAX bytes per block): the allgather's
+    // ranges that wrap past the last rank travel as two streams, the
+    // alltoall's rounds pack blocks from src and dst; with two slots of
+    // 256 bytes each stream is many messages, and a block spans several.
+    // Alltoall in place runs the pairwise exchange instead.
+    // Recursive halving for reduce_scatter on every team of 2 ranks or
+    // more (wide, so that they have scratch), with room for the large
+    // vector too; folds at 3, 5, 6, 7 ranks. Slots of 4 KiB, two per
+    // peer: the fold and the first rounds are many messages from 1000
+    // elements on.
+    {"halving",
+     {{"UCC_REDUCE_SCATTER_ALG", "halving"},
+      {"UCC_WIDE_RANKS", "2"},
+      {"UCC_WIDE_SCRATCH", "4M"},
+      {"UCC_SHM_SEG_SIZE", "4K"},
+      {"UCC_SHM_NSEGS", "2"}},
+     false,
+     {"reduce_scatter", "inflight"}},
+    {"bruck",
+     {{"UCC_ALLGATHER_ALG", "bruck"}, {"UCC_ALLTOALL_ALG", "bruck"}},
+     false,
+     {"allgather", "alltoall"}},
     {"bruck_smallseg",
      {{"UCC_ALLGATHER_ALG", "bruck"},
+      {"UCC_ALLTOALL_ALG", "bruck"},
       {"UCC_SHM_SEG_SIZE", "256"},
       {"UCC_SHM_NSEGS", "2"}},
      true,
-     {"allgather", "inflight"}},
+     {"allgather", "alltoall", "inflight"}},
     // The linear exchanges' rounds, with two slots of 256 bytes: a rank's
     // sends run ahead of its receives as far as the inboxes take them,
     // also with many collectives in flight.

@@ -141,6 +141,97 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
   EXPECT_EQ(pick(8, true, false), "hier");
 }
 
+// Alltoall on wide teams: Bruck below UCC_WIDE_MAX on every shape, below
+// UCC_ALLTOALL_BRUCK_MAX on flat ones, then the pairwise exchange; in
+// place always the pairwise exchange (dev::select_alg).
+TEST(Select, AlltoallBruckOnWideTeamsByShapeAndSize) {
+  off::EngineConfig cfg;
+  auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
+    return picked(cfg, CollType::kAlltoall, bytes, hier, wide);
+  };
+  ASSERT_LT(cfg.wide_max, cfg.alltoall_bruck_max);
+  EXPECT_EQ(pick(8, false, 64), "bruck");
+  EXPECT_EQ(pick(8, true, 64), "bruck");
+  EXPECT_EQ(pick(cfg.wide_max - 1, true, 64), "bruck");
+  EXPECT_EQ(pick(cfg.wide_max, true, 64), "pairwise");
+  EXPECT_EQ(pick(cfg.wide_max, false, 64), "bruck");
+  EXPECT_EQ(pick(cfg.alltoall_bruck_max - 1, false, 64), "bruck");
+  EXPECT_EQ(pick(cfg.alltoall_bruck_max, false, 64), "pairwise");
+  EXPECT_EQ(pick(8, false, 0), "pairwise");  // narrow
+  cfg.alltoall_bruck_max = 0;
+  EXPECT_EQ(pick(cfg.wide_max - 1, false, 64), "bruck");
+  EXPECT_EQ(pick(cfg.wide_max, false, 64), "pairwise");
+
+  // In place: the pairwise exchange, also where forced.
+  off::EngineConfig def;
+  for (uint8_t forced : {uint8_t{0}, off::kAlltoallBruck}) {
+    def.forced[static_cast<size_t>(CollType::kAlltoall)] = forced;
+    off::EngineCaps caps{};
+    dev::fill_select_caps(def, &caps);
+    off::CollDesc d{};
+    d.coll = CollType::kAlltoall;
+    uint8_t id = 0;
+    ASSERT_NE(dev::select_alg(caps, d, 8, false, false, 64, &id), nullptr);
+    EXPECT_EQ(id, off::kAlltoallBruck);
+    d.flags = off::kDescInPlace;
+    ASSERT_NE(dev::select_alg(caps, d, 8, false, false, 64, &id), nullptr);
+    EXPECT_EQ(id, 1) << "forced " << int{forced};
+  }
+}
+
+// Reduce_scatter on wide teams: recursive halving below UCC_WIDE_MAX on
+// every shape, and on flat ones while the team's whole vector fits
+// UCC_WIDE_SCRATCH; the node-aware ring, else the ring. Where the vector
+// does not fit the engine's scratch, forced or not, the choice without
+// it (dev::select_alg).
+TEST(Select, ReduceScatterHalvingWhereTheVectorFits) {
+  off::EngineConfig cfg;
+  auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
+    return picked(cfg, CollType::kReduceScatter, bytes, hier, wide);
+  };
+  const uint64_t fit = cfg.wide_scratch / 256;  // per block at 256 ranks
+  ASSERT_GT(fit, cfg.wide_max);
+  EXPECT_EQ(pick(8, false, 256), "halving");
+  EXPECT_EQ(pick(fit - 1, false, 256), "halving");
+  EXPECT_EQ(pick(fit, false, 256), "ring");
+  EXPECT_EQ(pick(cfg.wide_max - 1, true, 256), "halving");
+  EXPECT_EQ(pick(cfg.wide_max, true, 256), "hier");
+  EXPECT_EQ(pick(8, false, 0), "ring");  // narrow
+  // Where the selection changes, as ucc_team_coll_algs gives it.
+  off::EngineCaps caps{};
+  dev::fill_select_caps(cfg, &caps);
+  EXPECT_EQ(uint64_t{caps.scratch_kib} * 1024, cfg.wide_scratch);
+  const off::CollCaps& cc =
+      caps.coll[static_cast<size_t>(CollType::kReduceScatter)];
+  off::SelectRange r[2 * off::kMaxRules + 1];
+  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 256, r, 13), 2u);
+  EXPECT_EQ(r[1].from, fit);
+
+  // The engine's verdict on the descriptor: the vector must fit.
+  for (uint8_t forced : {uint8_t{0}, off::kReduceScatterHalving}) {
+    SCOPED_TRACE(testing::Message() << "forced " << int{forced});
+    off::EngineConfig f = cfg;
+    f.forced[static_cast<size_t>(CollType::kReduceScatter)] = forced;
+    dev::fill_select_caps(f, &caps);
+    off::CollDesc d{};
+    d.coll = CollType::kReduceScatter;
+    uint8_t id = 0;
+    ASSERT_NE(dev::select_alg(caps, d, 64, false, true, 256, &id), nullptr);
+    EXPECT_EQ(id, off::kReduceScatterHalving);
+    // Hierarchical, too large for scratch: the node-aware ring.
+    ASSERT_NE(dev::select_alg(caps, d, fit + 1, false, true, 256, &id),
+              nullptr);
+    EXPECT_STREQ(off::find_alg_id(d.coll, id)->name, "hier");
+    // Narrow: no scratch at all; too wide for one byte per rank.
+    ASSERT_NE(dev::select_alg(caps, d, 8, false, false, 8, &id), nullptr);
+    EXPECT_STREQ(off::find_alg_id(d.coll, id)->name, "ring");
+    ASSERT_NE(
+        dev::select_alg(caps, d, 1, false, false, cfg.wide_scratch + 1, &id),
+        nullptr);
+    EXPECT_STREQ(off::find_alg_id(d.coll, id)->name, "ring");
+  }
+}
+
 // Allreduce on wide flat teams: recursive doubling below
 // UCC_ALLREDUCE_RABENSEIFNER_MIN, Rabenseifner's from there up to
 // UCC_ALLREDUCE_RING_PER_RANK bytes per rank (a power of two ranks) or

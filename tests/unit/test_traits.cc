@@ -481,3 +481,19 @@ TEST(Select, WidePow2RuleHoldsOnPowersOfTwo) {
   EXPECT_EQ(select_alg_id(c, in(17)), 1);
   EXPECT_EQ(select_alg_id(c, in(0)), 1);  // not wide
 }
+
+// kWideFlat holds on wide teams without the node-aware shape only.
+TEST(Select, WideFlatRuleHoldsOnFlatWideTeams) {
+  using ucc::off::select_alg_id;
+  using ucc::off::SelectInput;
+  using ucc::off::When;
+  const ucc::off::CollCaps c = caps_1_4({{0, 4, When::kWideFlat, 0, 0, 0}});
+  auto in = [](uint32_t wide, bool node_aware) {
+    SelectInput s{0, 8, false, true, node_aware, false, false};
+    s.wide = wide;
+    return s;
+  };
+  EXPECT_EQ(select_alg_id(c, in(64, false)), 4);
+  EXPECT_EQ(select_alg_id(c, in(64, true)), 1);
+  EXPECT_EQ(select_alg_id(c, in(0, false)), 1);  // not wide
+}

@@ -26,7 +26,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 8;  // 8: kWidePow2
+inline constexpr uint16_t kCapsVersion = 9;  // 9: kWideFlat
 inline constexpr uint32_t kMaxRules = 6;     // per collective
 
 // What a rule needs besides the size.
@@ -42,13 +42,16 @@ enum class When : uint8_t {
   kWide = 5,        // the team has wide_ranks ranks or more, and the
                     // collective covers the whole team
   kWidePow2 = 6,    // kWide, and the team's size is a power of two
+  kWideFlat = 7,    // kWide, and not kNodeAware
 };
 
 // A rule holds from min_bytes up to, not including, below_bytes (0: no
-// bound), where its condition holds. With per_rank, below_bytes is per
-// rank of the team, and the rule holds on wide teams only (SelectInput::
-// wide): a bound that grows with the team, as a latency-bound
-// algorithm's steps do.
+// bound), where its condition holds. With per_rank, the rule holds on
+// wide teams only (SelectInput::wide) and below_bytes is per rank of the
+// team (per_rank 1: a bound that grows with the team, as a latency-bound
+// algorithm's steps do) or for the team's whole vector (per_rank 2: the
+// bound is below_bytes / n, nothing where that is 0; an algorithm that
+// holds the vector in scratch).
 struct SelectRule {
   uint64_t min_bytes;
   uint8_t alg;  // catalogue id
@@ -88,7 +91,11 @@ struct EngineCaps {
   uint16_t cpus;  // When::kCrowded: the CPUs one host's engines run on
   uint16_t wide_ranks;              // When::kWide's smallest team (0: never)
   uint16_t reduce_ops[kNumDTypes];  // per DType: bit ROp, ops it reduces
-  uint8_t pad2[6];
+  // KiB of scratch per running collective of a wide team (EngineConfig::
+  // wide_scratch): When::kWide rules bounded by it hold where the
+  // collective's vector fits (SelectRule::per_rank 2).
+  uint16_t scratch_kib;
+  uint8_t pad2[4];
   CollCaps coll[kNumColls];
 };
 static_assert(std::is_trivially_copyable_v<EngineCaps>);
@@ -140,9 +147,12 @@ inline bool wide_team(const EngineCaps& c, uint32_t n) {
   return c.wide_ranks != 0 && n >= c.wide_ranks;
 }
 
-// Where rule r ends for `in` (0: it does not; per rank: on wide teams).
+// Where rule r ends for `in` (0: it does not; per rank: on wide teams,
+// where per_rank 2 gives 0 for a rule that never holds).
 inline uint64_t rule_below(const SelectRule& r, uint32_t wide) {
-  return r.per_rank != 0 ? uint64_t{r.below_bytes} * wide : r.below_bytes;
+  if (r.per_rank == 1) return uint64_t{r.below_bytes} * wide;
+  if (r.per_rank == 2) return wide != 0 ? r.below_bytes / wide : 0;
+  return r.below_bytes;
 }
 
 // The algorithm id for `in`: an explicit or forced id (a single-copy one
@@ -158,16 +168,19 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
   const uint32_t n = c.nrules < kMaxRules ? c.nrules : kMaxRules;
   for (uint32_t i = 0; i < n; ++i) {
     const SelectRule& r = c.rules[i];
-    const bool holds = r.when == When::kAlways ||
-                       (r.when == When::kSingleCopy && in.single_copy) ||
-                       (r.when == When::kNodeAware && in.node_aware) ||
-                       (r.when == When::kLinear && in.linear) ||
-                       (r.when == When::kCrowded && in.crowded) ||
-                       (r.when == When::kWide && in.wide) ||
-                       (r.when == When::kWidePow2 && in.wide != 0 &&
-                        (in.wide & (in.wide - 1)) == 0);
+    const bool holds =
+        r.when == When::kAlways ||
+        (r.when == When::kSingleCopy && in.single_copy) ||
+        (r.when == When::kNodeAware && in.node_aware) ||
+        (r.when == When::kLinear && in.linear) ||
+        (r.when == When::kCrowded && in.crowded) ||
+        (r.when == When::kWide && in.wide) ||
+        (r.when == When::kWidePow2 && in.wide != 0 &&
+         (in.wide & (in.wide - 1)) == 0) ||
+        (r.when == When::kWideFlat && in.wide != 0 && !in.node_aware);
     if (r.per_rank != 0 && in.wide == 0) continue;  // wide teams only
     const uint64_t below = rule_below(r, in.wide);
+    if (r.per_rank == 2 && below == 0) continue;  // no size fits
     if (in.bytes >= r.min_bytes && (below == 0 || in.bytes < below) && holds)
       return r.alg;
   }

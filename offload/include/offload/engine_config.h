@@ -70,12 +70,28 @@ struct EngineConfig {
   uint32_t allreduce_ring_per_rank = 24 * 1024;
   uint32_t allreduce_rab_min = 8192;
   uint32_t allreduce_ring_per_rank_fold = 3 * 1024;
+  // Selection: alltoall blocks below wide_max bytes go by Bruck's
+  // algorithm on every wide team, below alltoall_bruck_max on those
+  // without the node-aware shape (caps.h, When::kWideFlat), before the
+  // pairwise exchange (docs/scale.md).
+  uint32_t alltoall_bruck_max = 1024;
+  // Engine memory per running collective of a wide team (wide_ranks ranks
+  // or more) for algorithms that hold partial results: reduce_scatter by
+  // recursive halving runs where its whole vector fits (caps.h,
+  // EngineCaps::scratch_kib). A multiple of 1 KiB, at most kMaxScratch.
+  uint32_t wide_scratch = 1024 * 1024;
   uint32_t pad = 0;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
-static_assert(sizeof(EngineConfig) == 104);
+static_assert(sizeof(EngineConfig) == 112);
 static_assert(offsetof(EngineConfig, linear_max) == 64);
 static_assert(offsetof(EngineConfig, alltoall_linear_max) == 72);
+// The largest UCC_WIDE_SCRATCH (EngineCaps keeps it in KiB, 16 bits).
+inline constexpr uint32_t kMaxScratch = 16u << 20;
+// The scratch bytes of each running collective of a team of n ranks.
+inline uint32_t wide_scratch(const EngineConfig& c, uint32_t n) {
+  return c.wide_ranks != 0 && n >= c.wide_ranks ? c.wide_scratch : 0;
+}
 // The largest UCC_LINEAR_RANKS (EngineCaps keeps it in a byte).
 inline constexpr uint32_t kMaxLinearRanks = 255;
 // The largest UCC_HOST_CPUS (EngineCaps keeps it in 16 bits).
