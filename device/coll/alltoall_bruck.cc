@@ -30,8 +30,8 @@
 //
 // Partners differ from round to round (2^k mod n does), so the streams of
 // one ordered pair never mix. Alltoall's blocks are all the same length;
-// in place (src is dst) the places collide and the pairwise exchange runs
-// instead (select.cc).
+// in place (src is dst) the places collide: fits() says no, and the
+// selection runs the pairwise exchange instead (select.cc).
 #include "device/coll/algorithms.h"
 #include "device/coll/streams.h"
 #include "device/run/patterns.h"
@@ -40,8 +40,7 @@ namespace ucc::dev {
 namespace {
 
 struct AlltoallBruck {
-  uint32_t dist = 1;  // 2^k of the current round
-  uint32_t k = 0;
+  uint32_t k = 0;  // the round: distance 2^k
   bool started = false;
   uint64_t block = 0;  // bytes per block
   uint64_t bytes = 0;  // this round's packed stream
@@ -60,10 +59,14 @@ struct AlltoallBruck {
     return ((m >> k) << (k + 1)) | (1u << k) | (m & ((1u << k) - 1));
   }
 
+  static bool fits(const off::CollDesc& d, uint64_t, uint32_t, uint64_t) {
+    return (d.flags & off::kDescInPlace) == 0;
+  }
+
   // Where the block of distance i lies at this rank for round k's send
   // (*b, byte offset) and where a received one goes (dst).
   void held(const CollRun& run, uint32_t i, Buf* b, uint64_t* off) const {
-    if ((i & (dist - 1)) == 0) {  // not moved yet: the user's src block
+    if ((i & ((1u << k) - 1)) == 0) {  // not moved yet: the user's src block
       *b = Buf::kSrc;
       *off = run.src_off[run.tab(pat::mod(int64_t{run.rank} + i, run.size))] *
              run.esize;
@@ -96,6 +99,7 @@ struct AlltoallBruck {
   }
 
   Status start(CollRun& run) {
+    if (!fits(*run.d, 0, run.size, 0)) return Status::kNotSupported;
     const uint32_t r = run.tab(run.rank);
     block = run.src_cnt[r] * run.esize;
     if (run.dst_cnt[r] * run.esize != block) return Status::kInvalidParam;
@@ -107,9 +111,9 @@ struct AlltoallBruck {
 
   Status progress(CollRun& run) {
     const uint32_t n = run.size;
-    while (dist < n) {
-      const uint32_t to = pat::mod(int64_t{run.rank} + dist, n);
-      const uint32_t from = pat::mod(int64_t{run.rank} - dist, n);
+    while ((uint64_t{1} << k) < n) {
+      const uint32_t to = pat::mod(int64_t{run.rank} + (int64_t{1} << k), n);
+      const uint32_t from = pat::mod(int64_t{run.rank} - (int64_t{1} << k), n);
       if (!started) {
         bytes = uint64_t{count(n, k)} * block;
         msgs = pat::nmsgs(bytes, run.slot);
@@ -154,7 +158,6 @@ struct AlltoallBruck {
       }
       if (got < msgs) return Status::kInProgress;
       started = false;
-      dist <<= 1;
       ++k;
     }
     return Status::kOk;
@@ -163,6 +166,6 @@ struct AlltoallBruck {
 
 }  // namespace
 
-const AlgInfo kAlltoallBruck = make_alg<AlltoallBruck>();
+const AlgInfo kAlltoallBruck = make_alg_fits<AlltoallBruck>();
 
 }  // namespace ucc::dev

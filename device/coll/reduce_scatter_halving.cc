@@ -17,7 +17,8 @@
 // at team creation on wide teams): the first round reads the kept half
 // from src and writes the sums to scratch, later ones combine there, and
 // the last writes the rank's block to dst. The algorithm runs only where
-// the whole vector fits (select.cc): a fold's receiver holds all of it.
+// the whole vector fits (fits(), which the selection asks): a fold's
+// receiver holds all of it.
 //
 // Non-powers of two fold as recursive doubling does (pat::rd_role): each
 // even rank of the first 2 rem hands its whole src to the odd one above,
@@ -61,8 +62,8 @@ struct ReduceScatterHalving {
   uint32_t peer = 0;
   uint32_t out_t = 0, in_t = 0;  // first real block sent, received
   uint64_t in_bytes = 0, out_bytes = 0;
-  uint32_t sent = 0, nsend = 0, got = 0, nrecv = 0;
-  SendStream tx;  // Out::kSrc
+  uint32_t sent = 0, nsend = 0, got = 0, nrecv = 0;  // nsend: Out::kSums
+  SendStream tx;                                     // Out::kSrc
 
   uint32_t first(uint32_t v) const { return v < rem ? 2 * v : v + rem; }
   char* sums(const CollRun& run, uint32_t t) const {
@@ -75,14 +76,19 @@ struct ReduceScatterHalving {
     return run.dst_off[run.tab(run.rank)] * run.esize;
   }
 
+  // The whole vector, n blocks of `bytes`, fits the scratch.
+  static bool fits(const off::CollDesc&, uint64_t bytes, uint32_t n,
+                   uint64_t scratch) {
+    uint64_t all = 0;
+    return !__builtin_mul_overflow(bytes, uint64_t{n}, &all) && all <= scratch;
+  }
+
   Status start(CollRun& run) {
     const uint32_t n = run.size, me = run.tab(run.rank);
     block = run.src_cnt[me] * run.esize;
     if (run.dst_cnt[me] * run.esize != block) return Status::kInvalidParam;
     if (block == 0) return Status::kOk;
-    uint64_t all = 0;
-    if (__builtin_mul_overflow(block, uint64_t{n}, &all) ||
-        all > run.scratch_bytes)
+    if (!fits(*run.d, block, n, run.scratch_bytes))
       return Status::kNotSupported;  // selection keeps us from here
     role = pat::rd_role(run.rank, n);
     p = pat::pow2_floor(n);
@@ -103,7 +109,7 @@ struct ReduceScatterHalving {
     in_t = it;
     in_bytes = ibytes;
     sent = got = 0;
-    nsend = o == Out::kNone ? 0 : pat::nmsgs(obytes, run.slot);
+    nsend = o == Out::kSums ? pat::nmsgs(obytes, run.slot) : 0;
     nrecv = i == In::kNone ? 0 : pat::nmsgs(ibytes, run.slot);
     if (o == Out::kSrc) tx.init(run, to, Buf::kSrc, src_at(run, ot), obytes);
     started = true;
@@ -114,9 +120,8 @@ struct ReduceScatterHalving {
     if (out == Out::kSrc) {
       Status st = tx.progress(run);
       if (failed(st)) return st;
-      sent = tx.finished() ? nsend : 0;
     }
-    while (out == Out::kSums && sent < nsend) {
+    while (sent < nsend) {
       void* m = run.reserve(peer);
       if (m == nullptr) break;
       const uint32_t len = msg_len(out_bytes, run.slot, sent);
@@ -135,7 +140,7 @@ struct ReduceScatterHalving {
       const uint64_t at = uint64_t{got} * run.slot;
       const uint64_t cnt = len / run.esize;
       Status st;
-      if (in == In::kSrcSums)  // the sums start at in_t (start_sums)
+      if (in == In::kSrcSums)  // the first sums: they start at in_t
         st = run.reduce_in(static_cast<char*>(run.scratch) + at, m, Buf::kSrc,
                            src_at(run, in_t) + at, cnt);
       else if (in == In::kSums)
@@ -146,7 +151,8 @@ struct ReduceScatterHalving {
       run.release(peer);
       ++got;
     }
-    if (sent < nsend || got < nrecv) return Status::kInProgress;
+    const bool out_done = out == Out::kSrc ? tx.finished() : sent == nsend;
+    if (!out_done || got < nrecv) return Status::kInProgress;
     started = false;
     if (in == In::kSrcSums) {
       summed = true;
@@ -234,6 +240,6 @@ struct ReduceScatterHalving {
 
 }  // namespace
 
-const AlgInfo kReduceScatterHalving = make_alg<ReduceScatterHalving>();
+const AlgInfo kReduceScatterHalving = make_alg_fits<ReduceScatterHalving>();
 
 }  // namespace ucc::dev

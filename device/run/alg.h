@@ -53,6 +53,12 @@ struct AlgInfo {
   // this rank, nothing but the message *plan names, sent in start()
   // before it ends; the algorithm's own reading of its shape.
   bool (*sends)(const CollRun& run, SendPlan* plan) = nullptr;
+  // Where not null: whether it can run descriptor d of `bytes`
+  // (off::select_bytes) on a team of n ranks whose runs have `scratch`
+  // bytes of CollRun::scratch; selection chooses without it where not
+  // (device/select/select.cc).
+  bool (*fits)(const off::CollDesc& d, uint64_t bytes, uint32_t n,
+               uint64_t scratch) = nullptr;
 };
 
 // An entry whose algorithm never reads the block tables: they are not
@@ -84,6 +90,14 @@ bool alg_sends(const CollRun& run, SendPlan* plan) {
 template <typename T, size_t Cap = kFlatAlgState>
 constexpr AlgInfo make_alg(bool single_copy = false) {
   return AlgInfo{&alg_start<T, Cap>, &alg_progress<T>, single_copy, false};
+}
+
+// An entry of an algorithm with T::fits (AlgInfo::fits).
+template <typename T>
+constexpr AlgInfo make_alg_fits() {
+  AlgInfo a = make_alg<T>();
+  a.fits = &T::fits;
+  return a;
 }
 
 // An entry of an algorithm with T::plan_sends(const CollRun&, SendPlan*).

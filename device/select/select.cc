@@ -217,17 +217,18 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
 
 // How a rule's bound goes with the team (SelectRule::per_rank): 1 per
 // team rank, 2 for the whole vector (the scratch it must fit).
-uint8_t per_team_rank(From f) {
+uint8_t per_rank_of(From f) {
   if (f == From::kRabMinToPerRank || f == From::kRabMinToFoldPerRank) return 1;
   return f == From::kFitsScratch ? 2 : 0;
 }
 
 bool bounded(From f) {
   return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
-         f == From::kBelowAlltoallBruckMax || per_team_rank(f) != 0;
+         f == From::kBelowAlltoallBruckMax || per_rank_of(f) != 0;
 }
 
-// Where a rule ends (0: it does not); RabMinTo*PerRank: per team rank.
+// Where a rule ends (0: it does not); RabMinTo*PerRank: per team rank;
+// FitsScratch: the whole vector's bytes (per_rank_of).
 uint32_t ceiling(const off::EngineConfig& cfg, From f) {
   if (f == From::kBelowWideMax) return cfg.wide_max;
   if (f == From::kBelowAlltoallBruckMax) return cfg.alltoall_bruck_max;
@@ -307,7 +308,7 @@ void fill_select_caps(const off::EngineConfig& cfg, off::EngineCaps* caps) {
       const uint32_t below = ceiling(cfg, r.from);
       // A bounded rule that can never hold (UCC_LINEAR_MAX=0) is left out.
       if (bounded(r.from) && below == 0) continue;
-      const uint8_t per_rank = per_team_rank(r.from);
+      const uint8_t per_rank = per_rank_of(r.from);
       cc.rules[cc.nrules++] = off::SelectRule{
           threshold(cfg, r.from), r.id, when_of(r.cond), per_rank, 0, below};
     }
@@ -330,23 +331,16 @@ const AlgInfo* select_alg(const off::EngineCaps& caps, const off::CollDesc& d,
       whole && off::crowded_team(caps, team_size, one_node),
       whole && off::wide_team(caps, team_size) ? team_size : 0};
   *id = off::select_alg_id(caps.coll[c], in);
-  // Algorithms that cannot run this descriptor: the choice without them.
-  // Bruck's alltoall keeps blocks in transit where src blocks wait: not
-  // in place (alltoall_bruck.cc). Recursive halving holds the whole
-  // vector in the run's scratch: only where it fits
-  // (reduce_scatter_halving.cc).
-  bool cannot = false;
-  if (d.coll == off::CollType::kAlltoall && *id == off::kAlltoallBruck)
-    cannot = (d.flags & off::kDescInPlace) != 0;
-  if (d.coll == off::CollType::kReduceScatter &&
-      *id == off::kReduceScatterHalving) {
-    const uint64_t room =
+  // An algorithm that cannot run this descriptor (AlgInfo::fits: in
+  // place, a vector larger than the scratch), forced or chosen: the
+  // choice without it.
+  const AlgInfo* a = find_impl(d.coll, *id);
+  if (a != nullptr && a->fits != nullptr) {
+    const uint64_t scratch =
         off::wide_team(caps, team_size) ? uint64_t{caps.scratch_kib} * 1024 : 0;
-    uint64_t all = 0;
-    cannot =
-        __builtin_mul_overflow(bytes, uint64_t{team_size}, &all) || all > room;
+    if (!a->fits(d, bytes, team_size, scratch))
+      *id = off::select_alg_id(without(caps.coll[c], *id), in);
   }
-  if (cannot) *id = off::select_alg_id(without(caps.coll[c], *id), in);
   // The one-sided convention moves different bytes: its descriptors run
   // its algorithm, and no other descriptor does.
   if (d.coll == off::CollType::kAlltoallv) {

@@ -127,9 +127,11 @@ inline constexpr uint32_t kMaxAlgs = 8;  // per collective
 // carry kDescOneSided, and only those (tests/unit/test_select.cc checks
 // the id against the row).
 inline constexpr uint8_t kAlltoallvOneSided = 3;
-// Alltoall's bruck row: never in place (device/select/select.cc).
+// Rows whose algorithm runs only some descriptors (dev::AlgInfo::fits;
+// tests/unit/test_select.cc checks the selection around them): alltoall's
+// bruck never in place, reduce_scatter's halving only where the vector
+// fits the scratch.
 inline constexpr uint8_t kAlltoallBruck = 4;
-// Reduce_scatter's halving row: only where the vector fits the scratch.
 inline constexpr uint8_t kReduceScatterHalving = 4;
 
 struct CollTraits {
