@@ -27,6 +27,7 @@ enum class From : uint8_t {
   kRabMinToPerRank,
   kRabMinToFoldPerRank,
   kBelowAlltoallBruckMax,
+  kBelowAlltoallHierMax,
   kFitsScratch
 };
 
@@ -60,8 +61,12 @@ struct Row {
 // rings; for allreduce the leaders' algorithm below the ring's threshold
 // and the ring in node order above it (it moves the data through every
 // rank, where the leaders' one moves it all through one rank per host).
-// Alltoall(v) has none: its pairwise exchange sends every block straight
-// to its destination, over the network exactly once.
+// Alltoall's below UCC_ALLTOALL_HIER_MAX bytes per block: each host's
+// blocks packed into one stream to its rank of our place, which hands
+// them on (device/coll/alltoall_hier.cc), where the pairwise exchange
+// takes a network step per remote rank; from 64 KiB per block the
+// hand-on's copy costs more than the messages saved (2 hosts x 2 ranks,
+// docs/perf/hosts.md). Alltoallv has none.
 //
 // Flat trees (linear) for small teams on one host, below
 // UCC_LINEAR_MAX bytes: each rank waits for one message from the root or
@@ -209,6 +214,7 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
     case From::kBelowLinearMax:
     case From::kBelowWideMax:
     case From::kBelowAlltoallBruckMax:
+    case From::kBelowAlltoallHierMax:
     case From::kFitsScratch:
       return 0;
   }
@@ -224,7 +230,8 @@ uint8_t per_rank_of(From f) {
 
 bool bounded(From f) {
   return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
-         f == From::kBelowAlltoallBruckMax || per_rank_of(f) != 0;
+         f == From::kBelowAlltoallBruckMax ||
+         f == From::kBelowAlltoallHierMax || per_rank_of(f) != 0;
 }
 
 // Where a rule ends (0: it does not); RabMinTo*PerRank: per team rank;
@@ -232,6 +239,7 @@ bool bounded(From f) {
 uint32_t ceiling(const off::EngineConfig& cfg, From f) {
   if (f == From::kBelowWideMax) return cfg.wide_max;
   if (f == From::kBelowAlltoallBruckMax) return cfg.alltoall_bruck_max;
+  if (f == From::kBelowAlltoallHierMax) return cfg.alltoall_hier_max;
   if (f == From::kFitsScratch) return cfg.wide_scratch;
   if (f == From::kRabMinToPerRank) return cfg.allreduce_ring_per_rank;
   if (f == From::kRabMinToFoldPerRank) return cfg.allreduce_ring_per_rank_fold;

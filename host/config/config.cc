@@ -254,6 +254,7 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u <= off::kMaxWideRanks;
     case Knob::kWideMax:
     case Knob::kAlltoallBruckMax:
+    case Knob::kAlltoallHierMax:
     case Knob::kAllreduceRingPerRank:
     case Knob::kAllreduceRabMin:
     case Knob::kAllreduceRingPerRankFold:
@@ -554,6 +555,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.wide_ranks = static_cast<uint32_t>(num(Knob::kWideRanks));
   e.wide_max = static_cast<uint32_t>(num(Knob::kWideMax));
   e.alltoall_bruck_max = static_cast<uint32_t>(num(Knob::kAlltoallBruckMax));
+  e.alltoall_hier_max = static_cast<uint32_t>(num(Knob::kAlltoallHierMax));
   e.wide_scratch = static_cast<uint32_t>(num(Knob::kWideScratch));
   e.allreduce_ring_per_rank =
       static_cast<uint32_t>(num(Knob::kAllreduceRingPerRank));

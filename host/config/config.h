@@ -62,6 +62,7 @@ enum class Knob : uint8_t {
   kWideRanks,
   kWideMax,
   kAlltoallBruckMax,
+  kAlltoallHierMax,
   kWideScratch,
   kAllreduceRingPerRank,
   kAllreduceRingPerRankFold,

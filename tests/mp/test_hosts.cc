@@ -145,9 +145,10 @@ std::string alg_at(ucc_team_h team, ucc_coll_type_t coll, uint64_t bytes) {
   return r[i].alg_name;
 }
 
-// Two hosts of two ranks: every collective but alltoall(v) and the rooted
-// linear ones runs node-aware (the collective matrices check their
-// results across hosts, with ranks placed host by host and round-robin);
+// Two hosts of two ranks: every collective but alltoallv and the rooted
+// linear ones runs node-aware, alltoall below UCC_ALLTOALL_HIER_MAX (the
+// collective matrices check their results across hosts, with ranks
+// placed host by host and round-robin);
 // a team on one host, or with one rank per host, runs the flat ones; a
 // knob brings the flat one back.
 TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
@@ -174,7 +175,9 @@ TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
         }
       }
     }
-    if (alg_at(w.team, UCC_COLL_TYPE_ALLTOALL, 8) != "pairwise") return 3;
+    if (alg_at(w.team, UCC_COLL_TYPE_ALLTOALL, 8) != "hier" ||
+        alg_at(w.team, UCC_COLL_TYPE_ALLTOALL, 64 << 10) != "pairwise")
+      return 3;
     std::vector<int32_t> s(1000, r.rank + 1), d(1000, 0);
     ucc_coll_args_t a = allreduce_i32(s, d);
     if (w.run(a) != UCC_OK || d[999] != 10) return 4;

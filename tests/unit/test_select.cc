@@ -141,6 +141,27 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
   EXPECT_EQ(pick(8, true, false), "hier");
 }
 
+// Alltoall algorithm `id`, chosen (8 bytes per block on a team of n
+// ranks, hierarchical or not) or forced, gives way to the pairwise
+// exchange in place (dev::select_alg asks its AlgInfo::fits).
+void in_place_runs_pairwise(uint8_t id, bool hier, uint32_t n) {
+  off::EngineConfig def;
+  for (uint8_t forced : {uint8_t{0}, id}) {
+    SCOPED_TRACE(testing::Message() << "forced " << int{forced});
+    def.forced[static_cast<size_t>(CollType::kAlltoall)] = forced;
+    off::EngineCaps caps{};
+    dev::fill_select_caps(def, &caps);
+    off::CollDesc d{};
+    d.coll = CollType::kAlltoall;
+    uint8_t got = 0;
+    ASSERT_NE(dev::select_alg(caps, d, 8, false, hier, n, &got), nullptr);
+    EXPECT_EQ(got, id);
+    d.flags = off::kDescInPlace;
+    ASSERT_NE(dev::select_alg(caps, d, 8, false, hier, n, &got), nullptr);
+    EXPECT_EQ(got, 1);
+  }
+}
+
 // Alltoall on wide teams: Bruck below UCC_WIDE_MAX on every shape, below
 // UCC_ALLTOALL_BRUCK_MAX on flat ones, then the pairwise exchange; in
 // place always the pairwise exchange (dev::select_alg).
@@ -153,7 +174,7 @@ TEST(Select, AlltoallBruckOnWideTeamsByShapeAndSize) {
   EXPECT_EQ(pick(8, false, 64), "bruck");
   EXPECT_EQ(pick(8, true, 64), "bruck");
   EXPECT_EQ(pick(cfg.wide_max - 1, true, 64), "bruck");
-  EXPECT_EQ(pick(cfg.wide_max, true, 64), "pairwise");
+  EXPECT_EQ(pick(cfg.wide_max, true, 64), "hier");
   EXPECT_EQ(pick(cfg.wide_max, false, 64), "bruck");
   EXPECT_EQ(pick(cfg.alltoall_bruck_max - 1, false, 64), "bruck");
   EXPECT_EQ(pick(cfg.alltoall_bruck_max, false, 64), "pairwise");
@@ -163,20 +184,30 @@ TEST(Select, AlltoallBruckOnWideTeamsByShapeAndSize) {
   EXPECT_EQ(pick(cfg.wide_max, false, 64), "pairwise");
 
   // In place: the pairwise exchange, also where forced.
-  off::EngineConfig def;
-  for (uint8_t forced : {uint8_t{0}, off::kAlltoallBruck}) {
-    def.forced[static_cast<size_t>(CollType::kAlltoall)] = forced;
-    off::EngineCaps caps{};
-    dev::fill_select_caps(def, &caps);
-    off::CollDesc d{};
-    d.coll = CollType::kAlltoall;
-    uint8_t id = 0;
-    ASSERT_NE(dev::select_alg(caps, d, 8, false, false, 64, &id), nullptr);
-    EXPECT_EQ(id, off::kAlltoallBruck);
-    d.flags = off::kDescInPlace;
-    ASSERT_NE(dev::select_alg(caps, d, 8, false, false, 64, &id), nullptr);
-    EXPECT_EQ(id, 1) << "forced " << int{forced};
-  }
+  in_place_runs_pairwise(off::kAlltoallBruck, false, 64);
+}
+
+// The node-aware alltoall on teams of that shape, wide or not, below
+// UCC_ALLTOALL_HIER_MAX (after Bruck's on wide ones); 0 turns it off. In
+// place, also where forced, the pairwise exchange (its first phase reads
+// src while it writes dst).
+TEST(Select, AlltoallHierOnNodeAwareTeamsBelowItsBound) {
+  off::EngineConfig cfg;
+  auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
+    return picked(cfg, CollType::kAlltoall, bytes, hier, wide);
+  };
+  ASSERT_GT(cfg.alltoall_hier_max, cfg.alltoall_bruck_max);
+  EXPECT_EQ(pick(8, true, 0), "hier");
+  EXPECT_EQ(pick(cfg.alltoall_hier_max - 1, true, 0), "hier");
+  EXPECT_EQ(pick(cfg.alltoall_hier_max, true, 0), "pairwise");
+  EXPECT_EQ(pick(8, false, 0), "pairwise");
+  EXPECT_EQ(pick(8, true, 64), "bruck");
+  EXPECT_EQ(pick(cfg.alltoall_hier_max - 1, true, 64), "hier");
+  EXPECT_EQ(pick(cfg.alltoall_hier_max - 1, false, 64), "pairwise");
+  cfg.alltoall_hier_max = 0;
+  EXPECT_EQ(pick(8, true, 0), "pairwise");
+
+  in_place_runs_pairwise(off::kAlltoallHier, true, 4);
 }
 
 // Reduce_scatter on wide teams: recursive halving below UCC_WIDE_MAX on

@@ -129,9 +129,10 @@ inline constexpr uint32_t kMaxAlgs = 8;  // per collective
 inline constexpr uint8_t kAlltoallvOneSided = 3;
 // Rows whose algorithm runs only some descriptors (dev::AlgInfo::fits;
 // tests/unit/test_select.cc checks the selection around them): alltoall's
-// bruck never in place, reduce_scatter's halving only where the vector
-// fits the scratch.
+// bruck and hier never in place, reduce_scatter's halving only where the
+// vector fits the scratch.
 inline constexpr uint8_t kAlltoallBruck = 4;
+inline constexpr uint8_t kAlltoallHier = 5;
 inline constexpr uint8_t kReduceScatterHalving = 4;
 
 struct CollTraits {

@@ -80,7 +80,11 @@ struct EngineConfig {
   // recursive halving runs where its whole vector fits (caps.h,
   // EngineCaps::scratch_kib). A multiple of 1 KiB, at most kMaxScratch.
   uint32_t wide_scratch = 1024 * 1024;
-  uint32_t pad = 0;
+  // Selection: on teams with the node-aware shape (several hosts, some
+  // with several ranks), alltoall blocks below this many bytes go by the
+  // node-aware exchange (device/coll/alltoall_hier.cc), packed per host,
+  // before the pairwise exchange. 0: never.
+  uint32_t alltoall_hier_max = 64 * 1024;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
 static_assert(sizeof(EngineConfig) == 112);

@@ -1,0 +1,252 @@
+// Node-aware alltoall: every block meant for another host crosses the
+// network in one message per pair of hosts' ranks of the same place,
+// packed with the blocks for that host's other ranks, and is handed on
+// within the destination host. A rank then exchanges with hosts - 1 peers
+// over the network and ppn - 1 on its own host, where the pairwise and
+// linear exchanges talk to all n - 1 ranks, (hosts - 1) ppn of them across
+// the network; on clusters where a network message costs far more than a
+// copy in shared memory, that is the point (small and middle blocks).
+//
+// Words: a host's ranks sit at places 0..ppn-1 (their local rank);
+// R(h, k) is the team rank at place k of host h. We are R(H, L). Every
+// host holds the same number of ranks (else the pairwise exchange runs,
+// as one phase of its own: start()).
+//
+// Phase 0, among the hosts: with R(h, L) for every host h, we send the
+// blocks of our src meant for R(h, 0..ppn-1), packed in that order, and
+// receive R(h, L)'s blocks for R(H, 0..ppn-1), which go to our dst at the
+// places of R(h, 0..ppn-1). The one at R(h, L)'s place is ours and final;
+// the others wait there for their rank on our host. Our own host's part
+// is a local copy of src blocks R(H, k) to dst places R(H, k).
+//
+// Phase 1, within our host: with R(H, k) for every place k != L, we send
+// the blocks waiting at the places R(0..hosts-1, k), which are
+// R(h, L)'s blocks for R(H, k), and receive into the same places R(H, k)'s
+// blocks R(h, k) -> us, which is where alltoall wants them (place R(h, k)
+// holds the block from R(h, k)). So the waiting blocks need no scratch:
+// the places they borrow are exactly the ones phase 1 fills.
+//
+// Each phase is a linear exchange of packed streams (exchange_linear.cc):
+// round j moves message j of every partner's stream, all at once as the
+// inboxes take them. In phase 1 the places we send from are the places we
+// receive into, so message j from a partner is taken only once our
+// message j to it has left (both cover the same blocks: equal streams,
+// equal slots); that cannot deadlock (two ranks whose inboxes are both
+// full would each have taken all the other sent). Phase 0 reads src and
+// writes dst, which must not be the same bytes: in place, fits() says no
+// and the selection runs the pairwise exchange instead.
+//
+// Phases of one collective share its key; their partners differ (other
+// hosts, then our host), so a phase-1 message that arrives while we are
+// still in phase 0 waits in its inbox.
+#include <algorithm>
+#include <cstring>
+
+#include "device/coll/algorithms.h"
+#include "device/coll/streams.h"
+#include "device/run/links.h"
+#include "device/run/patterns.h"
+
+namespace ucc::dev {
+namespace {
+
+struct AlltoallHier {
+  static constexpr uint32_t kMaxGroup = 1024;  // partners we can track
+  static constexpr uint32_t kWords = kMaxGroup / 64;
+
+  const NodeMap* nm = nullptr;
+  uint32_t hosts = 0, ppn = 0, host = 0, place = 0;
+  uint32_t phase = 0;
+  uint64_t block = 0;   // bytes per block
+  uint64_t stream = 0;  // bytes to (and from) each partner in this phase
+  uint32_t rounds = 0;  // messages per stream
+  uint32_t n = 0;       // this phase's group (us included)
+  uint32_t me = 0;      // our index in it
+  uint32_t txr = 0, txleft = 0;  // the round being sent, sends left in it
+  uint32_t rxr = 0, rxleft = 0;  // likewise received
+  uint64_t tx[kWords];           // bit p: round txr's send to p done
+  uint64_t rx[kWords];           // bit p: round rxr's message from p taken
+  // Where the shape is not uniform: the pairwise exchange runs instead.
+  const AlgInfo* flat = nullptr;
+  alignas(64) unsigned char flat_state[kFlatAlgState];
+
+  static bool fits(const off::CollDesc& d, uint64_t, uint32_t, uint64_t) {
+    return (d.flags & off::kDescInPlace) == 0;
+  }
+
+  uint32_t rank_at(uint32_t h, uint32_t k) const {
+    return nm->order[nm->node_first[h] + k];
+  }
+  // The team rank of group member p.
+  uint32_t member(uint32_t p) const {
+    return phase == 0 ? rank_at(p, place) : rank_at(host, p);
+  }
+  uint64_t src_at(const CollRun& run, uint32_t r) const {
+    return run.src_off[run.tab(r)] * run.esize;
+  }
+  uint64_t dst_at(const CollRun& run, uint32_t r) const {
+    return run.dst_off[run.tab(r)] * run.esize;
+  }
+
+  static bool has(const uint64_t* m, uint32_t p) {
+    return ((m[p / 64] >> (p % 64)) & 1) != 0;
+  }
+  static void set(uint64_t* m, uint32_t p) {
+    m[p / 64] |= uint64_t{1} << (p % 64);
+  }
+  // Clears m for a round: every member is due but us.
+  uint32_t due(uint64_t* m) const {
+    memset(m, 0, sizeof(uint64_t) * ((n + 63) / 64));
+    set(m, me);
+    return n - 1;
+  }
+
+  // Calls f(buf, off, piece, pos) for each piece of bytes [at, at + len)
+  // of the stream to (sending) or from partner p: `piece` bytes at byte
+  // `off` of the user's buffer, at byte `pos` of the message.
+  template <typename F>
+  Status pieces(const CollRun& run, uint32_t p, bool sending, uint64_t at,
+                uint32_t len, F f) const {
+    for (uint32_t pos = 0; pos < len;) {
+      const auto i = static_cast<uint32_t>(at / block);
+      const uint64_t in = at % block, rest = block - in;
+      const uint32_t piece =
+          rest < len - pos ? static_cast<uint32_t>(rest) : len - pos;
+      Buf b = Buf::kDst;
+      uint64_t off;
+      if (phase == 0 && sending) {
+        b = Buf::kSrc;
+        off = src_at(run, rank_at(p, i));
+      } else if (phase == 0) {
+        off = dst_at(run, rank_at(p, i));
+      } else {
+        off = dst_at(run, rank_at(i, p));
+      }
+      Status st = f(b, off + in, piece, pos);
+      if (failed(st)) return st;
+      pos += piece;
+      at += piece;
+    }
+    return Status::kOk;
+  }
+
+  void begin(uint32_t ph) {
+    phase = ph;
+    n = ph == 0 ? hosts : ppn;
+    me = ph == 0 ? host : place;
+    stream = uint64_t{ph == 0 ? ppn : hosts} * block;
+    rounds = 0;
+    txr = rxr = 0;
+    txleft = due(tx);
+    rxleft = due(rx);
+  }
+
+  Status start(CollRun& run) {
+    if (!fits(*run.d, 0, run.size, 0)) return Status::kNotSupported;
+    nm = &run.port->links().nodes();
+    if (!nm->uniform() || nm->nnodes > kMaxGroup ||
+        nm->node_size[0] > kMaxGroup) {
+      flat = &kAlltoallPairwise;
+      return flat->start(flat_state, run);
+    }
+    const uint32_t r = run.tab(run.rank);
+    block = run.src_cnt[r] * run.esize;
+    if (run.dst_cnt[r] * run.esize != block) return Status::kInvalidParam;
+    hosts = nm->nnodes;
+    ppn = nm->node_size[0];
+    host = nm->node[run.rank];
+    place = nm->local_rank[run.rank];
+    for (uint32_t k = 0; k < ppn; ++k) {
+      const uint32_t to = rank_at(host, k);
+      Status st = run.copy_uu(Buf::kDst, dst_at(run, to), Buf::kSrc,
+                              src_at(run, to), block);
+      if (failed(st)) return st;
+    }
+    begin(0);
+    return progress(run);
+  }
+
+  Status send(CollRun& run) {
+    const uint64_t at = uint64_t{txr} * run.slot;
+    for (uint32_t i = 1; i < n && txleft != 0; ++i) {
+      const uint32_t p = me + i < n ? me + i : me + i - n;
+      if (has(tx, p)) continue;
+      void* m = run.reserve(member(p));
+      if (m == nullptr) continue;
+      const uint32_t len = msg_len(stream, run.slot, txr);
+      auto* out = static_cast<char*>(m);
+      Status st =
+          pieces(run, p, true, at, len,
+                 [&](Buf b, uint64_t off, uint32_t piece, uint32_t pos) {
+                   return run.copy_in(out + pos, b, off, piece);
+                 });
+      if (failed(st)) return st;
+      run.commit(member(p), len);
+      set(tx, p);
+      --txleft;
+    }
+    return Status::kOk;
+  }
+
+  Status receive(CollRun& run) {
+    const uint64_t at = uint64_t{rxr} * run.slot;
+    for (uint32_t i = 1; i < n && rxleft != 0; ++i) {
+      const uint32_t p = me >= i ? me - i : me + n - i;
+      if (has(rx, p)) continue;
+      if (txr == rxr && !has(tx, p)) continue;  // ours to p first
+      const uint32_t len = msg_len(stream, run.slot, rxr);
+      Status err = Status::kOk;
+      const void* m = run.peek(member(p), len, &err);
+      if (m == nullptr) {
+        if (failed(err)) return err;
+        continue;
+      }
+      const auto* msg = static_cast<const char*>(m);
+      Status st =
+          pieces(run, p, false, at, len,
+                 [&](Buf b, uint64_t off, uint32_t piece, uint32_t pos) {
+                   return run.copy_out(b, off, msg + pos, piece);
+                 });
+      if (failed(st)) return st;
+      run.release(member(p));
+      set(rx, p);
+      --rxleft;
+    }
+    return Status::kOk;
+  }
+
+  Status progress(CollRun& run) {
+    if (flat != nullptr) return flat->progress(flat_state, run);
+    for (;;) {
+      if (rounds == 0) rounds = pat::nmsgs(stream, run.slot);
+      for (;;) {
+        Status st = send(run);
+        if (failed(st)) return st;
+        if (txleft != 0 || txr + 1 >= rounds) break;
+        ++txr;
+        txleft = due(tx);
+      }
+      while (rxr < rounds && rxr <= txr) {
+        Status st = receive(run);
+        if (failed(st)) return st;
+        if (rxleft != 0) break;
+        if (++rxr < rounds) rxleft = due(rx);
+      }
+      if (rxr < rounds || txleft != 0) return Status::kInProgress;
+      if (phase == 1) return Status::kOk;
+      begin(1);
+    }
+  }
+};
+
+}  // namespace
+
+const AlgInfo kAlltoallHier = AlgInfo{&alg_start<AlltoallHier, kMaxAlgState>,
+                                      &alg_progress<AlltoallHier>,
+                                      false,
+                                      true,
+                                      true,
+                                      nullptr,
+                                      &AlltoallHier::fits};
+
+}  // namespace ucc::dev
