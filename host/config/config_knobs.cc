@@ -142,11 +142,11 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "one-sided, read by RDMA from the sender's registered user buffer "
      "straight into the receiver's, without slots; 0: never. The ends of "
      "a link use the larger of their two values"},
-    {"NET_TCP_ZCOPY_MIN", "0", Scope::kContext,
+    {"NET_TCP_ZCOPY_MIN", "256K", Scope::kContext,
      "UCC_NET=tcp: the same for TCP, whose one-sided reads are emulated "
      "(the owner's progress writes the bytes from its buffer, the reader "
-     "receives them into its own); 0 (default): never, as they measured "
-     "slower than the slots here (docs/network.md)"},
+     "receives them into its own); 0: never, where the kernel copies cold "
+     "memory much slower than user space does (docs/network.md)"},
     {"NET_MAX_PEERS", "4096", Scope::kContext,
      "TCP (and verbs' connection setup): connections to other engines held "
      "at once, a fixed pool reserved at context creation (about 17 KiB "

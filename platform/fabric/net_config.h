@@ -28,9 +28,9 @@ struct TcpConfig {
   uint32_t wait_us = 20;             // longest wait for data when idle
   bool checksum = false;             // UCC_NET_CHECKSUM: payloads too
   // UCC_NET_TCP_ZCOPY_MIN: messages of at least this many bytes between
-  // inline engines go one-sided (emulated gets, tcp_rma.cc; 0: never,
-  // the default: slower than the slots where measured, docs/network.md).
-  uint32_t zcopy_min = 0;
+  // inline engines go one-sided (emulated gets, tcp_rma.cc; 0: never;
+  // which wins depends on the CPU's copies, docs/network.md).
+  uint32_t zcopy_min = 256 * 1024;
   // Fault injection (tests): write at most 1..split bytes per call;
   // hold every frame delay_us before writing it; break the connection
   // after a data frame with probability drop.
