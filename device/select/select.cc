@@ -28,6 +28,7 @@ enum class From : uint8_t {
   kRabMinToFoldPerRank,
   kBelowAlltoallBruckMax,
   kBelowAlltoallHierMax,
+  kBelowAllgatherHierMax,
   kFitsScratch
 };
 
@@ -41,7 +42,8 @@ enum class Cond : uint8_t {
   kCrowded,
   kWide,
   kWidePow2,
-  kWideFlat
+  kWideFlat,
+  kNarrowNodeAware
 };
 
 struct Row {
@@ -63,10 +65,16 @@ struct Row {
 // rank, where the leaders' one moves it all through one rank per host).
 // Alltoall's below UCC_ALLTOALL_HIER_MAX bytes per block: each host's
 // blocks packed into one stream to its rank of our place, which hands
-// them on (device/coll/alltoall_hier.cc), where the pairwise exchange
-// takes a network step per remote rank; from 64 KiB per block the
+// them on (device/coll/hier_exchange.cc), where the pairwise exchange
+// takes a network step per remote rank; from 256 KiB per block the
 // hand-on's copy costs more than the messages saved (2 hosts x 2 ranks,
-// docs/perf/hosts.md). Alltoallv has none.
+// docs/perf/hosts.md). Alltoallv has none. Allgather's likewise below
+// UCC_ALLGATHER_HIER_MAX, before the node-aware ring, on teams narrower
+// than UCC_WIDE_RANKS (When::kNarrowNodeAware): two rounds of packed
+// streams where the ring takes n - 1 lockstep steps (2 hosts x 2 ranks:
+// ahead up to 1 MiB blocks); on wide teams the ring's links all stay
+// busy, and it passes the exchange between 512 B and 4 KiB per block
+// (256 simulated ranks of 8 per host, docs/scale.md).
 //
 // Flat trees (linear) for small teams on one host, below
 // UCC_LINEAR_MAX bytes: each rank waits for one message from the root or
@@ -187,6 +195,8 @@ constexpr off::When when_of(Cond c) {
       return off::When::kWidePow2;
     case Cond::kWideFlat:
       return off::When::kWideFlat;
+    case Cond::kNarrowNodeAware:
+      return off::When::kNarrowNodeAware;
     case Cond::kNever:
     case Cond::kAlways:
       break;
@@ -215,6 +225,7 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
     case From::kBelowWideMax:
     case From::kBelowAlltoallBruckMax:
     case From::kBelowAlltoallHierMax:
+    case From::kBelowAllgatherHierMax:
     case From::kFitsScratch:
       return 0;
   }
@@ -231,7 +242,8 @@ uint8_t per_rank_of(From f) {
 bool bounded(From f) {
   return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
          f == From::kBelowAlltoallBruckMax ||
-         f == From::kBelowAlltoallHierMax || per_rank_of(f) != 0;
+         f == From::kBelowAlltoallHierMax ||
+         f == From::kBelowAllgatherHierMax || per_rank_of(f) != 0;
 }
 
 // Where a rule ends (0: it does not); RabMinTo*PerRank: per team rank;
@@ -240,6 +252,7 @@ uint32_t ceiling(const off::EngineConfig& cfg, From f) {
   if (f == From::kBelowWideMax) return cfg.wide_max;
   if (f == From::kBelowAlltoallBruckMax) return cfg.alltoall_bruck_max;
   if (f == From::kBelowAlltoallHierMax) return cfg.alltoall_hier_max;
+  if (f == From::kBelowAllgatherHierMax) return cfg.allgather_hier_max;
   if (f == From::kFitsScratch) return cfg.wide_scratch;
   if (f == From::kRabMinToPerRank) return cfg.allreduce_ring_per_rank;
   if (f == From::kRabMinToFoldPerRank) return cfg.allreduce_ring_per_rank_fold;

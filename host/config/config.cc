@@ -255,6 +255,7 @@ bool valid(Knob k, const char* v) {
     case Knob::kWideMax:
     case Knob::kAlltoallBruckMax:
     case Knob::kAlltoallHierMax:
+    case Knob::kAllgatherHierMax:
     case Knob::kAllreduceRingPerRank:
     case Knob::kAllreduceRabMin:
     case Knob::kAllreduceRingPerRankFold:
@@ -556,6 +557,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.wide_max = static_cast<uint32_t>(num(Knob::kWideMax));
   e.alltoall_bruck_max = static_cast<uint32_t>(num(Knob::kAlltoallBruckMax));
   e.alltoall_hier_max = static_cast<uint32_t>(num(Knob::kAlltoallHierMax));
+  e.allgather_hier_max = static_cast<uint32_t>(num(Knob::kAllgatherHierMax));
   e.wide_scratch = static_cast<uint32_t>(num(Knob::kWideScratch));
   e.allreduce_ring_per_rank =
       static_cast<uint32_t>(num(Knob::kAllreduceRingPerRank));

@@ -63,6 +63,7 @@ enum class Knob : uint8_t {
   kWideMax,
   kAlltoallBruckMax,
   kAlltoallHierMax,
+  kAllgatherHierMax,
   kWideScratch,
   kAllreduceRingPerRank,
   kAllreduceRingPerRankFold,

@@ -205,12 +205,19 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "0: only below UCC_WIDE_MAX) go by Bruck's algorithm, ceil(log2 n) "
      "rounds of about n / 2 blocks, instead of the pairwise exchange's "
      "n - 1 steps (docs/scale.md)"},
-    {"ALLTOALL_HIER_MAX", "64K", Scope::kContext,
+    {"ALLTOALL_HIER_MAX", "256K", Scope::kContext,
      "On teams with several ranks on some of several hosts, alltoall "
      "blocks of fewer bytes (at most 4G; 0: never) go by the node-aware "
      "exchange: the blocks for each host packed into one message to its "
      "rank of our place, then handed on within the host, instead of the "
      "pairwise exchange's n - 1 steps (docs/perf/hosts.md)"},
+    {"ALLGATHER_HIER_MAX", "1M", Scope::kContext,
+     "On teams of fewer than UCC_WIDE_RANKS ranks with several ranks on "
+     "some of several hosts, allgather "
+     "blocks of fewer bytes (at most 4G; 0: never) go by the node-aware "
+     "packed exchange (our block to each host's rank of our place, then "
+     "the hosts' blocks exchanged within the host) instead of the "
+     "node-aware ring's n - 1 steps (docs/perf/hosts.md)"},
     {"WIDE_SCRATCH", "1M", Scope::kContext,
      "Engine memory for each running collective (UCC_TEAM_INFLIGHT) of "
      "teams of UCC_WIDE_RANKS ranks or more, taken at team creation and "

@@ -147,18 +147,20 @@ const Config kConfigs[] = {
       {"UCC_SHM_NSEGS", "2"}},
      true,
      {"allgather", "alltoall", "inflight"}},
-    // The node-aware alltoall at every block size, with two slots of 256
-    // bytes: each host's blocks packed into streams of many messages, a
-    // block spanning several. On one host its first phase is the local
-    // copies alone; tests/CMakeLists.txt runs it across hosts of 2 ranks
+    // The node-aware packed exchanges (alltoall's hier, allgather's
+    // hier_exchange) at every block size, with two slots of 256 bytes:
+    // each host's blocks packed into streams of many messages, a block
+    // spanning several. On one host their first phase is the local copy
+    // alone; tests/CMakeLists.txt runs them across hosts of 2 ranks
     // (uniform: 4, 8 ranks) and 2 + 1 (3, 5 ranks: the pairwise exchange
-    // instead). In place: the pairwise exchange.
+    // and the ring instead). Alltoall in place: the pairwise exchange.
     {"hier_smallseg",
      {{"UCC_ALLTOALL_ALG", "hier"},
+      {"UCC_ALLGATHER_ALG", "hier_exchange"},
       {"UCC_SHM_SEG_SIZE", "256"},
       {"UCC_SHM_NSEGS", "2"}},
      true,
-     {"alltoall", "inflight"}},
+     {"alltoall", "allgather", "inflight"}},
     // The linear exchanges' rounds, with two slots of 256 bytes: a rank's
     // sends run ahead of its receives as far as the inboxes take them,
     // also with many collectives in flight.

@@ -146,7 +146,8 @@ std::string alg_at(ucc_team_h team, ucc_coll_type_t coll, uint64_t bytes) {
 }
 
 // Two hosts of two ranks: every collective but alltoallv and the rooted
-// linear ones runs node-aware, alltoall below UCC_ALLTOALL_HIER_MAX (the
+// linear ones runs node-aware, alltoall below UCC_ALLTOALL_HIER_MAX,
+// allgather by its packed exchange below UCC_ALLGATHER_HIER_MAX (the
 // collective matrices check their results across hosts, with ranks
 // placed host by host and round-robin);
 // a team on one host, or with one rank per host, runs the flat ones; a
@@ -164,8 +165,9 @@ TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
         UCC_COLL_TYPE_REDUCE_SCATTER,  UCC_COLL_TYPE_REDUCE_SCATTERV};
     for (ucc_coll_type_t c : colls) {
       for (uint64_t bytes : {uint64_t{8}, uint64_t{16} << 20}) {
-        const std::string want =
-            c == UCC_COLL_TYPE_ALLREDUCE && bytes > 8 ? "hier_ring" : "hier";
+        std::string want = "hier";
+        if (c == UCC_COLL_TYPE_ALLREDUCE && bytes > 8) want = "hier_ring";
+        if (c == UCC_COLL_TYPE_ALLGATHER && bytes == 8) want = "hier_exchange";
         if (alg_at(w.team, c, bytes) != want) {
           std::fprintf(stderr, "rank %d: coll %#x runs %s at %llu B\n",
                        r.rank, static_cast<unsigned>(c),
@@ -176,7 +178,7 @@ TEST(Hosts, NodeAwareAlgorithmsWhereTheShapeCallsForThem) {
       }
     }
     if (alg_at(w.team, UCC_COLL_TYPE_ALLTOALL, 8) != "hier" ||
-        alg_at(w.team, UCC_COLL_TYPE_ALLTOALL, 64 << 10) != "pairwise")
+        alg_at(w.team, UCC_COLL_TYPE_ALLTOALL, 256 << 10) != "pairwise")
       return 3;
     std::vector<int32_t> s(1000, r.rank + 1), d(1000, 0);
     ucc_coll_args_t a = allreduce_i32(s, d);

@@ -130,6 +130,7 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
   auto pick = [&](uint64_t bytes, bool hier, bool wide) {
     return picked(cfg, CollType::kAllgather, bytes, hier, wide ? 64 : 0);
   };
+  ASSERT_LT(cfg.wide_max, cfg.allgather_hier_max);
   EXPECT_EQ(pick(8, false, true), "bruck");
   EXPECT_EQ(pick(cfg.wide_max - 1, true, true), "bruck");
   EXPECT_EQ(pick(cfg.wide_max, true, true), "hier");
@@ -138,6 +139,11 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
   EXPECT_EQ(pick(cfg.linear_max, false, true), "ring");
   EXPECT_EQ(pick(cfg.linear_max, true, true), "hier");
   EXPECT_EQ(pick(8, false, false), "ring");
+  // Narrow hierarchical teams: the packed exchange, then the ring.
+  EXPECT_EQ(pick(8, true, false), "hier_exchange");
+  EXPECT_EQ(pick(cfg.allgather_hier_max - 1, true, false), "hier_exchange");
+  EXPECT_EQ(pick(cfg.allgather_hier_max, true, false), "hier");
+  cfg.allgather_hier_max = 0;
   EXPECT_EQ(pick(8, true, false), "hier");
 }
 

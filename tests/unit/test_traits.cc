@@ -497,3 +497,20 @@ TEST(Select, WideFlatRuleHoldsOnFlatWideTeams) {
   EXPECT_EQ(select_alg_id(c, in(64, true)), 1);
   EXPECT_EQ(select_alg_id(c, in(0, false)), 1);  // not wide
 }
+
+// kNarrowNodeAware: the node-aware shape on teams below UCC_WIDE_RANKS.
+TEST(Select, NarrowNodeAwareRuleHoldsOnNarrowHierarchicalTeams) {
+  using ucc::off::select_alg_id;
+  using ucc::off::SelectInput;
+  using ucc::off::When;
+  const ucc::off::CollCaps c =
+      caps_1_4({{0, 4, When::kNarrowNodeAware, 0, 0, 0}});
+  auto in = [](uint32_t wide, bool node_aware) {
+    SelectInput s{0, 8, false, true, node_aware, false, false};
+    s.wide = wide;
+    return s;
+  };
+  EXPECT_EQ(select_alg_id(c, in(0, true)), 4);
+  EXPECT_EQ(select_alg_id(c, in(64, true)), 1);  // wide
+  EXPECT_EQ(select_alg_id(c, in(0, false)), 1);  // flat
+}

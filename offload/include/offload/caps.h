@@ -26,23 +26,24 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 9;  // 9: kWideFlat
-inline constexpr uint32_t kMaxRules = 6;     // per collective
+inline constexpr uint16_t kCapsVersion = 10;  // 10: 7 rules, kNarrowNodeAware
+inline constexpr uint32_t kMaxRules = 7;      // per collective
 
 // What a rule needs besides the size.
 enum class When : uint8_t {
   kAlways = 0,
-  kSingleCopy = 1,  // single copy can run this collective (SelectInput)
-  kNodeAware = 2,   // the team spans several hosts, some with several of
-                    // its ranks, and the collective covers the whole team
-  kLinear = 3,      // the team is on one host, 4 to linear_ranks ranks,
-                    // and the collective covers the whole team
-  kCrowded = 4,     // kLinear, and the team has more ranks than the host
-                    // has CPUs for them (EngineCaps::cpus)
-  kWide = 5,        // the team has wide_ranks ranks or more, and the
-                    // collective covers the whole team
-  kWidePow2 = 6,    // kWide, and the team's size is a power of two
-  kWideFlat = 7,    // kWide, and not kNodeAware
+  kSingleCopy = 1,       // single copy can run this collective (SelectInput)
+  kNodeAware = 2,        // the team spans several hosts, some with several of
+                         // its ranks, and the collective covers the whole team
+  kLinear = 3,           // the team is on one host, 4 to linear_ranks ranks,
+                         // and the collective covers the whole team
+  kCrowded = 4,          // kLinear, and the team has more ranks than the host
+                         // has CPUs for them (EngineCaps::cpus)
+  kWide = 5,             // the team has wide_ranks ranks or more, and the
+                         // collective covers the whole team
+  kWidePow2 = 6,         // kWide, and the team's size is a power of two
+  kWideFlat = 7,         // kWide, and not kNodeAware
+  kNarrowNodeAware = 8,  // kNodeAware, and not kWide
 };
 
 // A rule holds from min_bytes up to, not including, below_bytes (0: no
@@ -177,7 +178,8 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
         (r.when == When::kWide && in.wide) ||
         (r.when == When::kWidePow2 && in.wide != 0 &&
          (in.wide & (in.wide - 1)) == 0) ||
-        (r.when == When::kWideFlat && in.wide != 0 && !in.node_aware);
+        (r.when == When::kWideFlat && in.wide != 0 && !in.node_aware) ||
+        (r.when == When::kNarrowNodeAware && in.node_aware && in.wide == 0);
     if (r.per_rank != 0 && in.wide == 0) continue;  // wide teams only
     const uint64_t below = rule_below(r, in.wide);
     if (r.per_rank == 2 && below == 0) continue;  // no size fits

@@ -82,12 +82,15 @@ struct EngineConfig {
   uint32_t wide_scratch = 1024 * 1024;
   // Selection: on teams with the node-aware shape (several hosts, some
   // with several ranks), alltoall blocks below this many bytes go by the
-  // node-aware exchange (device/coll/alltoall_hier.cc), packed per host,
+  // node-aware exchange (device/coll/hier_exchange.cc), packed per host,
   // before the pairwise exchange. 0: never.
-  uint32_t alltoall_hier_max = 64 * 1024;
+  uint32_t alltoall_hier_max = 256 * 1024;
+  // The same for allgather's packed exchange, before the node-aware ring.
+  uint32_t allgather_hier_max = 1024 * 1024;
+  uint32_t pad = 0;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
-static_assert(sizeof(EngineConfig) == 112);
+static_assert(sizeof(EngineConfig) == 120);
 static_assert(offsetof(EngineConfig, linear_max) == 64);
 static_assert(offsetof(EngineConfig, alltoall_linear_max) == 72);
 // The largest UCC_WIDE_SCRATCH (EngineCaps keeps it in KiB, 16 bits).

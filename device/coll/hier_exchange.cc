@@ -1,40 +1,47 @@
-// Node-aware alltoall: every block meant for another host crosses the
-// network in one message per pair of hosts' ranks of the same place,
-// packed with the blocks for that host's other ranks, and is handed on
-// within the destination host. A rank then exchanges with hosts - 1 peers
-// over the network and ppn - 1 on its own host, where the pairwise and
-// linear exchanges talk to all n - 1 ranks, (hosts - 1) ppn of them across
-// the network; on clusters where a network message costs far more than a
-// copy in shared memory, that is the point (small and middle blocks).
+// Node-aware packed exchanges, alltoall and allgather: every block meant
+// for another host crosses the network in one message per pair of hosts'
+// ranks of the same place, packed with the other blocks for that host,
+// and is handed on within the destination host. A rank then exchanges
+// with hosts - 1 peers over the network and ppn - 1 on its own host,
+// where the pairwise exchange and the rings take n - 1 steps, (hosts - 1)
+// ppn of them across the network for the pairwise exchange; on clusters
+// where a network message costs far more than a copy in shared memory,
+// that is the point (small and middle blocks).
 //
 // Words: a host's ranks sit at places 0..ppn-1 (their local rank);
 // R(h, k) is the team rank at place k of host h. We are R(H, L). Every
-// host holds the same number of ranks (else the pairwise exchange runs,
-// as one phase of its own: start()).
+// host holds the same number of ranks (else a flat algorithm runs, as
+// one phase of its own: start()).
 //
-// Phase 0, among the hosts: with R(h, L) for every host h, we send the
-// blocks of our src meant for R(h, 0..ppn-1), packed in that order, and
-// receive R(h, L)'s blocks for R(H, 0..ppn-1), which go to our dst at the
-// places of R(h, 0..ppn-1). The one at R(h, L)'s place is ours and final;
-// the others wait there for their rank on our host. Our own host's part
-// is a local copy of src blocks R(H, k) to dst places R(H, k).
-//
+// Alltoall. Phase 0, among the hosts: with R(h, L) for every host h, we
+// send the blocks of our src meant for R(h, 0..ppn-1), packed in that
+// order, and receive R(h, L)'s blocks for R(H, 0..ppn-1), which go to our
+// dst at the places of R(h, 0..ppn-1). The one at R(h, L)'s place is ours
+// and final; the others wait there for their rank on our host. Our own
+// host's part is a local copy of src blocks R(H, k) to dst places R(H, k).
 // Phase 1, within our host: with R(H, k) for every place k != L, we send
-// the blocks waiting at the places R(0..hosts-1, k), which are
-// R(h, L)'s blocks for R(H, k), and receive into the same places R(H, k)'s
-// blocks R(h, k) -> us, which is where alltoall wants them (place R(h, k)
-// holds the block from R(h, k)). So the waiting blocks need no scratch:
-// the places they borrow are exactly the ones phase 1 fills.
+// the blocks waiting at the places R(0..hosts-1, k), which are R(h, L)'s
+// blocks for R(H, k), and receive into the same places R(H, k)'s blocks
+// R(h, k) -> us, which is where alltoall wants them (place R(h, k) holds
+// the block from R(h, k)). So the waiting blocks need no scratch: the
+// places they borrow are exactly the ones phase 1 fills. Phase 0 reads
+// src and writes dst, which must not be the same bytes: in place, fits()
+// says no and the selection runs the pairwise exchange instead.
+//
+// Allgather. Phase 0: our block to R(h, L) for every host h, and R(h, L)'s
+// into its place in dst (ours copied to our place first). Phase 1: with
+// R(H, k), we send the hosts' blocks of place L (dst places R(0..hosts-1,
+// L)) and receive those of place k into their places. Nothing waits in a
+// borrowed place, and in place is fine (our block is already at its
+// place; phase 0 only reads it).
 //
 // Each phase is a linear exchange of packed streams (exchange_linear.cc):
 // round j moves message j of every partner's stream, all at once as the
-// inboxes take them. In phase 1 the places we send from are the places we
-// receive into, so message j from a partner is taken only once our
-// message j to it has left (both cover the same blocks: equal streams,
-// equal slots); that cannot deadlock (two ranks whose inboxes are both
-// full would each have taken all the other sent). Phase 0 reads src and
-// writes dst, which must not be the same bytes: in place, fits() says no
-// and the selection runs the pairwise exchange instead.
+// inboxes take them. In alltoall's phase 1 the places we send from are
+// the places we receive into, so message j from a partner is taken only
+// once our message j to it has left (both cover the same blocks: equal
+// streams, equal slots); that cannot deadlock (two ranks whose inboxes
+// are both full would each have taken all the other sent).
 //
 // Phases of one collective share its key; their partners differ (other
 // hosts, then our host), so a phase-1 message that arrives while we are
@@ -50,7 +57,8 @@
 namespace ucc::dev {
 namespace {
 
-struct AlltoallHier {
+template <bool kAlltoall>
+struct HierExchange {
   static constexpr uint32_t kMaxGroup = 1024;  // partners we can track
   static constexpr uint32_t kWords = kMaxGroup / 64;
 
@@ -66,12 +74,12 @@ struct AlltoallHier {
   uint32_t rxr = 0, rxleft = 0;  // likewise received
   uint64_t tx[kWords];           // bit p: round txr's send to p done
   uint64_t rx[kWords];           // bit p: round rxr's message from p taken
-  // Where the shape is not uniform: the pairwise exchange runs instead.
+  // Where the shape is not uniform: a flat algorithm runs instead.
   const AlgInfo* flat = nullptr;
   alignas(64) unsigned char flat_state[kFlatAlgState];
 
   static bool fits(const off::CollDesc& d, uint64_t, uint32_t, uint64_t) {
-    return (d.flags & off::kDescInPlace) == 0;
+    return !kAlltoall || (d.flags & off::kDescInPlace) == 0;
   }
 
   uint32_t rank_at(uint32_t h, uint32_t k) const {
@@ -115,12 +123,12 @@ struct AlltoallHier {
       Buf b = Buf::kDst;
       uint64_t off;
       if (phase == 0 && sending) {
-        b = Buf::kSrc;
+        b = Buf::kSrc;  // allgather: every src block is ours
         off = src_at(run, rank_at(p, i));
       } else if (phase == 0) {
-        off = dst_at(run, rank_at(p, i));
+        off = dst_at(run, rank_at(p, kAlltoall ? i : place));
       } else {
-        off = dst_at(run, rank_at(i, p));
+        off = dst_at(run, rank_at(i, kAlltoall || !sending ? p : place));
       }
       Status st = f(b, off + in, piece, pos);
       if (failed(st)) return st;
@@ -134,7 +142,7 @@ struct AlltoallHier {
     phase = ph;
     n = ph == 0 ? hosts : ppn;
     me = ph == 0 ? host : place;
-    stream = uint64_t{ph == 0 ? ppn : hosts} * block;
+    stream = uint64_t{ph == 0 ? (kAlltoall ? ppn : 1) : hosts} * block;
     rounds = 0;
     txr = rxr = 0;
     txleft = due(tx);
@@ -146,7 +154,7 @@ struct AlltoallHier {
     nm = &run.port->links().nodes();
     if (!nm->uniform() || nm->nnodes > kMaxGroup ||
         nm->node_size[0] > kMaxGroup) {
-      flat = &kAlltoallPairwise;
+      flat = kAlltoall ? &kAlltoallPairwise : &kAllgatherRing;
       return flat->start(flat_state, run);
     }
     const uint32_t r = run.tab(run.rank);
@@ -157,10 +165,11 @@ struct AlltoallHier {
     host = nm->node[run.rank];
     place = nm->local_rank[run.rank];
     for (uint32_t k = 0; k < ppn; ++k) {
-      const uint32_t to = rank_at(host, k);
+      const uint32_t to = rank_at(host, kAlltoall ? k : place);
       Status st = run.copy_uu(Buf::kDst, dst_at(run, to), Buf::kSrc,
                               src_at(run, to), block);
       if (failed(st)) return st;
+      if (!kAlltoall) break;
     }
     begin(0);
     return progress(run);
@@ -193,7 +202,7 @@ struct AlltoallHier {
     for (uint32_t i = 1; i < n && rxleft != 0; ++i) {
       const uint32_t p = me >= i ? me - i : me + n - i;
       if (has(rx, p)) continue;
-      if (txr == rxr && !has(tx, p)) continue;  // ours to p first
+      if (kAlltoall && txr == rxr && !has(tx, p)) continue;  // ours first
       const uint32_t len = msg_len(stream, run.slot, rxr);
       Status err = Status::kOk;
       const void* m = run.peek(member(p), len, &err);
@@ -239,14 +248,17 @@ struct AlltoallHier {
   }
 };
 
+template <bool kAlltoall>
+constexpr AlgInfo make_exchange() {
+  AlgInfo a{&alg_start<HierExchange<kAlltoall>, kMaxAlgState>,
+            &alg_progress<HierExchange<kAlltoall>>, false, true};
+  a.fits = &HierExchange<kAlltoall>::fits;
+  return a;
+}
+
 }  // namespace
 
-const AlgInfo kAlltoallHier = AlgInfo{&alg_start<AlltoallHier, kMaxAlgState>,
-                                      &alg_progress<AlltoallHier>,
-                                      false,
-                                      true,
-                                      true,
-                                      nullptr,
-                                      &AlltoallHier::fits};
+const AlgInfo kAlltoallHier = make_exchange<true>();
+const AlgInfo kAllgatherHierExchange = make_exchange<false>();
 
 }  // namespace ucc::dev
