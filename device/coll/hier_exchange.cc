@@ -46,10 +46,10 @@
 // Phases of one collective share its key; their partners differ (other
 // hosts, then our host), so a phase-1 message that arrives while we are
 // still in phase 0 waits in its inbox.
-#include <algorithm>
 #include <cstring>
 
 #include "device/coll/algorithms.h"
+#include "device/coll/round_sends.h"
 #include "device/coll/streams.h"
 #include "device/run/links.h"
 #include "device/run/patterns.h"
@@ -59,8 +59,9 @@ namespace {
 
 template <bool kAlltoall>
 struct HierExchange {
-  static constexpr uint32_t kMaxGroup = 1024;  // partners we can track
-  static constexpr uint32_t kWords = kMaxGroup / 64;
+  // Partners we can track, in RoundSends' bitmaps.
+  static constexpr uint32_t kMaxGroup = RoundSends::kMaxRanks;
+  static constexpr uint32_t kWords = RoundSends::kWords;
 
   const NodeMap* nm = nullptr;
   uint32_t hosts = 0, ppn = 0, host = 0, place = 0;
@@ -96,16 +97,10 @@ struct HierExchange {
     return run.dst_off[run.tab(r)] * run.esize;
   }
 
-  static bool has(const uint64_t* m, uint32_t p) {
-    return ((m[p / 64] >> (p % 64)) & 1) != 0;
-  }
-  static void set(uint64_t* m, uint32_t p) {
-    m[p / 64] |= uint64_t{1} << (p % 64);
-  }
   // Clears m for a round: every member is due but us.
   uint32_t due(uint64_t* m) const {
     memset(m, 0, sizeof(uint64_t) * ((n + 63) / 64));
-    set(m, me);
+    RoundSends::set(m, me);
     return n - 1;
   }
 
@@ -138,12 +133,12 @@ struct HierExchange {
     return Status::kOk;
   }
 
-  void begin(uint32_t ph) {
+  void begin(const CollRun& run, uint32_t ph) {
     phase = ph;
     n = ph == 0 ? hosts : ppn;
     me = ph == 0 ? host : place;
     stream = uint64_t{ph == 0 ? (kAlltoall ? ppn : 1) : hosts} * block;
-    rounds = 0;
+    rounds = pat::nmsgs(stream, run.slot);
     txr = rxr = 0;
     txleft = due(tx);
     rxleft = due(rx);
@@ -171,7 +166,7 @@ struct HierExchange {
       if (failed(st)) return st;
       if (!kAlltoall) break;
     }
-    begin(0);
+    begin(run, 0);
     return progress(run);
   }
 
@@ -179,7 +174,7 @@ struct HierExchange {
     const uint64_t at = uint64_t{txr} * run.slot;
     for (uint32_t i = 1; i < n && txleft != 0; ++i) {
       const uint32_t p = me + i < n ? me + i : me + i - n;
-      if (has(tx, p)) continue;
+      if (RoundSends::has(tx, p)) continue;
       void* m = run.reserve(member(p));
       if (m == nullptr) continue;
       const uint32_t len = msg_len(stream, run.slot, txr);
@@ -191,7 +186,7 @@ struct HierExchange {
                  });
       if (failed(st)) return st;
       run.commit(member(p), len);
-      set(tx, p);
+      RoundSends::set(tx, p);
       --txleft;
     }
     return Status::kOk;
@@ -201,8 +196,9 @@ struct HierExchange {
     const uint64_t at = uint64_t{rxr} * run.slot;
     for (uint32_t i = 1; i < n && rxleft != 0; ++i) {
       const uint32_t p = me >= i ? me - i : me + n - i;
-      if (has(rx, p)) continue;
-      if (kAlltoall && txr == rxr && !has(tx, p)) continue;  // ours first
+      if (RoundSends::has(rx, p)) continue;
+      if (kAlltoall && txr == rxr && !RoundSends::has(tx, p))
+        continue;  // ours first
       const uint32_t len = msg_len(stream, run.slot, rxr);
       Status err = Status::kOk;
       const void* m = run.peek(member(p), len, &err);
@@ -218,7 +214,7 @@ struct HierExchange {
                  });
       if (failed(st)) return st;
       run.release(member(p));
-      set(rx, p);
+      RoundSends::set(rx, p);
       --rxleft;
     }
     return Status::kOk;
@@ -227,7 +223,6 @@ struct HierExchange {
   Status progress(CollRun& run) {
     if (flat != nullptr) return flat->progress(flat_state, run);
     for (;;) {
-      if (rounds == 0) rounds = pat::nmsgs(stream, run.slot);
       for (;;) {
         Status st = send(run);
         if (failed(st)) return st;
@@ -243,7 +238,7 @@ struct HierExchange {
       }
       if (rxr < rounds || txleft != 0) return Status::kInProgress;
       if (phase == 1) return Status::kOk;
-      begin(1);
+      begin(run, 1);
     }
   }
 };
