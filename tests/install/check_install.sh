@@ -30,6 +30,8 @@ for r in 0 1 2; do
 done
 for p in "${pids[@]}"; do wait "$p"; done
 # UCC's user tools, run from the installed tree.
-"$tmp/prefix/bin/ucc_info" -c | grep -q '^UCC_OFFLOAD=inline$'
+# The output read whole first: grep -q would leave at its match.
+info=$("$tmp/prefix/bin/ucc_info" -c)
+grep -q '^UCC_OFFLOAD=inline$' <<<"$info"
 "$tmp/prefix/bin/ucc_perftest" -N 2 -c allreduce -b 8 -e 1K -n 3 -w 1 >/dev/null
 echo "install check: find_package(ucc) and pkg-config ucc both work; tcp_job ran on 3 hosts; ucc_info and ucc_perftest run from bin/"

@@ -17,8 +17,11 @@ allowed='^(platform/mem/cma\.cc|platform/os/proc_id\.cc|platform/mem/proc_maps\.
 bad=0
 while IFS= read -r f; do
   [[ "$f" =~ $allowed ]] && continue
-  # Code, not comments: drop // comments before looking.
-  if sed 's|//.*||' "$f" | grep -qE 'process_vm_(readv|writev) *\(|SYS_process_vm|"/proc/%d|"/proc/" *<<|/proc/%s'; then
+  # Code, not comments: drop // comments before looking (read whole into a
+  # variable: a grep -q in a pipe leaves at its first match, and sed's
+  # SIGPIPE would fail the pipeline under pipefail, hiding the match).
+  code=$(sed 's|//.*||' "$f")
+  if grep -qE 'process_vm_(readv|writev) *\(|SYS_process_vm|"/proc/%d|"/proc/" *<<|/proc/%s' <<<"$code"; then
     echo "$f reaches another process outside the counted functions"
     bad=1
   fi

@@ -23,13 +23,22 @@ n=$(wc -l <"$scratch/doc")
 # -f: a doc line before every knob.
 docs=$(env -i PATH="$PATH" "$info" -f | grep -c '^# [A-Za-z]' || true)
 [ "$docs" -ge "$n" ] || { echo "-f documents $docs of $n knobs" >&2; exit 1; }
+# Each output is read whole before it is searched: grep -q leaves at its
+# first match, and a tool still writing (-A is more than one stdio buffer)
+# would die of SIGPIPE, which pipefail reports as a failure.
+has() { # has PATTERN OPTION... : the tool's whole output matches PATTERN
+  local pattern=$1 out
+  shift
+  out=$("$@")
+  grep -q -- "$pattern" <<<"$out"
+}
 # A value from the environment shows.
-UCC_SHM_NSEGS=16 "$info" -c | grep -qx 'UCC_SHM_NSEGS=16'
-"$info" -v | grep -q '^# UCC version=[0-9]'
-"$info" -b | grep -q '^#define UCC_HAVE_VERBS'
-"$info" -A | grep -q '^  allreduce$'
-"$info" -s | grep -q 'No CL or TL components'
-"$info" -h | grep -q '^Usage: ucc_info'
+has '^UCC_SHM_NSEGS=16$' env UCC_SHM_NSEGS=16 "$info" -c
+has '^# UCC version=[0-9]' "$info" -v
+has '^#define UCC_HAVE_VERBS' "$info" -b
+has '^  allreduce$' "$info" -A
+has 'No CL or TL components' "$info" -s
+has '^Usage: ucc_info' "$info" -h
 if "$info" >/dev/null; then echo "no option must fail" >&2; exit 1; fi
 if "$info" -x >/dev/null 2>&1; then echo "-x must fail" >&2; exit 1; fi
 echo "ucc_info: $n knobs listed, as docs/configuration.md has them"
