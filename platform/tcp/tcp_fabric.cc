@@ -173,11 +173,11 @@ void TcpFabric::say_goodbyes() {
 bool TcpFabric::tx_flushed() const {
   for (uint32_t i = 0; i < nmade_; ++i) {
     const Link& l = links_[made_[i]];
-    // A connection not made yet, or broken and made again, needs our
-    // progress too; one given up on has failed its links.
-    if (l.state != Link::State::kLive || l.conn == nullptr ||
-        l.conn->state == Conn::State::kDead)
-      continue;
+    // A link given up on (lost, or the peer left) owes nothing. One whose
+    // connection is not made yet, is being made again, or lost the race
+    // of two calls (on_hello: the peer's call stands, and needs our
+    // answer) still owes its messages: those need our progress too.
+    if (l.state != Link::State::kLive) continue;
     // Our own thread wrote head (tx_commit): relaxed.
     if (l.msgs != shadow_head(*l.shadow.ctl))
       return false;

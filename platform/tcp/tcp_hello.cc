@@ -116,8 +116,12 @@ bool TcpNet::on_hello(Conn* c, const Hello& hello) {
   // Accepted: the caller must prove it holds our key. When we call it
   // too, the call of the engine with the smaller id stands: the other is
   // refused (the caller then waits a little before calling again, and
-  // takes our call meanwhile).
-  if (our_call_stands(instance, c)) {
+  // takes our call meanwhile). That is decided at the call's first hello
+  // only: a call we answered before calling ourselves stands, as its
+  // caller counts it made once it sends its proof (it may write its
+  // messages and leave the library at once), and our own call gives way
+  // to it below.
+  if (hello.step == kOpen && our_call_stands(instance, c)) {
     c->refused = true;
     c->bad_why = "both engines called: ours stands";
     return false;

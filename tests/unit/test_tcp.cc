@@ -194,6 +194,53 @@ TEST(Tcp, ConnectionsOnlyToThePeersTalkedTo) {
   for (auto& n : e.nets) EXPECT_EQ(n->stats().bad_frames, 0u);
 }
 
+// Both ends call, the second after answering the first: engine G (the
+// larger id) writes a message to S, whose engine answers G's call and
+// only then, waiting on G, calls G itself. G counts its call made once it
+// sends its proof, writes the message and stops progressing (a bcast
+// root that finished and went into MPI). S must take G's call, which it
+// answered, and read the message; refusing it at the proof (its own call
+// has the smaller id) left S waiting on a call G never answers, until
+// the peer timeout (hosts.sh 2 x 2 runs of ucc_perftest --compare mpi).
+TEST(Tcp, CallAnsweredBeforeOurOwnStands) {
+  for (int round = 0; round < 20; ++round) {
+    Engines e(2, quick());
+    Team t;
+    ASSERT_TRUE(t.open(e, 2, 4096, 4));
+    const uint32_t s = e.nets[0]->instance() < e.nets[1]->instance() ? 0 : 1;
+    const uint32_t g = 1 - s;
+    auto* p = static_cast<uint8_t*>(t.fab[g]->tx_reserve(s));
+    ASSERT_NE(p, nullptr);
+    for (uint32_t i = 0; i < 64; ++i) p[i] = static_cast<uint8_t>(i + round);
+    t.fab[g]->tx_commit(s, 64, plat::MsgKey{{g, s, 7}}, 0);
+    // G calls; S answers, then calls too.
+    for (int i = 0; i < 50; ++i) e.nets[g]->progress();
+    for (int i = 0; i < 50; ++i) e.nets[s]->progress();
+    t.fab[s]->waiting_on(g);
+    ucct::until([&] { return t.fab[g]->tx_flushed(); },
+                [&] { e.nets[g]->progress(); }, 5);
+    ASSERT_TRUE(t.fab[g]->tx_flushed());
+    // G is gone into other work: only S progresses.
+    const double took = ucct::until(
+        [&] { return t.fab[s]->rx_poll(g) != 0 || t.fab[s]->peer_lost(); },
+        [&] { e.nets[s]->progress(); }, 5);
+    ASSERT_FALSE(t.fab[s]->peer_lost()) << "round " << round;
+    ASSERT_EQ(t.fab[s]->rx_poll(g), 1u) << "round " << round;
+    const plat::MsgHdr* h = t.fab[s]->rx_hdr(g, 0);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->len, 64u);
+    const auto* q = static_cast<const uint8_t*>(t.fab[s]->rx_payload(g, 0));
+    for (uint32_t i = 0; i < 64; ++i)
+      ASSERT_EQ(q[i], static_cast<uint8_t>(i + round)) << "byte " << i;
+    t.fab[s]->rx_release(g, 0);
+    EXPECT_LT(took, 2.0);
+    // Both progress again and part.
+    t.close(0, false);
+    t.close(1, false);
+    EXPECT_TRUE(e.settle(5));
+  }
+}
+
 // A member stuck waiting on a peer it has never heard from (a tree's
 // child waiting on its parent) connects to it then: an engine that is
 // gone refuses, and the peer is lost at once, not never.
