@@ -22,14 +22,31 @@
 // The blocks come from the run's block tables: balanced for allreduce
 // (sizes differ by at most one element, so any count works, including
 // counts smaller than n), the user's counts for reduce_scatterv.
+//
+// Steps. An allgather whose largest block is kStepsMin bytes or more, on a
+// team spanning hosts, runs the same ring block by block instead: in step
+// s (0..n-2) a rank sends block rank - s of dst to its right neighbour and
+// receives block rank - s - 1 from its left one into its place in dst,
+// each as one stream (streams.h). A block that moves whole can go
+// one-sided over a network link (read straight from the neighbour's dst
+// into ours, no slot and no CPU copy), which a column's segments cannot;
+// each link still carries n - 1 blocks in turn. Every rank of the team
+// takes the same choice (the block sizes and the host count are the same
+// everywhere), so both ends of a link agree on the messages. (Only the
+// gathers: a reduction's segment is combined as it arrives, which
+// one-sided reads into a user buffer would not save a copy of.)
 #include "device/coll/algorithms.h"
 #include "device/coll/streams.h"
+#include "device/run/links.h"
 #include "device/run/patterns.h"
 
 namespace ucc::dev {
 namespace {
 
 enum class RingMode : uint8_t { kAllreduce, kAllgather, kReduceScatter };
+
+// The smallest largest block of an allgather by steps.
+inline constexpr uint64_t kStepsMin = 256 * 1024;
 
 template <RingMode kMode>
 struct Ring {
@@ -39,6 +56,11 @@ struct Ring {
   uint32_t arrivals = 0;  // arrivals per column
   uint32_t left = 0, right = 0;
   bool injected = false;
+  // By steps: the current one (of n - 1) and its two streams.
+  bool by_steps = false;
+  uint32_t step = 0;
+  SendStream tx;
+  RecvStream rx;
 
   // Element offset and count of block b of the vector that travels: the
   // input blocks when reducing, the output blocks when gathering (the run's
@@ -86,7 +108,34 @@ struct Ring {
                             run.src_cnt[0]);
     }
     if (failed(st) || n == 1) return st;
+    if (kMode == RingMode::kAllgather && max_block * run.esize >= kStepsMin &&
+        run.port->links().nodes().nnodes > 1) {
+      by_steps = true;
+      start_step(run);
+    }
     return progress(run);
+  }
+
+  // Step `step`'s streams: block rank - step out, rank - step - 1 in.
+  void start_step(const CollRun& run) {
+    const uint32_t out = run.tab(blk(run, int64_t{run.rank} - step));
+    const uint32_t in = run.tab(blk(run, int64_t{run.rank} - step - 1));
+    tx.init(run, right, Buf::kDst, run.dst_off[out] * run.esize,
+            run.dst_cnt[out] * run.esize, true);
+    rx.init(run, left, Buf::kDst, run.dst_off[in] * run.esize,
+            run.dst_cnt[in] * run.esize, false, true);
+  }
+
+  Status progress_steps(CollRun& run) {
+    for (;;) {
+      Status st = tx.progress(run);
+      if (failed(st)) return st;
+      Status sr = rx.progress(run);
+      if (failed(sr)) return sr;
+      if (st != Status::kOk || sr != Status::kOk) return Status::kInProgress;
+      if (++step == run.size - 1) return Status::kOk;
+      start_step(run);
+    }
   }
 
   // Where a segment of our finished reduce-scatter block goes in dst.
@@ -170,6 +219,7 @@ struct Ring {
   }
 
   Status progress(CollRun& run) {
+    if (kMode == RingMode::kAllgather && by_steps) return progress_steps(run);
     while (k < nseg) {
       if (!injected) {
         Status st = inject(run);

@@ -103,6 +103,10 @@ ibv_mr* RegMr(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
     errno = EFAULT;
     return nullptr;
   }
+  if (RegRefused(access)) {  // as past RLIMIT_MEMLOCK
+    errno = ENOMEM;
+    return nullptr;
+  }
   MrEntry e{};
   e.kind = kMrMemory;
   e.fd = -1;

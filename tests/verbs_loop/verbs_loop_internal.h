@@ -224,6 +224,8 @@ void ResetFaults();
 uint32_t CqCapacity(uint32_t asked);
 // nodmabuf=1: ibv_reg_dmabuf_mr is refused (EOPNOTSUPP).
 bool DmabufRefused();
+// Whether the noreg fault refuses a memory registration of `access`.
+bool RegRefused(unsigned access);
 
 // verbs_loop_qp.cc: the GID of GID index 0 of host `host`.
 ibv_gid HostGid(uint8_t link_layer, uint32_t host, uint64_t guid);

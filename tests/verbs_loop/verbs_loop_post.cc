@@ -29,6 +29,7 @@ struct Faults {
   uint64_t qperr;
   uint64_t cqovf;
   uint64_t nodmabuf;
+  uint64_t noreg;
   std::atomic<uint64_t> rdma_posted;
   std::atomic<uint64_t> recv_posted;  // SENDs and WRITE_WITH_IMMs
   std::atomic<uint64_t> wr_posted;
@@ -324,6 +325,8 @@ void ParseFaultList(const char* s) {
       g_faults.cqovf = v;
     } else if (klen == 8 && strncmp(s, "nodmabuf", 8) == 0) {
       g_faults.nodmabuf = v;
+    } else if (klen == 5 && strncmp(s, "noreg", 5) == 0) {
+      g_faults.noreg = v;
     } else {
       fprintf(stderr, "verbs_loop: unknown fault '%.*s'\n", int(klen), s);
     }
@@ -424,7 +427,7 @@ void DropSq(LoopQp* q) {
 
 void ResetFaults() {
   g_faults.rae = g_faults.rnr = g_faults.qperr = g_faults.cqovf = 0;
-  g_faults.nodmabuf = 0;
+  g_faults.nodmabuf = g_faults.noreg = 0;
   g_faults.rdma_posted = g_faults.recv_posted = g_faults.wr_posted = 0;
   ParseFaultList(getenv("VERBS_LOOP_FAULTS"));
 }
@@ -434,6 +437,12 @@ uint32_t CqCapacity(uint32_t asked) {
 }
 
 bool DmabufRefused() { return g_faults.nodmabuf != 0; }
+
+bool RegRefused(unsigned access) {
+  if ((access & IBV_ACCESS_REMOTE_WRITE) != 0) return false;
+  const uint64_t kind = (access & IBV_ACCESS_REMOTE_READ) != 0 ? 2 : 1;
+  return (g_faults.noreg & kind) != 0;
+}
 
 int PostSend(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   LoopQp* q = Qp(ibqp);
