@@ -244,12 +244,9 @@ struct TreeBcast : TreeWalk {
     }
     while (posted < n && posted - got < 2) {
       if (!offer_read) {
-        Status err = Status::kOk;
-        const void* m = run.peek(parent, sizeof(RmaOffer), &err);
-        if (m == nullptr) return failed(err) ? err : Status::kInProgress;
         RmaOffer o;
-        memcpy(&o, m, sizeof o);
-        run.release(parent);
+        Status took = take_offer(run, parent, &o);
+        if (took != Status::kOk) return took;
         if (o.bytes != ch.size(posted) || (o.ok == 0 && posted != 0))
           return Status::kNoMessage;
         if (o.ok == 0) {  // the parent's slots follow
@@ -265,18 +262,10 @@ struct TreeBcast : TreeWalk {
         at = 0;
         offer_read = true;
       }
-      const uint64_t size = ch.size(posted);
-      while (at < size) {
-        const uint64_t rest = size - at;
-        const uint32_t len = rest < plat::kRmaMaxOp
-                                 ? static_cast<uint32_t>(rest)
-                                 : plat::kRmaMaxOp;
-        void* local = reinterpret_cast<char*>(reg.addr) + ch.off(posted) + at;
-        Status st = run.get(parent, local, reg, raddr + at, rkey, len,
-                            &ticket[posted & 1]);
-        if (st != Status::kOk) return st;  // kInProgress: queue full
-        at += len;
-      }
+      Status st = post_gets(
+          run, parent, reg, reinterpret_cast<char*>(reg.addr) + ch.off(posted),
+          raddr, rkey, ch.size(posted), &at, &ticket[posted & 1]);
+      if (st != Status::kOk) return st;
       offer_read = false;
       ++posted;
     }

@@ -4,6 +4,30 @@
 
 namespace ucc::dev {
 
+Status take_offer(const CollRun& run, uint32_t peer, RmaOffer* o) {
+  Status err = Status::kOk;
+  const void* m = run.peek(peer, sizeof(RmaOffer), &err);
+  if (m == nullptr) return failed(err) ? err : Status::kInProgress;
+  memcpy(o, m, sizeof *o);
+  run.release(peer);
+  return Status::kOk;
+}
+
+Status post_gets(const CollRun& run, uint32_t peer, const plat::RmaReg& reg,
+                 char* local, uint64_t raddr, uint32_t rkey, uint64_t len,
+                 uint64_t* at, uint64_t* ticket) {
+  while (*at < len) {
+    const uint64_t rest = len - *at;
+    const uint32_t piece =
+        rest < plat::kRmaMaxOp ? static_cast<uint32_t>(rest) : plat::kRmaMaxOp;
+    Status st =
+        run.get(peer, local + *at, reg, raddr + *at, rkey, piece, ticket);
+    if (st != Status::kOk) return st;  // kInProgress: queue full
+    *at += piece;
+  }
+  return Status::kOk;
+}
+
 Status SendStream::progress(const CollRun& run) {
   if (phase != RmaPhase::kSlots) {
     Status st = offer(run);
@@ -56,12 +80,9 @@ Status RecvStream::one_sided_step(const CollRun& run) {
   for (;;) {
     switch (phase) {
       case RmaPhase::kOffer: {
-        Status err = Status::kOk;
-        const void* m = run.peek(peer, sizeof(RmaOffer), &err);
-        if (m == nullptr) return failed(err) ? err : Status::kInProgress;
         RmaOffer o;
-        memcpy(&o, m, sizeof o);
-        run.release(peer);
+        Status got = take_offer(run, peer, &o);
+        if (got != Status::kOk) return got;
         if (o.bytes != bytes) return Status::kNoMessage;
         if (o.ok == 0) {  // the sender's slots follow
           phase = RmaPhase::kSlots;
@@ -79,20 +100,13 @@ Status RecvStream::one_sided_step(const CollRun& run) {
         phase = RmaPhase::kGet;
         break;
       }
-      case RmaPhase::kGet:
-        while (posted < bytes) {
-          const uint64_t rest = bytes - posted;
-          const uint32_t len = rest < plat::kRmaMaxOp
-                                   ? static_cast<uint32_t>(rest)
-                                   : plat::kRmaMaxOp;
-          void* local = reinterpret_cast<char*>(reg.addr) + posted;
-          Status st =
-              run.get(peer, local, reg, raddr + posted, rkey, len, &ticket);
-          if (st != Status::kOk) return st;  // kInProgress: queue full
-          posted += len;
-        }
+      case RmaPhase::kGet: {
+        Status st = post_gets(run, peer, reg, reinterpret_cast<char*>(reg.addr),
+                              raddr, rkey, bytes, &posted, &ticket);
+        if (st != Status::kOk) return st;
         phase = RmaPhase::kWait;
         break;
+      }
       case RmaPhase::kWait:
         // A link that fails never gets here: the team's failure ends us.
         if (run.rma_done(peer) < ticket) return Status::kInProgress;

@@ -55,6 +55,20 @@ struct RmaOffer {
 };
 static_assert(sizeof(RmaOffer) == 24);
 
+// The receiving steps of the offer protocol, for the streams below and
+// for algorithms that take many offers into one registration
+// (bcast_tree.cc).
+//   take_offer  the offer from `peer`: kOk with *o, kInProgress, or the
+//               error of a message that is not one
+//   post_gets   gets bytes [*at, len) of the peer's offered range at
+//               raddr (key rkey) into local.. (inside reg), in pieces of
+//               at most kRmaMaxOp, advancing *at; *ticket is the last
+//               one's. kInProgress: the fabric's queue is full, call again
+Status take_offer(const CollRun& run, uint32_t peer, RmaOffer* o);
+Status post_gets(const CollRun& run, uint32_t peer, const plat::RmaReg& reg,
+                 char* local, uint64_t raddr, uint32_t rkey, uint64_t len,
+                 uint64_t* at, uint64_t* ticket);
+
 // Whether a stream of `len` bytes towards `peer` goes one-sided.
 inline bool one_sided(const CollRun& run, uint32_t peer, uint64_t len,
                       bool zcopy) {
