@@ -5,7 +5,8 @@
 # Every UCC_* variable of the caller's environment goes to the ranks
 # (e.g. UCC_ALLREDUCE_ALG=rd for the flat algorithm). UCCT_MAP_BY=node
 # places the ranks round-robin over the hosts (mpirun --map-by node)
-# instead of host by host.
+# instead of host by host. Rank r is bound to core r where the ranks fit
+# the CPUs, else none is bound.
 # mpirun runs in the bridge namespace, from where it reaches every host;
 # it starts its daemons on the hosts through ns_rsh.sh, as it would
 # through ssh. Exits 77 where mpirun is missing or ucc_perftest was built
@@ -30,9 +31,25 @@ root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
 pass=()
 for v in $(compgen -e | grep '^UCC_'); do pass+=(-x "$v"); done
-[ -n "${UCCT_MAP_BY:-}" ] && pass+=(--map-by "$UCCT_MAP_BY")
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+rankfile=$(mktemp)
+trap 'rm -f "$out" "$rankfile"' EXIT
+# Cores: every emulated host's mpirun daemon binds its own ranks from core
+# 0 up (Open MPI binds to cores up to 2 ranks, to the socket above), so at
+# 2 hosts x 1 rank both ranks shared core 0 while core 1 idled. Where the
+# job's ranks fit the CPUs, a rankfile gives rank r core r, as separate
+# hosts would give each its own; with more ranks than CPUs none is bound
+# and the scheduler spreads them.
+if [ "$n" -le "$(nproc)" ]; then
+  for ((r = 0; r < n; r++)); do
+    if [ "${UCCT_MAP_BY:-}" = node ]; then h=$((r % ${#addrs[@]})); else h=$((r / per)); fi
+    echo "rank $r=${addrs[h]} slot=$r" >> "$rankfile"
+  done
+  pass+=(--rankfile "$rankfile")
+else
+  [ -n "${UCCT_MAP_BY:-}" ] && pass+=(--map-by "$UCCT_MAP_BY")
+  pass+=(--bind-to none)
+fi
 nsenter -t "$UCCT_BRIDGE_PID" -n -- \
   mpirun "${root[@]}" -np "$n" --host "$hostlist" \
     --mca plm_rsh_agent "$here/ns_rsh.sh" --mca plm_rsh_no_tree_spawn 1 \

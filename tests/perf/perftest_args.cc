@@ -104,6 +104,26 @@ const char kUsage[] =
     "                 mpi_busbw and speedup = mpi / avg. Needs MPI at build\n"
     "                 time; started without mpirun, re-executes itself as\n"
     "                 mpirun -np <ranks> (UCC_PERFTEST_MPIRUN overrides)\n"
+    "  --compare-barrier mixed|own|ucc|mpi  the barrier around each timed\n"
+    "                 collective of --compare's iteration: mixed (default)\n"
+    "                 MPI_Barrier before MPI's, ours before ours; own:\n"
+    "                 the same and again after each; ucc or mpi: that\n"
+    "                 library's before both.\n"
+    "                 With more ranks than cores, the ranks that wait in\n"
+    "                 a barrier take cores from those still in the\n"
+    "                 collective, each library's barrier differently\n"
+    "  --start barrier|window  when a timed collective starts on each\n"
+    "                 rank: as it leaves the barrier before it (default),\n"
+    "                 or window: at one instant on every rank, read from\n"
+    "                 the clock they share (ranks on one kernel only: one\n"
+    "                 host, or hosts emulated by namespaces), in windows\n"
+    "                 3x the warmup's longest mean apart; adds span(us),\n"
+    "                 the mean over iterations of the last rank's finish\n"
+    "                 from that instant, late% (starts over 10 us late),\n"
+    "                 and with --compare mpi_span; speedup = mpi_span /\n"
+    "                 span. Ranks leave a barrier up to a message latency\n"
+    "                 apart, which a rooted collective's per-rank times\n"
+    "                 take in or leave out by which rank leaves first\n"
     "  --bind core|none  pin rank r to CPU r mod ncpu (default core, as\n"
     "                 mpirun --bind-to core; without it the scheduler may\n"
     "                 leave two ranks on one core for seconds)\n"
@@ -189,18 +209,20 @@ bool parse_int(const char* s, long lo, long hi, long* out) {
 }  // namespace
 
 int parse_args(int argc, char** argv, Config* cfg) {
-  static const option kLong[] = {{"ranks", required_argument, nullptr, 'N'},
-                                 {"timeout", required_argument, nullptr, 't'},
-                                 {"bind", required_argument, nullptr, 'B'},
-                                 {"overlap", no_argument, nullptr, 'O'},
-                                 {"compare", required_argument, nullptr, 'C'},
-                                 {"nodes", required_argument, nullptr, 'M'},
-                                 {"node-rank", required_argument, nullptr, 'K'},
-                                 {"bootstrap", required_argument, nullptr, 'S'},
-                                 {"bootstrap-key", required_argument, nullptr,
-                                  'Y'},
-                                 {"help", no_argument, nullptr, 'h'},
-                                 {nullptr, 0, nullptr, 0}};
+  static const option kLong[] = {
+      {"ranks", required_argument, nullptr, 'N'},
+      {"timeout", required_argument, nullptr, 't'},
+      {"bind", required_argument, nullptr, 'B'},
+      {"overlap", no_argument, nullptr, 'O'},
+      {"compare", required_argument, nullptr, 'C'},
+      {"compare-barrier", required_argument, nullptr, 'W'},
+      {"start", required_argument, nullptr, 'T'},
+      {"nodes", required_argument, nullptr, 'M'},
+      {"node-rank", required_argument, nullptr, 'K'},
+      {"bootstrap", required_argument, nullptr, 'S'},
+      {"bootstrap-key", required_argument, nullptr, 'Y'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0}};
   const CollInfo* coll = coll_by_name("allreduce");
   cfg->dt = dtype_by_name("float32");
   long v = 0;
@@ -288,6 +310,26 @@ int parse_args(int argc, char** argv, Config* cfg) {
         if (std::strcmp(optarg, "mpi") != 0)
           return bad("comparison (mpi)", optarg);
         cfg->compare = true;
+        break;
+      case 'T':
+        if (std::strcmp(optarg, "barrier") == 0)
+          cfg->window = false;
+        else if (std::strcmp(optarg, "window") == 0)
+          cfg->window = true;
+        else
+          return bad("start (barrier or window)", optarg);
+        break;
+      case 'W':
+        if (std::strcmp(optarg, "own") == 0)
+          cfg->between = Config::Between::kOwn;
+        else if (std::strcmp(optarg, "ucc") == 0)
+          cfg->between = Config::Between::kUcc;
+        else if (std::strcmp(optarg, "mpi") == 0)
+          cfg->between = Config::Between::kMpi;
+        else if (std::strcmp(optarg, "mixed") == 0)
+          cfg->between = Config::Between::kMixed;
+        else
+          return bad("barrier (own, ucc, mpi or mixed)", optarg);
         break;
       case 'B':
         if (std::strcmp(optarg, "core") == 0)

@@ -47,6 +47,19 @@ struct Config {
   bool bind = true;        // --bind core (default) / none
   bool overlap = false;    // --overlap: also post / compute / wait
   bool compare = false;    // --compare mpi: MPI's collective beside ours
+  // --compare-barrier: which library's barrier precedes and follows each
+  // of the two timed collectives of an iteration.
+  enum class Between : uint8_t {
+    kMixed,  // MPI_Barrier before MPI's, ours before ours (default)
+    kOwn,    // each its own library's, before and after
+    kUcc,    // ours around both
+    kMpi     // MPI_Barrier around both
+  };
+  Between between = Between::kMixed;
+  // --start window: every timed collective starts at one instant on every
+  // rank, read from the clock they share (perftest_window.h), instead of
+  // when each rank leaves the barrier before it.
+  bool window = false;
   bool cuda = false;       // -m cuda: src and dst in GPU memory
   bool under_mpi = false;  // started by mpirun (not a command-line flag)
   // CPUs the ranks of this host share: the launching process's affinity

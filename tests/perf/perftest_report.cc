@@ -168,11 +168,20 @@ void print_header(const Config& cfg, int n, ucc_team_h team,
   }
   std::printf("# %-20s %s\n", "Hosts:", hosts.c_str());
   if (cfg.compare) {
+    static const char* const kBetween[] = {
+        "MPI_Barrier before MPI's, ours before ours",
+        "each between its own library's barriers", "both between our barriers",
+        "both between MPI_Barriers"};
     std::printf(
         "# %-20s %s (same buffers, one MPI iteration before each of"
-        " ours)\n",
-        "Compared with:", mpi_library_version().c_str());
+        " ours, %s)\n",
+        "Compared with:", mpi_library_version().c_str(),
+        kBetween[static_cast<int>(cfg.between)]);
   }
+  std::printf("# %-20s %s\n", "Start:",
+              cfg.window ? "windows on the ranks' shared clock (warmup"
+                           " between barriers)"
+                         : "as each rank leaves the barrier before it");
   if (per_host > cfg.cpus) {
     std::printf(
         "# %-20s more ranks than CPUs: timings include scheduling delays\n",
@@ -210,8 +219,10 @@ void print_columns(const Config& cfg) {
   }
   if (cfg.overlap)
     std::printf(" %11s %11s %9s", "ov_total", "ov_compute", "overlap%");
+  if (cfg.window) std::printf(" %11s %6s", "span(us)", "late%");
   if (cfg.compare)
     std::printf(" %11s %11s %8s", "mpi(us)", "mpi_busbw", "speedup");
+  if (cfg.compare && cfg.window) std::printf(" %11s", "mpi_span");
   if (cfg.verbose) std::printf(" %s", "alg");
   std::printf("\n");
   std::fflush(stdout);
@@ -272,14 +283,27 @@ void print_row(const Config& cfg, int n, uint64_t count,
     double ov = avg > 0 ? 100.0 * (1.0 - (tot - cmp) / avg) : 0;
     std::printf(" %11.2f %11.2f %9.1f", tot, cmp, ov < 0 ? 0.0 : ov);
   }
+  // --start window: the span is the same on every rank; late% over all
+  // ranks' starts.
+  const double span = all[0].span_us, mpi_span = all[0].mpi_span_us;
+  if (cfg.window) {
+    double late = 0, starts = 0;
+    for (int q = 0; q < n; ++q) {
+      late += all[q].late;
+      starts += all[q].starts;
+    }
+    std::printf(" %11.2f %6.1f", span, starts > 0 ? 100 * late / starts : 0);
+  }
   if (cfg.compare) {
     // MPI: the mean over ranks of each rank's mean; speedup > 1: we are
-    // faster.
+    // faster (by the spans under --start window).
     double mpi = 0;
     for (int q = 0; q < n; ++q) mpi += all[q].mpi_avg_us;
     mpi /= n;
-    std::printf(" %11.2f %11.3f %8.2f", mpi, bw(mpi) * factor,
-                avg > 0 ? mpi / avg : 0.0);
+    const double speedup = cfg.window ? (span > 0 ? mpi_span / span : 0)
+                                      : (avg > 0 ? mpi / avg : 0);
+    std::printf(" %11.2f %11.3f %8.2f", mpi, bw(mpi) * factor, speedup);
+    if (cfg.window) std::printf(" %11.2f", mpi_span);
   }
   if (cfg.verbose) std::printf(" %s", alg_at(team, cs.type, size_b));
   std::printf("\n");

@@ -27,6 +27,13 @@ struct RankStats {
   double mpi_avg_us;     // --compare: MPI's mean iteration time
   int32_t mpi_wrong;     // 1: MPI's result check failed here
   int32_t pad2;
+  // --start window (perftest_window.h): the mean over iterations of the
+  // last rank's finish from the common start, the same on every rank;
+  // this rank's starts and how many of them were over 10 us late.
+  double span_us;
+  double mpi_span_us;
+  int32_t starts;
+  int32_t late;
 };
 
 // Where the ranks run: each rank's host (UCC_HOST_ID where set, else its

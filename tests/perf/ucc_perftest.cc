@@ -37,6 +37,7 @@
 #include "tests/perf/perftest_check.h"
 #include "tests/perf/perftest_mpi.h"
 #include "tests/perf/perftest_report.h"
+#include "tests/perf/perftest_window.h"
 
 namespace ucct::perf {
 namespace {
@@ -224,27 +225,105 @@ ucc_status_t run_size(World& w, const Config& cfg, uint64_t count,
     st = ucc_collective_init(&bargs, &breq, w.team);
   }
   double sum = 0, mn = 0, mx = 0, mpi_sum = 0;
-  for (int it = 0; st == UCC_OK && it < warmup + iters; ++it) {
+  auto add = [&](double us, bool first) {
+    sum += us;
+    mn = (first || us < mn) ? us : mn;
+    mx = (first || us > mx) ? us : mx;
+  };
+  // --compare: MPI's iteration first, then ours, each after a barrier as
+  // --compare-barrier says (default: each library's own before it, as OSU
+  // runs MPI's and our perftest runs ours). With more ranks than cores
+  // the ranks that finish first wait in the next barrier while others are
+  // still in the collective, each library's barrier polling its own way
+  // (own: each library's also after its own, so that its early ranks
+  // wait in its code). And ranks leave a barrier up to a message latency
+  // apart, which per-rank times of a rooted collective take in or leave
+  // out: --start window (docs/perf/hosts.md).
+  using B = Config::Between;
+  auto barrier_of = [&](bool mpi_side) {
+    const bool ucc =
+        cfg.between == B::kUcc || (!mpi_side && cfg.between != B::kMpi);
+    if (!ucc) return mpi_barrier() ? UCC_OK : UCC_ERR_NO_MESSAGE;
+    return post_and_wait(w, breq, nullptr);
+  };
+  const bool after = cfg.between == B::kOwn;
+  // --start window: the warmup runs between barriers as above, and its
+  // mean times of barrier + collective size the windows of the timed
+  // iterations (the collective's own time may hide a barrier's skew).
+  const int barrier_iters = cfg.window ? warmup : warmup + iters;
+  double warm_ours = 0, warm_mpi = 0;
+  for (int it = 0; st == UCC_OK && it < barrier_iters; ++it) {
     if (cfg.compare) {
-      // MPI's iteration first, aligned by MPI_Barrier as OSU does.
       step = "MPI iteration";
-      const bool aligned = mpi_barrier();
+      const double tb = now_s();
+      st = barrier_of(true);
+      if (st != UCC_OK) break;
       const double t0 = now_s();
-      if (!aligned || !mpi_call(*mpi)) {
+      if (!mpi_call(*mpi)) {
         st = UCC_ERR_NO_MESSAGE;
         break;
       }
-      if (it >= warmup) mpi_sum += (now_s() - t0) * 1e6;
+      const double mpi_us = (now_s() - t0) * 1e6;
+      if (it >= warmup) mpi_sum += mpi_us;
+      warm_mpi += it < warmup ? (now_s() - tb) * 1e6 : 0;
+      if (after && (st = barrier_of(true)) != UCC_OK) break;
     }
     step = "barrier";
-    st = post_and_wait(w, breq, nullptr);
+    const double tb = now_s();
+    st = cfg.compare ? barrier_of(false) : post_and_wait(w, breq, nullptr);
     if (st != UCC_OK) break;
     step = "timed iteration";
     st = post_and_wait(w, req, &t_us);
-    if (st != UCC_OK || it < warmup) continue;
-    sum += t_us;
-    mn = (it == warmup || t_us < mn) ? t_us : mn;
-    mx = (it == warmup || t_us > mx) ? t_us : mx;
+    if (st == UCC_OK && it < warmup) warm_ours += (now_s() - tb) * 1e6;
+    if (st == UCC_OK && cfg.compare && after) {
+      step = "barrier";
+      st = barrier_of(false);
+    }
+    if (st == UCC_OK && it >= warmup) add(t_us, it == warmup);
+  }
+  out->span_us = out->mpi_span_us = 0;
+  out->late = out->starts = 0;
+  if (st == UCC_OK && cfg.window && iters > 0) {
+    // Slot 2i: MPI's iteration i, 2i + 1 ours (--compare); else slot i ours.
+    // Each rank's time runs from the slot's start to its own completion.
+    double need = warmup ? warm_ours / warmup : t_us;
+    if (warmup && warm_mpi / warmup > need) need = warm_mpi / warmup;
+    Windows win;
+    step = "window agreement";
+    if (!agree_windows(w.oob, w.ctx, need, &win)) st = UCC_ERR_NO_MESSAGE;
+    const int per = cfg.compare ? 2 : 1;
+    std::vector<double> fin, mpi_fin;
+    fin.reserve(iters);
+    mpi_fin.reserve(iters);
+    auto start = [&](int slot) {
+      const double late = wait_until_us(win.start(slot));
+      out->late += late > 10;
+      ++out->starts;
+      return win.start(slot);
+    };
+    for (int it = 0; st == UCC_OK && it < iters; ++it) {
+      if (cfg.compare) {
+        step = "MPI iteration";
+        const double t0 = start(per * it);
+        if (!mpi_call(*mpi)) {
+          st = UCC_ERR_NO_MESSAGE;
+          break;
+        }
+        mpi_fin.push_back(now_s() * 1e6 - t0);
+        mpi_sum += mpi_fin.back();
+      }
+      step = "timed iteration";
+      const double t0 = start(per * it + per - 1);
+      st = post_and_wait(w, req, nullptr);
+      if (st != UCC_OK) break;
+      fin.push_back(now_s() * 1e6 - t0);
+      add(fin.back(), it == 0);
+    }
+    step = "spans";
+    if (st == UCC_OK &&
+        (!mean_span(w.oob, w.ctx, fin, n, &out->span_us) ||
+         !mean_span(w.oob, w.ctx, mpi_fin, n, &out->mpi_span_us)))
+      st = UCC_ERR_NO_MESSAGE;
   }
   if (st != UCC_OK) {
     fail_line(r, step, count, st);
@@ -307,6 +386,12 @@ int rank_main(Rank& rk, const Config& cfg) {
     if (cfg.cuda && !ucct::gpu::init()) return 1;
     int per_host = w.size;
     const std::string hosts = gather_hosts(rk, w.ctx, &per_host);
+    std::string why;
+    if (cfg.window && !shared_clock(w.oob, w.ctx, &why)) {
+      if (w.rank == 0)
+        std::fprintf(stderr, "ucc_perftest: --start window: %s\n", why.c_str());
+      return 1;
+    }
     if (w.rank == 0) print_header(cfg, w.size, w.team, hosts, per_host);
     std::vector<uint64_t> counts;
     if (cfg.coll->type == UCC_COLL_TYPE_BARRIER) {
