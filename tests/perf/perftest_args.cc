@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 namespace ucct::perf {
 
@@ -206,6 +207,16 @@ bool parse_int(const char* s, long lo, long hi, long* out) {
   return true;
 }
 
+// The index of arg among words, or -1.
+int word_of(const char* arg, std::initializer_list<const char*> words) {
+  int i = 0;
+  for (const char* w : words) {
+    if (std::strcmp(arg, w) == 0) return i;
+    ++i;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int parse_args(int argc, char** argv, Config* cfg) {
@@ -226,7 +237,7 @@ int parse_args(int argc, char** argv, Config* cfg) {
   const CollInfo* coll = coll_by_name("allreduce");
   cfg->dt = dtype_by_name("float32");
   long v = 0;
-  int c;
+  int c, w;
   auto bad = [&](const char* what, const char* arg) {
     std::fprintf(stderr, "ucc_perftest: invalid %s: '%s' (see -h)\n", what,
                  arg);
@@ -312,32 +323,20 @@ int parse_args(int argc, char** argv, Config* cfg) {
         cfg->compare = true;
         break;
       case 'T':
-        if (std::strcmp(optarg, "barrier") == 0)
-          cfg->window = false;
-        else if (std::strcmp(optarg, "window") == 0)
-          cfg->window = true;
-        else
+        if ((w = word_of(optarg, {"barrier", "window"})) < 0)
           return bad("start (barrier or window)", optarg);
+        cfg->window = w == 1;
         break;
       case 'W':
-        if (std::strcmp(optarg, "own") == 0)
-          cfg->between = Config::Between::kOwn;
-        else if (std::strcmp(optarg, "ucc") == 0)
-          cfg->between = Config::Between::kUcc;
-        else if (std::strcmp(optarg, "mpi") == 0)
-          cfg->between = Config::Between::kMpi;
-        else if (std::strcmp(optarg, "mixed") == 0)
-          cfg->between = Config::Between::kMixed;
-        else
+        // In Config::Between's order.
+        if ((w = word_of(optarg, {"mixed", "own", "ucc", "mpi"})) < 0)
           return bad("barrier (own, ucc, mpi or mixed)", optarg);
+        cfg->between = static_cast<Config::Between>(w);
         break;
       case 'B':
-        if (std::strcmp(optarg, "core") == 0)
-          cfg->bind = true;
-        else if (std::strcmp(optarg, "none") == 0)
-          cfg->bind = false;
-        else
+        if ((w = word_of(optarg, {"core", "none"})) < 0)
           return bad("binding (core or none)", optarg);
+        cfg->bind = w == 0;
         break;
       case 'm':
         if (std::strcmp(optarg, "cuda") == 0)
