@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "firmware_sim/crash_report.h"
 #include "firmware_sim/server.h"
 #include "firmware_sim/verbs_opts.h"
 #include "firmware_sim/wire_opts.h"
@@ -179,6 +180,7 @@ void set_node(const char* node, const char* path, ucc::fw::ServerConfig* cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ucc::fw::install_crash_report();
   char path[256];
   const char* env = getenv("UCC_FIRMWARE_SOCKET");
   bool default_path = false;

@@ -97,12 +97,40 @@ for ((n = 0; n < nodes; n++)); do
     echo "firmware_sim node $n did not come up:"; cat "$dir/node$n.log"; exit 1
   fi
 done
+# A daemon that dies mid-run has its log printed at once, beside the first
+# test it failed, not after the hundreds of failures that follow it.
+watch_daemons() {
+  local seen=()
+  while sleep 0.2 && kill -0 $$ 2>/dev/null; do
+    for ((n = 0; n < nodes; n++)); do
+      [ -n "${seen[$n]:-}" ] && continue
+      kill -0 "${pids[$n]}" 2>/dev/null && continue
+      seen[$n]=1
+      echo "firmware_sim node $n died during the run; its log:"
+      cat "$dir/node$n.log"
+      : >"$dir/node$n.shown"
+    done
+  done
+}
+watch_daemons &
+watcher=$!
 list=$(IFS=,; echo "${socks[*]}")
 UCC_OFFLOAD=emu UCC_FIRMWARE_SIM=none UCC_FIRMWARE_SOCKET="$list" "$@"
 rc=$?
+kill "$watcher" 2>/dev/null
+wait "$watcher" 2>/dev/null
 for ((n = 0; n < nodes; n++)); do
   if ! kill -0 "${pids[$n]}" 2>/dev/null; then
-    echo "firmware_sim node $n died:"; cat "$dir/node$n.log"; rc=1
+    wait "${pids[$n]}"
+    st=$?
+    [ $st -gt 128 ] && st="$st (signal $((st - 128)))"
+    if [ -e "$dir/node$n.shown" ]; then
+      echo "firmware_sim node $n died, exit status $st (its log is above)"
+    else
+      echo "firmware_sim node $n died, exit status $st; its log:"
+      cat "$dir/node$n.log"
+    fi
+    rc=1
     continue
   fi
   [ -n "$verbs" ] && continue
