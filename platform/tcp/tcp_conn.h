@@ -42,6 +42,7 @@ struct Conn {
   uint8_t nonce_peer[kNonceBytes] = {};
   uint8_t mac_out[32] = {};
   uint64_t claimed = 0;
+  uint32_t from_ip = 0;       // accepted: the caller's address (network order)
   bool initiator = false;     // we make (and remake) the connection
   // New: not made yet, made by its initiator (accept_all: kHello).
   State state = State::kBroken;

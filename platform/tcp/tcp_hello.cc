@@ -1,6 +1,7 @@
 // Who may connect to an engine (tcp_proto.h, "Who may connect"):
 // connections accepted and bounded until they prove themselves, and the
 // three hellos that prove each side to the other.
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -34,7 +35,9 @@ bool hello_mac(const uint64_t key[2], char role, uint64_t connector,
 uint32_t TcpNet::strangers(Conn** oldest) const {
   uint32_t n = 0;
   for (Conn* c = conns_; c != nullptr; c = c->next) {
-    if (c->initiator || c->instance != 0 || c->state != Conn::State::kHello)
+    // (One our links wait on is not: it is given up after kHelloMs.)
+    if (c->initiator || c->instance != 0 || c->state != Conn::State::kHello ||
+        c->links != nullptr)
       continue;
     ++n;
     if (oldest != nullptr &&
@@ -46,8 +49,10 @@ uint32_t TcpNet::strangers(Conn** oldest) const {
 
 void TcpNet::accept_all() {
   for (;;) {
-    const int fd =
-        accept4(lfd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_in from{};
+    socklen_t flen = sizeof(from);
+    const int fd = accept4(lfd_, reinterpret_cast<sockaddr*>(&from), &flen,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     // Full: the stranger that came first gives its place up (a real
     // engine proves itself within a round trip or two, and connects
@@ -64,6 +69,7 @@ void TcpNet::accept_all() {
       continue;
     }
     c->fd = fd;
+    c->from_ip = from.sin_addr.s_addr;
     c->state = Conn::State::kHello;
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -149,6 +155,16 @@ bool TcpNet::on_hello(Conn* c, const Hello& hello) {
   }
   Conn* e = find_conn(instance);
   if (e == nullptr && !peer_room()) return false;  // a new peer: room?
+  if (e != nullptr && e != c && e->initiator &&
+      e->state == Conn::State::kReady && instance_ < instance) {
+    // Both calls answered (an engine that called before it heard ours,
+    // from an address other than the one it gave): the one of the
+    // smaller id stands at both ends; the other end gives its own up
+    // for it, below.
+    c->refused = true;
+    c->bad_why = "both calls answered: ours stands";
+    return false;
+  }
   if (e != nullptr && e != c) {
     // The record our links wait on (a broken connection it made, or our
     // own call, which gives way to the smaller id's): they move to this

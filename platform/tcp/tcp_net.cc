@@ -274,11 +274,17 @@ uint64_t TcpNet::maintain() {
     // never said who it is.
     // A broken one we make is made again all the same: the peer engine
     // may still wait there for the answer to a goodbye.
-    if (c->links == nullptr &&
-        (c->state == S::kDead || (c->state == S::kBroken && !c->initiator) ||
-         (c->state == S::kHello && now_ - c->since > timeout) ||
-         (c->state == S::kHello && !c->initiator &&
-          now_ - c->since > uint64_t{kHelloMs} * kMs))) {
+    if (waits_on_answered(c) &&
+        now_ - c->since > (timeout / 2 < uint64_t{kHelloMs} * kMs
+                               ? timeout / 2
+                               : uint64_t{kHelloMs} * kMs)) {
+      call_instead(c, "no proof in time");  // its caller never proved it
+    } else if (c->links == nullptr &&
+               (c->state == S::kDead ||
+                (c->state == S::kBroken && !c->initiator) ||
+                (c->state == S::kHello && now_ - c->since > timeout) ||
+                (c->state == S::kHello && !c->initiator &&
+                 now_ - c->since > uint64_t{kHelloMs} * kMs))) {
       free_conn(c);
     } else if (c->state == S::kReady) {
       if (c->ping_wanted) {

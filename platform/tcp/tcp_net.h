@@ -49,6 +49,7 @@ struct TcpStats {
   uint64_t tx_frames, rx_frames;
   uint64_t tx_bytes, rx_bytes;  // message bytes (data frames)
   uint64_t connects;            // connections established (reconnections too)
+  uint64_t calls;               // connect()s of ours (calls made again too)
   uint32_t peak_conns;          // connections up at once, at most
   uint64_t breaks;              // connections lost
   uint64_t dup_msgs;            // messages received again after a break
@@ -150,6 +151,13 @@ class TcpNet final : public Net {
 
  private:
   Conn* find_conn(uint64_t instance) const;
+  // An accepted connection from `ip` whose caller says it is engine
+  // `instance` and has our answer, its proof not come yet.
+  Conn* answered_call(uint64_t instance, uint32_t ip) const;
+  // A call we answered, with our links waiting on it, that failed before
+  // its proof came: we call the engine ourselves on the same record.
+  void call_instead(Conn* c, const char* why);
+  static bool waits_on_answered(const Conn* c);
   // Connections to engines that said who they are, or that we called,
   // not given up; whether one more fits max_peers (else said, once).
   uint32_t peers_in_use() const;

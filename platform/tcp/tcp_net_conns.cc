@@ -33,6 +33,43 @@ Conn* TcpNet::find_conn(uint64_t instance) const {
   return nullptr;
 }
 
+Conn* TcpNet::answered_call(uint64_t instance, uint32_t ip) const {
+  for (Conn* c = conns_; c != nullptr; c = c->next)
+    if (c->state == Conn::State::kHello && !c->initiator &&
+        c->claimed == instance && c->from_ip == ip)
+      return c;
+  return nullptr;
+}
+
+bool TcpNet::waits_on_answered(const Conn* c) {
+  return c->state == Conn::State::kHello && !c->initiator &&
+         c->links != nullptr;
+}
+
+void TcpNet::call_instead(Conn* c, const char* why) {
+  UCC_DEBUG(
+      "tcp: the call engine %llx made failed before its proof (%s): "
+      "calling it",
+      static_cast<unsigned long long>(c->claimed), why);
+  if (c->fd >= 0) {
+    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    c->fd = -1;
+  }
+  c->reset_io();
+  c->watch_out = false;
+  c->hs_step = 0;
+  c->hello_owed = false;
+  c->claimed = 0;
+  c->refused = false;
+  c->bad_why = nullptr;
+  c->bad_sum = false;
+  c->initiator = true;  // ip, port and key: attach() set them
+  c->instance = c->links->instance;
+  c->state = Conn::State::kBroken;
+  c->since = c->retry_at = now_;
+}
+
 uint32_t TcpNet::connections() const {
   uint32_t n = 0;
   for (const Conn* c = conns_; c != nullptr; c = c->next)
@@ -113,6 +150,11 @@ void TcpNet::watch(Conn* c, bool out) {
 
 Status TcpNet::attach(Link* l) {
   Conn* c = find_conn(l->instance);
+  // A call from that engine that we answered, its proof on the way: the
+  // link waits for it there. Calling too would leave two calls, each
+  // answered; at the proofs each end took the other's and closed its
+  // own, and neither made the connection again (hosts_tcp_faults).
+  if (c == nullptr) c = answered_call(l->instance, l->peer_ip);
   if (c == nullptr) {
     // Whichever engine needs the connection first makes it; when both
     // call at once, the call of the one with the smaller id stands
@@ -186,6 +228,7 @@ void TcpNet::want_ping(Link* l) {
 
 void TcpNet::start_connect(Conn* c) {
   c->retry_at = now_ + 50 * kMs;
+  ++stats_.calls;
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return;  // tried again later
   tune_socket(fd);
@@ -251,6 +294,10 @@ void TcpNet::established(Conn* c) {
 }
 
 void TcpNet::broken(Conn* c, const char* why) {
+  if (waits_on_answered(c)) {
+    call_instead(c, why);
+    return;
+  }
   if (c->peer_gone) {  // it said so: nothing to make again
     dead(c, c->peer_corrupt
                 ? "it received a frame of ours that failed its checksum"
@@ -355,6 +402,11 @@ void TcpNet::end_probe(Conn* c) {
 }
 
 void TcpNet::protocol_error(Conn* c) {
+  if (waits_on_answered(c)) {  // not the engine it claimed, say
+    ++stats_.bad_frames;
+    call_instead(c, c->bad_why != nullptr ? c->bad_why : "a bad hello");
+    return;
+  }
   if (c->refused) {  // no error: the other call stands (on_hello)
     dead(c, c->bad_why);
     return;

@@ -50,10 +50,13 @@ tcp::Hdr hello_hdr() {
 }
 
 // `summed`: with its payload's checksum, as UCC_NET_CHECKSUM=1 sends it.
+// `instance`: the engine it claims to be (any id may call; the smallest
+// wins a double call).
 std::vector<char> hello_frame(uint8_t step, const uint8_t* nonce,
-                              const uint8_t* mac, bool summed = false) {
+                              const uint8_t* mac, bool summed = false,
+                              uint64_t instance = 1) {
   tcp::Hello who{};
-  who.instance = 1;  // any id may call (the smallest wins a double call)
+  who.instance = instance;
   who.step = step;
   if (nonce != nullptr) memcpy(who.nonce, nonce, tcp::kNonceBytes);
   if (mac != nullptr) memcpy(who.mac, mac, 32);
@@ -194,6 +197,54 @@ TEST(TcpAuth, EngineProvesItsKeyStrangersCannot) {
   EXPECT_FALSE(t.fab[0]->peer_lost());
   EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
 }
+
+// A stranger calls engine S in the name of engine L, from L's address
+// (this machine's), and gets S's answer. A member on S then needs L: it
+// waits on that call (an answered call is not matched by a call of our
+// own, test_tcp.cc) until the caller proves the key. The stranger never
+// does: it sends a bad proof, closes, or says nothing; S then calls L
+// itself, at once or after kHelloMs, and the message arrives.
+void squat_answered_call(int how) {
+  Engines e(2, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4));
+  tcp::TcpNet& s = *e.nets[0];
+  Caller c(e, s);
+  c.put(
+      hello_frame(tcp::kOpen, c.nonce, nullptr, false, e.nets[1]->instance()));
+  tcp::Hello ans{};
+  ASSERT_TRUE(c.answer(&ans));
+  ASSERT_EQ(ans.step, tcp::kAnswer);
+  auto* p = static_cast<uint8_t*>(t.fab[0]->tx_reserve(1));
+  ASSERT_NE(p, nullptr);
+  for (uint32_t i = 0; i < 64; ++i) p[i] = static_cast<uint8_t>(3 * i);
+  t.fab[0]->tx_commit(1, 64, plat::MsgKey{{0, 1, 7}}, 0);
+  for (int i = 0; i < 100; ++i) e.progress();
+  EXPECT_EQ(s.stats().calls, 0u) << "S called L beside the answered call";
+  if (how == 0) {
+    uint8_t m[32] = {};
+    c.put(hello_frame(tcp::kProve, nullptr, m, false, e.nets[1]->instance()));
+  } else if (how == 1) {
+    close(c.fd);
+    c.fd = -1;
+  }
+  const double took = ucct::until(
+      [&t] { return t.fab[1]->rx_poll(0) != 0 || t.fab[0]->peer_lost(); },
+      [&e] { e.progress(); }, 6);
+  ASSERT_FALSE(t.fab[0]->peer_lost());
+  ASSERT_EQ(t.fab[1]->rx_poll(0), 1u);
+  const auto* q = static_cast<const uint8_t*>(t.fab[1]->rx_payload(0, 0));
+  for (uint32_t i = 0; i < 64; ++i)
+    ASSERT_EQ(q[i], static_cast<uint8_t>(3 * i)) << "byte " << i;
+  t.fab[1]->rx_release(0, 0);
+  EXPECT_EQ(s.stats().calls, 1u);
+  EXPECT_LT(took, how == 2 ? tcp::kHelloMs / 1000.0 + 1.5 : 1.0);
+  EXPECT_TRUE(exchange(e, t, 4, 4096, 10));
+}
+
+TEST(TcpAuth, AnsweredCallNeverProvenBadProof) { squat_answered_call(0); }
+TEST(TcpAuth, AnsweredCallNeverProvenClosed) { squat_answered_call(1); }
+TEST(TcpAuth, AnsweredCallNeverProvenSilent) { squat_answered_call(2); }
 
 // 1,000 connections that say nothing: the engine keeps at most
 // kMaxStrangers of them, closes the rest, and after kHelloMs closes those
