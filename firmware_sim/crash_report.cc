@@ -16,6 +16,7 @@
 #endif
 
 namespace ucc::fw {
+#ifndef UCC_FW_ASAN
 namespace {
 
 // Room for the handler to run when the fault is a stack overflow.
@@ -82,6 +83,7 @@ void on_fatal(int sig, siginfo_t* info, void*) {
 }
 
 }  // namespace
+#endif
 
 void install_crash_report() {
 #ifndef UCC_FW_ASAN
