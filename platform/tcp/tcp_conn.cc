@@ -63,6 +63,7 @@ bool Conn::begin_frame() {
   }
   in.dst = nullptr;
   in.at = 0;
+  in.pre = in.pre_at = 0;
   in.link = nullptr;
   in.dup = false;
   in.need = h.len;
@@ -86,12 +87,17 @@ bool Conn::begin_frame() {
     case Type::kGetData:
       return begin_rma(h);
     case Type::kData: {
+      // Credits first, if any (read into `small`), then the slot's bytes.
+      if (h.nslots > kMaxSlots || h.len < h.nslots) return false;
+      in.pre = h.nslots;
       in.link = own_link(h);
-      if (in.link == nullptr) return h.len <= kSlotHdr + (64u << 20);
+      if (in.link == nullptr) return h.len - h.nslots <= kSlotHdr + (64u << 20);
       const FabricConfig& c = in.link->fab->config();
-      // The message must fit its slot, and come in order.
-      if (h.len < kSlotHdr || h.len > kSlotHdr + c.slot_size ||
-          h.slot >= c.nslots)
+      // The message must fit its slot, and come in order; credits count
+      // every slot of the inbox.
+      const uint32_t body = h.len - h.nslots;
+      if ((h.nslots != 0 && h.nslots != c.nslots) || body < kSlotHdr ||
+          body > kSlotHdr + c.slot_size || h.slot >= c.nslots)
         return false;
       const uint32_t d = h.seq - in.link->heads;
       if (d == 0) {
@@ -115,7 +121,8 @@ bool Conn::end_frame() {
   Link* l = in.link;
   // The payload is checked before anything in it is used.
   if ((h.flags & kSummed) != 0 && in.dst != nullptr &&
-      crc32c(0, in.dst, h.len) != h.body_crc) {
+      crc32c(crc32c(0, in.small, in.pre), in.dst, h.len - in.pre) !=
+          h.body_crc) {
     bad_why = "a frame's payload failed its checksum";
     bad_sum = true;
     return false;
@@ -135,21 +142,20 @@ bool Conn::end_frame() {
     case Type::kBye:
       return on_bye(h);
     case Type::kCredit:
-      if (l != nullptr && l->state == Link::State::kLive &&
-          h.nslots == l->fab->config().nslots) {
-        // C1 (fabric/inbox.h) reads these with acquire.
-        for (uint32_t k = 0; k < h.nslots; ++k)
-          l->shadow.ctl->done[k].store(in.small[k], std::memory_order_release);
-      }
+      take_credits_in(l, h.nslots);
       return true;
     case Type::kGet:
     case Type::kGetData:
       return end_rma(h);
     case Type::kData: {
+      // Credits of a frame dropped whole are not believed where payloads
+      // carry checksums (that one was not checked); they come again.
+      if ((h.flags & kSummed) == 0 || in.dst != nullptr)
+        take_credits_in(l, h.nslots);
       if (in.dst == nullptr) return true;  // dropped
       const auto* mh = reinterpret_cast<const MsgHdr*>(in.dst);
       // The header inside must say what the frame carries.
-      if (mh->len != h.len - kSlotHdr) return false;
+      if (mh->len != h.len - h.nslots - kSlotHdr) return false;
       s.rx_bytes += mh->len;
       l->fab->publish(*l, h.slot);
       return true;
@@ -189,6 +195,29 @@ bool Conn::on_bye(const Hdr& h) {
   return true;
 }
 
+void Conn::take_in(const char* src, uint32_t n) {
+  if (in.pre_at < in.pre) {
+    const uint32_t k = n < in.pre - in.pre_at ? n : in.pre - in.pre_at;
+    memcpy(in.small + in.pre_at, src, k);
+    in.pre_at += k;
+    src += k;
+    n -= k;
+  }
+  if (n != 0 && in.dst != nullptr) {
+    memcpy(in.dst + in.at, src, n);
+    in.at += n;
+  }
+}
+
+void Conn::take_credits_in(Link* l, uint32_t n) {
+  if (n == 0 || l == nullptr || l->state != Link::State::kLive ||
+      n != l->fab->config().nslots)
+    return;
+  // C1 (fabric/inbox.h) reads these with acquire.
+  for (uint32_t k = 0; k < n; ++k)
+    l->shadow.ctl->done[k].store(in.small[k], std::memory_order_release);
+}
+
 bool Conn::read() {
   for (;;) {
     if (!in.have_hdr) {
@@ -219,10 +248,7 @@ bool Conn::read() {
       const uint32_t avail = in.len - in.off;
       if (avail != 0) {
         const uint32_t n = avail < in.need ? avail : in.need;
-        if (in.dst != nullptr) {
-          memcpy(in.dst + in.at, in.buf + in.off, n);
-          in.at += n;
-        }
+        take_in(reinterpret_cast<const char*>(in.buf) + in.off, n);
         in.off += n;
         in.need -= n;
         continue;
@@ -230,7 +256,7 @@ bool Conn::read() {
       // Large payloads straight into the inbox slot; the rest through
       // the buffer, with whatever follows.
       ssize_t r;
-      if (in.dst != nullptr && in.need >= kInBuf / 4) {
+      if (in.dst != nullptr && in.pre_at == in.pre && in.need >= kInBuf / 4) {
         r = recv(fd, in.dst + in.at, in.need, MSG_DONTWAIT);
         if (r > 0) {
           in.at += static_cast<uint32_t>(r);
@@ -280,6 +306,7 @@ void Conn::frame(Type t, Link* l, uint32_t len) {
   out.data_frame = false;
   out.answer = false;
   out.data = reinterpret_cast<const char*>(out.small);
+  out.pre = 0;
   const uint32_t delay = net->config().fault_delay_us;
   out.ready_at = delay != 0 ? net->now() + uint64_t{delay} * 1000 : 0;
 }
@@ -345,17 +372,12 @@ bool Conn::pick_link() {
     }
     if (l->state == Link::State::kLive) {
       const FabricConfig& c = l->fab->config();
-      const InboxCtl* rx = l->rx.ctl;
-      bool credit = l->credit_owed;
-      for (uint32_t k = 0; !credit && k < c.nslots; ++k)
-        credit = rx->done[k].load(std::memory_order_relaxed) != l->done_sent[k];
-      if (credit) {
-        l->credit_owed = false;
+      // Our own thread wrote head (tx_commit): relaxed.
+      const bool ready = l->msgs != shadow_head(*l->shadow.ctl);
+      const Credit cr = credit_due(l, ready);
+      if (cr == Credit::kNow) {
         frame(Type::kCredit, l, c.nslots);
-        out.hdr.nslots = static_cast<uint8_t>(c.nslots);
-        for (uint32_t k = 0; k < c.nslots; ++k)
-          out.small[k] = l->done_sent[k] =
-              rx->done[k].load(std::memory_order_relaxed);
+        out.hdr.nslots = static_cast<uint8_t>(take_credits(l));
         rr = nx;
         return true;
       }
@@ -363,14 +385,16 @@ bool Conn::pick_link() {
         rr = nx;
         return true;
       }
-      // Our own thread wrote head (tx_commit): relaxed.
-      if (l->msgs != shadow_head(*l->shadow.ctl)) {
+      if (ready) {
         const uint32_t slot =
             l->shadow.ctl->order[l->msgs & (c.nslots - 1)] & (c.nslots - 1);
         const char* base = l->shadow.slot(c, slot);
         uint32_t mlen = reinterpret_cast<const MsgHdr*>(base)->len;
         if (mlen > c.slot_size) mlen = c.slot_size;
-        frame(Type::kData, l, static_cast<uint32_t>(kSlotHdr) + mlen);
+        const uint32_t pre = cr == Credit::kRide ? c.nslots : 0;
+        frame(Type::kData, l, pre + static_cast<uint32_t>(kSlotHdr) + mlen);
+        if (pre != 0) out.hdr.nslots = static_cast<uint8_t>(take_credits(l));
+        out.pre = pre;
         out.hdr.seq = l->msgs;
         out.hdr.slot = static_cast<uint16_t>(slot);
         out.data = base;
@@ -392,6 +416,56 @@ bool Conn::pick_link() {
   return false;
 }
 
+Conn::Credit Conn::credit_due(Link* l, bool message_ready) const {
+  const FabricConfig& c = l->fab->config();
+  const InboxCtl* rx = l->rx.ctl;
+  uint32_t waiting = 0;  // releases not sent yet
+  for (uint32_t k = 0; k < c.nslots; ++k)
+    waiting += static_cast<uint8_t>(
+        rx->done[k].load(std::memory_order_relaxed) - l->done_sent[k]);
+  if (!l->credit_owed && waiting == 0) return Credit::kNone;
+  if (message_ready) return Credit::kRide;
+  // The peer counts as taken the slots of the messages we hold and of
+  // those released without credits: from half the window, it may be
+  // about to wait on them.
+  if (l->credit_urgent || 2 * (l->heads - l->credited) >= c.nslots ||
+      net->now() - l->credit_since >= uint64_t{kCreditDelayUs} * 1000)
+    return Credit::kNow;
+  return Credit::kWait;
+}
+
+uint32_t Conn::take_credits(Link* l) {
+  const FabricConfig& c = l->fab->config();
+  const InboxCtl* rx = l->rx.ctl;
+  for (uint32_t k = 0; k < c.nslots; ++k) {
+    const uint8_t d = rx->done[k].load(std::memory_order_relaxed);
+    l->credited += static_cast<uint8_t>(d - l->done_sent[k]);
+    out.small[k] = l->done_sent[k] = d;
+  }
+  l->credit_owed = l->credit_urgent = false;
+  return c.nslots;
+}
+
+int Conn::out_pieces(uint32_t off, iovec* iov) const {
+  const uint32_t hb = static_cast<uint32_t>(sizeof(Hdr));
+  const struct {
+    const char* p;
+    uint32_t n;
+  } part[3] = {{reinterpret_cast<const char*>(&out.hdr), hb},
+               {reinterpret_cast<const char*>(out.small), out.pre},
+               {out.data, out.len - hb - out.pre}};
+  int n = 0;
+  for (const auto& pc : part) {
+    if (off >= pc.n) {
+      off -= pc.n;
+      continue;
+    }
+    iov[n++] = iovec{const_cast<char*>(pc.p + off), pc.n - off};
+    off = 0;
+  }
+  return n;
+}
+
 // The checksums, once every field is final (callers of frame() may set
 // more), just before the first byte goes out.
 void Conn::seal() {
@@ -399,7 +473,8 @@ void Conn::seal() {
   const uint32_t body = out.len - static_cast<uint32_t>(sizeof(Hdr));
   if (net->config().checksum && body != 0) {
     h.flags |= kSummed;
-    h.body_crc = crc32c(0, out.data, body);
+    h.body_crc =
+        crc32c(crc32c(0, out.small, out.pre), out.data, body - out.pre);
   }
   h.crc = hdr_crc(h);
   out.sealed = true;
@@ -411,10 +486,11 @@ void Conn::seal() {
     m.key.w[0] += uint64_t{1} << 32;
     memcpy(const_cast<char*>(out.data), &m, sizeof(m));
   }
-  if (out.data_frame && body > kSlotHdr &&
+  const uint32_t slot_bytes = body - out.pre;
+  if (out.data_frame && slot_bytes > kSlotHdr &&
       net->chance(net->config().fault_corrupt))
-    const_cast<char*>(out.data)[kSlotHdr + net->rand64() % (body - kSlotHdr)] ^=
-        0x10;
+    const_cast<char*>(
+        out.data)[kSlotHdr + net->rand64() % (slot_bytes - kSlotHdr)] ^= 0x10;
 }
 
 void Conn::last_word(uint8_t flags) {
@@ -437,15 +513,11 @@ void Conn::last_word(uint8_t flags) {
     return true;
   };
   // The frame under way first: half of one would break the stream.
-  const uint32_t hb = static_cast<uint32_t>(sizeof(Hdr));
   bool ok = true;
   if (out.active && out.off != 0) {
-    if (out.off < hb)
-      ok = put(reinterpret_cast<const char*>(&out.hdr) + out.off,
-               hb - out.off) &&
-           put(out.data, out.len - hb);
-    else
-      ok = put(out.data + (out.off - hb), out.len - out.off);
+    iovec iov[3];
+    const int n = out_pieces(out.off, iov);
+    for (int i = 0; ok && i < n; ++i) ok = put(iov[i].iov_base, iov[i].iov_len);
   }
   Hdr h{};
   h.magic = kFrameMagic;
@@ -466,16 +538,8 @@ bool Conn::pump() {
     if (out.ready_at != 0 && net->now() < out.ready_at) return true;
     if (!out.sealed) seal();
     const uint32_t hb = static_cast<uint32_t>(sizeof(Hdr));
-    iovec iov[2];
-    int n = 0;
-    if (out.off < hb) {
-      iov[n++] = iovec{reinterpret_cast<char*>(&out.hdr) + out.off,
-                       hb - out.off};
-      iov[n++] = iovec{const_cast<char*>(out.data), out.len - hb};
-    } else {
-      iov[n++] = iovec{const_cast<char*>(out.data) + (out.off - hb),
-                       out.len - out.off};
-    }
+    iovec iov[3];
+    const int n = out_pieces(out.off, iov);
     const uint32_t split = net->config().fault_split;
     if (split != 0) {
       // Test knob: a short write of 1..split bytes.
@@ -508,7 +572,7 @@ bool Conn::pump() {
     if (out.data_frame) {
       Link* l = out.link;
       ++l->msgs;
-      net->counters().tx_bytes += out.len - hb - kSlotHdr;
+      net->counters().tx_bytes += out.len - hb - out.pre - kSlotHdr;
       if (net->chance(net->config().fault_drop)) {
         // Test knob: the connection breaks right after this frame.
         ++net->counters().inj_drops;

@@ -4,6 +4,8 @@
 // other engine through it.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
 
 #include "platform/tcp/tcp_fabric.h"
@@ -74,11 +76,13 @@ struct Conn {
   } behalf[kMaxBehalf];
   uint32_t nbehalf = 0;
 
-  // The frame being written: out_hdr, then out_len - 32 bytes at out_data.
+  // The frame being written: the header, then `pre` bytes at `small`
+  // (credits riding on a data frame), then the rest at `data`.
   struct {
     bool active = false;
     Hdr hdr{};
     const char* data = nullptr;
+    uint32_t pre = 0;
     uint32_t len = 0;  // whole frame
     uint32_t off = 0;  // written so far
     uint64_t ready_at = 0;
@@ -89,13 +93,15 @@ struct Conn {
     uint8_t small[kSmall];
   } out;
 
-  // The frame being read: a header, then its payload into `dst` (nullptr:
-  // dropped), `at` bytes placed and `need` to come.
+  // The frame being read: a header, then its payload: the first `pre`
+  // bytes (a data frame's credits) into `small`, the rest into `dst`
+  // (nullptr: dropped), `at` bytes placed and `need` to come.
   struct {
     uint32_t len = 0, off = 0;  // buffered bytes [off, len)
     bool have_hdr = false;
     Hdr hdr{};
     char* dst = nullptr;
+    uint32_t pre = 0, pre_at = 0;
     uint32_t at = 0;
     uint32_t need = 0;
     Link* link = nullptr;
@@ -127,6 +133,19 @@ struct Conn {
   bool end_rma(const Hdr& h);
   bool pick_rma(Link* l);
   void frame(Type t, Link* l, uint32_t len);
+  // Puts the link's release counts in out.small (and done_sent): n of
+  // them. Whether credits are due now, ride on a message or wait.
+  uint32_t take_credits(Link* l);
+  enum class Credit : uint8_t { kNone, kNow, kRide, kWait };
+  Credit credit_due(Link* l, bool message_ready) const;
+  // The bytes of the frame being written from `off` on: up to three
+  // pieces (header, credits, the rest).
+  int out_pieces(uint32_t off, iovec* iov) const;
+  // The payload's bytes that arrive: the credits first, then dst.
+  void take_in(const char* src, uint32_t n);
+  // Release counts read into in.small (n of them): the peer's credits
+  // for l's messages, where l is live and n counts its slots.
+  void take_credits_in(Link* l, uint32_t n);
   Link* own_link(const Hdr& h);
   bool on_bye(const Hdr& h);
   void seal();

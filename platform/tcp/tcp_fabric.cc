@@ -122,7 +122,7 @@ void TcpFabric::rx_release(uint32_t peer, uint32_t i) {
   const uint32_t k = pair_of(peer);
   if (!pair_at(k).rx_release(i)) return;
   ++events_;
-  net_->owe_credit(&made(k));  // made by the message's frame already
+  net_->owe_credit(&made(k), false);  // made by the message's frame already
 }
 
 void TcpFabric::publish(Link& l, uint32_t slot) {
@@ -153,7 +153,7 @@ void TcpFabric::waiting_on(uint32_t peer) {
   if (!serves(peer)) return;
   const uint32_t k = pair_of(peer);
   if (peers_[k].made && links_[k].conn != nullptr) return;  // reached
-  net_->owe_credit(&reached(k));
+  net_->owe_credit(&reached(k), true);
 }
 
 void TcpFabric::fail() {

@@ -46,7 +46,15 @@ struct Link {
   uint32_t acked = 0;    // of those, received (the peer's ack)
   uint32_t heads = 0;    // its messages we have received
   uint8_t done_sent[kMaxSlots] = {};
+  // Credits to send: owed at all (slots released), and at once (after a
+  // reconnection, to a peer a team waits on); since when the oldest
+  // release not sent has waited (tcp_proto.h, kCreditDelayUs); how many
+  // of its messages our credits sent so far have freed (heads - credited:
+  // the slots the peer still counts as taken).
   bool credit_owed = false;
+  bool credit_urgent = false;
+  uint64_t credit_since = 0;
+  uint32_t credited = 0;
   bool bye_owed = false;     // we left: say so (again after a break)
   bool bye_acked = false;    // the peer has our goodbye
   bool byeack_owed = false;  // the peer left: answer its goodbye

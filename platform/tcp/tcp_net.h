@@ -121,7 +121,9 @@ class TcpNet final : public Net {
   // Something was committed on a link: write what its connection can take.
   void kick(Link* l);
   // A link owes its peer credits: sent from the next progress call.
-  void owe_credit(Link* l);
+  // Credits owed on l: at once where urgent, else with the link's next
+  // message or after kCreditDelayUs (Conn::pick_link).
+  void owe_credit(Link* l, bool urgent);
   // A fabric stuck on a silent peer asks for pings on its connection.
   void want_ping(Link* l);
   uint64_t now() const { return now_; }

@@ -214,8 +214,10 @@ void TcpNet::kick(Link* l) {
   if (c != nullptr && c->state == Conn::State::kReady) c->pump();
 }
 
-void TcpNet::owe_credit(Link* l) {
+void TcpNet::owe_credit(Link* l, bool urgent) {
+  if (!l->credit_owed) l->credit_since = now_;
   l->credit_owed = true;
+  l->credit_urgent |= urgent;
   if (l->conn != nullptr) l->conn->credit_pending = true;
 }
 
@@ -282,7 +284,7 @@ void TcpNet::established(Conn* c) {
   // does no harm: the answer comes again).
   for (Link* l = c->links; l != nullptr; l = l->next) {
     l->msgs = l->acked;
-    l->credit_owed = true;
+    l->credit_owed = l->credit_urgent = true;
     // Gets not answered whole are asked again; the peer, which forgot
     // its answers, answers them anew.
     l->get_asked = l->get_head;

@@ -27,7 +27,14 @@
 // receiver acknowledged) is read and dropped. Every frame also carries
 // `ack`: how many messages the sender has received on the reverse link.
 // A credit frame carries the sender's inbox release counts (done[]) for
-// the receiver, the receiver's credits. Hello opens a connection (both
+// the receiver, the receiver's credits. A data frame may carry them too,
+// before its slot's bytes (`nslots` of them; 0: none): credits ride on
+// the messages going the other way, and a frame of their own goes out
+// only when the peer counts half its window taken (our messages held and
+// released without credits), when they have waited kCreditDelayUs (the
+// engine's once-a-millisecond pass sends them), or when the peer must
+// hear at once (a reconnection, a team stuck on it). Hello opens a
+// connection (both
 // ends send one: the engine's instance id), ping asks for a pong, bye
 // says an endpoint left its team (kLost: it failed; `seq`: the
 // receiver's team rank), or with dst_ep 0 that the engine is closing for
@@ -80,7 +87,12 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 inline constexpr uint32_t kTcpAddrMagic = 0x55435443u;  // "UCTC"
 inline constexpr uint16_t kFrameMagic = 0x5554;         // "TU"
-inline constexpr uint8_t kFrameVersion = 4;
+inline constexpr uint8_t kFrameVersion = 5;
+// Longest that released slots wait for a message to carry their credits
+// while the peer still counts more than half its window free (it need not
+// wait on them). A shorter delay put a credit frame of its own at the
+// start of most bcasts' non-roots (2 hosts x 1 rank, docs/perf/hosts.md).
+inline constexpr uint32_t kCreditDelayUs = 1000;
 inline constexpr uint32_t kMaxStrangers = 64;  // accepted, not proven yet
 inline constexpr uint32_t kHelloMs = 3000;     // to prove itself, at most
 
@@ -101,7 +113,8 @@ static_assert(sizeof(TcpAddr) <= sizeof(FabricAddr::bytes));
 
 enum class Type : uint8_t {
   kHello = 1,   // payload: Hello
-  kData = 2,    // payload: a slot's header area and the message
+  kData = 2,    // payload: nslots release counts (0 or more), then a
+                // slot's header area and the message
   kCredit = 3,  // payload: nslots release counts
   kPing = 4,
   kPong = 5,
@@ -144,7 +157,7 @@ struct Hdr {
   uint32_t ack;       // messages the sender has received on the reverse link
   uint16_t slot;      // kData: the slot in the receiver's inbox
   uint8_t flags;      // kLost, kAck, kSummed, kCorrupt
-  uint8_t nslots;     // kCredit: release counts that follow
+  uint8_t nslots;     // kCredit, kData: release counts that follow
   uint32_t body_crc;  // kSummed: CRC32C of the len bytes after the header
   uint32_t crc;       // CRC32C of the header before this field, always
 };

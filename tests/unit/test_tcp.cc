@@ -369,3 +369,115 @@ TEST(Tcp, ConnectionsBeyondMaxPeersFailTheirLinks) {
 }
 
 }  // namespace
+
+namespace {
+
+// One message s -> d (its bytes from msg_byte) once a slot is free;
+// false after 5 s.
+bool send_one(Engines& e, Team& t, uint32_t s, uint32_t d, uint32_t m) {
+  void* p = nullptr;
+  ucct::until([&] { return (p = t.fab[s]->tx_reserve(d)) != nullptr; },
+              [&e] { e.progress(); }, 5);
+  if (p == nullptr) return false;
+  auto* b = static_cast<uint8_t*>(p);
+  for (uint32_t i = 0; i < 64; ++i) b[i] = ucct::msg_byte(s, d, m, i);
+  t.fab[s]->tx_commit(d, 64, plat::MsgKey{{s, d, m}}, 0);
+  return true;
+}
+
+// Message m s -> d received, checked and released; false after 5 s or
+// on a wrong byte.
+bool take_one(Engines& e, Team& t, uint32_t s, uint32_t d, uint32_t m) {
+  ucct::until([&] { return t.fab[d]->rx_poll(s) != 0; }, [&e] { e.progress(); },
+              5);
+  const plat::MsgHdr* h = t.fab[d]->rx_hdr(s, 0);
+  if (h == nullptr || h->len != 64 || !(h->key == plat::MsgKey{{s, d, m}}))
+    return false;
+  const auto* b = static_cast<const uint8_t*>(t.fab[d]->rx_payload(s, 0));
+  for (uint32_t i = 0; i < 64; ++i)
+    if (b[i] != ucct::msg_byte(s, d, m, i)) return false;
+  t.fab[d]->rx_release(s, 0);
+  return true;
+}
+
+}  // namespace
+
+// Ping-pong: each reply carries the credit for the message it answers, so
+// each engine writes one frame per message, where a credit frame of its
+// own per message doubled that (two system calls per message on the
+// critical path, docs/network.md).
+TEST(Tcp, CreditsRideOnTheMessagesGoingBack) {
+  Engines e(2, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 8));
+  ASSERT_TRUE(send_one(e, t, 0, 1, 0));  // connects
+  ASSERT_TRUE(take_one(e, t, 0, 1, 0));
+  ASSERT_TRUE(send_one(e, t, 1, 0, 0));
+  ASSERT_TRUE(take_one(e, t, 1, 0, 0));
+  const uint64_t f0 = e.nets[0]->stats().tx_frames;
+  const uint64_t f1 = e.nets[1]->stats().tx_frames;
+  constexpr uint32_t kRounds = 200;
+  for (uint32_t m = 1; m <= kRounds; ++m) {
+    ASSERT_TRUE(send_one(e, t, 0, 1, m)) << m;
+    ASSERT_TRUE(take_one(e, t, 0, 1, m)) << m;
+    ASSERT_TRUE(send_one(e, t, 1, 0, m)) << m;
+    ASSERT_TRUE(take_one(e, t, 1, 0, m)) << m;
+  }
+  // A credit may still go alone when a reply was late by kCreditDelayUs
+  // (a descheduled test): a tenth of them, at most.
+  EXPECT_LE(e.nets[0]->stats().tx_frames - f0, kRounds + kRounds / 10);
+  EXPECT_LE(e.nets[1]->stats().tx_frames - f1, kRounds + kRounds / 10);
+  EXPECT_EQ(e.nets[0]->stats().bad_frames + e.nets[1]->stats().bad_frames, 0u);
+}
+
+// Nothing goes back: released slots still come back to the sender, after
+// kCreditDelayUs, in one credit frame for all of them; half the window
+// released goes back at the next progress.
+TEST(Tcp, CreditsComeAloneWhenNothingGoesBack) {
+  Engines e(2, quick());
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 8));
+  // The sender fills its window with engine 0 alone: all 8 slots free.
+  auto window_back = [&](uint32_t first) {
+    for (uint32_t m = first; m < first + 8; ++m) {
+      void* p = t.fab[0]->tx_reserve(1);
+      for (int i = 0; p == nullptr && i < 1000; ++i) {
+        e.nets[0]->progress();
+        p = t.fab[0]->tx_reserve(1);
+      }
+      if (p == nullptr) return false;
+      t.fab[0]->tx_commit(1, 0, plat::MsgKey{{0, 1, m}}, 0);
+    }
+    return true;
+  };
+  for (uint32_t m = 0; m < 3; ++m) ASSERT_TRUE(send_one(e, t, 0, 1, m));
+  for (uint32_t m = 0; m < 3; ++m) ASSERT_TRUE(take_one(e, t, 0, 1, m));
+  const uint64_t f1 = e.nets[1]->stats().tx_frames;
+  const uint64_t r0 = e.nets[0]->stats().rx_frames;
+  ucct::until([&] { return e.nets[0]->stats().rx_frames != r0; },
+              [&e] { e.progress(); }, 5);
+  EXPECT_EQ(e.nets[1]->stats().tx_frames - f1, 1u);
+  ASSERT_TRUE(window_back(3));
+  // Those 8 taken (their credits back as they come); then 4 of the next
+  // 8: one progress of the receiver's engine sends their credits.
+  for (uint32_t m = 3; m < 11; ++m) {
+    ucct::until([&] { return t.fab[1]->rx_poll(0) != 0; },
+                [&e] { e.progress(); }, 5);
+    ASSERT_NE(t.fab[1]->rx_hdr(0, 0), nullptr);
+    t.fab[1]->rx_release(0, 0);
+  }
+  for (uint32_t m = 11; m < 19; ++m) ASSERT_TRUE(send_one(e, t, 0, 1, m));
+  for (uint32_t m = 11; m < 15; ++m) {
+    ucct::until([&] { return t.fab[1]->rx_poll(0) != 0; },
+                [&e] {
+                  e.nets[1]->progress();
+                  e.nets[0]->progress();
+                },
+                5);
+    ASSERT_NE(t.fab[1]->rx_hdr(0, 0), nullptr);
+    t.fab[1]->rx_release(0, 0);
+  }
+  const uint64_t f2 = e.nets[1]->stats().tx_frames;
+  e.nets[1]->progress();
+  EXPECT_EQ(e.nets[1]->stats().tx_frames - f2, 1u);
+}
