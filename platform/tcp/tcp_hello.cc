@@ -176,11 +176,7 @@ bool TcpNet::on_hello(Conn* c, const Hello& hello) {
     c->port = e->port;
     memcpy(c->key, e->key, sizeof(c->key));
     e->state = Conn::State::kDead;  // freed by maintain (no links)
-    if (e->fd >= 0) {
-      epoll_ctl(ep_, EPOLL_CTL_DEL, e->fd, nullptr);
-      ::close(e->fd);
-      e->fd = -1;
-    }
+    drop_socket(e);
   }
   c->instance = instance;
   established(c);

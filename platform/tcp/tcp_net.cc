@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -266,6 +267,8 @@ void TcpNet::reap_endpoints() {
 uint64_t TcpNet::maintain() {
   const uint64_t timeout = uint64_t{cfg_.peer_timeout_ms} * kMs;
   const uint64_t keep = uint64_t{cfg_.keepalive_ms} * kMs;
+  // How long our links wait on a call we answered for its proof.
+  const uint64_t proof_wait = std::min(timeout / 2, uint64_t{kHelloMs} * kMs);
   uint64_t n = 0;
   for (Conn* c = conns_; c != nullptr;) {
     Conn* nx = c->next;
@@ -274,10 +277,7 @@ uint64_t TcpNet::maintain() {
     // never said who it is.
     // A broken one we make is made again all the same: the peer engine
     // may still wait there for the answer to a goodbye.
-    if (waits_on_answered(c) &&
-        now_ - c->since > (timeout / 2 < uint64_t{kHelloMs} * kMs
-                               ? timeout / 2
-                               : uint64_t{kHelloMs} * kMs)) {
+    if (waits_on_answered(c) && now_ - c->since > proof_wait) {
       call_instead(c, "no proof in time");  // its caller never proved it
     } else if (c->links == nullptr &&
                (c->state == S::kDead ||

@@ -160,6 +160,9 @@ class TcpNet final : public Net {
   // its proof came: we call the engine ourselves on the same record.
   void call_instead(Conn* c, const char* why);
   static bool waits_on_answered(const Conn* c);
+  // Closes c's socket (out of the epoll set) and forgets the frames and
+  // the handshake half done on it.
+  void drop_socket(Conn* c);
   // Connections to engines that said who they are, or that we called,
   // not given up; whether one more fits max_peers (else said, once).
   uint32_t peers_in_use() const;

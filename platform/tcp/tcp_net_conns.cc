@@ -51,16 +51,7 @@ void TcpNet::call_instead(Conn* c, const char* why) {
       "tcp: the call engine %llx made failed before its proof (%s): "
       "calling it",
       static_cast<unsigned long long>(c->claimed), why);
-  if (c->fd >= 0) {
-    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
-    ::close(c->fd);
-    c->fd = -1;
-  }
-  c->reset_io();
-  c->watch_out = false;
-  c->hs_step = 0;
-  c->hello_owed = false;
-  c->claimed = 0;
+  drop_socket(c);  // (and the handshake's state)
   c->refused = false;
   c->bad_why = nullptr;
   c->bad_sum = false;
@@ -68,6 +59,16 @@ void TcpNet::call_instead(Conn* c, const char* why) {
   c->instance = c->links->instance;
   c->state = Conn::State::kBroken;
   c->since = c->retry_at = now_;
+}
+
+void TcpNet::drop_socket(Conn* c) {
+  if (c->fd >= 0) {
+    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
+    ::close(c->fd);
+    c->fd = -1;
+  }
+  c->reset_io();
+  c->watch_out = false;
 }
 
 uint32_t TcpNet::connections() const {
@@ -314,13 +315,7 @@ void TcpNet::broken(Conn* c, const char* why) {
     UCC_DEBUG("tcp: call to engine %llx ended before it was up: %s",
               static_cast<unsigned long long>(c->instance), why);
   }
-  if (c->fd >= 0) {
-    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
-    ::close(c->fd);
-    c->fd = -1;
-  }
-  c->reset_io();
-  c->watch_out = false;
+  drop_socket(c);
   if (c->state == Conn::State::kDead) return;
   // The side that makes it makes it again: at once after a break; after
   // a pause when it broke before it was up (our call refused: the
@@ -353,12 +348,7 @@ void TcpNet::dead(Conn* c, const char* why) {
   else
     UCC_DEBUG("tcp: engine %llx unreachable (%s)",
               static_cast<unsigned long long>(c->instance), why);
-  if (c->fd >= 0) {
-    epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
-    ::close(c->fd);
-    c->fd = -1;
-  }
-  c->reset_io();
+  drop_socket(c);
   end_probe(c);
   c->state = Conn::State::kDead;
 }

@@ -120,4 +120,32 @@ inline bool exchange(Engines& e, Team& t, uint32_t msgs, uint32_t slot,
       secs);
 }
 
+// One message s -> d (its bytes from msg_byte) once a slot is free;
+// false after 5 s.
+inline bool send_one(Engines& e, Team& t, uint32_t s, uint32_t d, uint32_t m) {
+  void* p = nullptr;
+  ucct::until([&] { return (p = t.fab[s]->tx_reserve(d)) != nullptr; },
+              [&e] { e.progress(); }, 5);
+  if (p == nullptr) return false;
+  auto* b = static_cast<uint8_t*>(p);
+  for (uint32_t i = 0; i < 64; ++i) b[i] = ucct::msg_byte(s, d, m, i);
+  t.fab[s]->tx_commit(d, 64, plat::MsgKey{{s, d, m}}, 0);
+  return true;
+}
+
+// Message m s -> d received, checked and released; false after 5 s or
+// on a wrong byte.
+inline bool take_one(Engines& e, Team& t, uint32_t s, uint32_t d, uint32_t m) {
+  ucct::until([&] { return t.fab[d]->rx_poll(s) != 0; }, [&e] { e.progress(); },
+              5);
+  const plat::MsgHdr* h = t.fab[d]->rx_hdr(s, 0);
+  if (h == nullptr || h->len != 64 || !(h->key == plat::MsgKey{{s, d, m}}))
+    return false;
+  const auto* b = static_cast<const uint8_t*>(t.fab[d]->rx_payload(s, 0));
+  for (uint32_t i = 0; i < 64; ++i)
+    if (b[i] != ucct::msg_byte(s, d, m, i)) return false;
+  t.fab[d]->rx_release(s, 0);
+  return true;
+}
+
 }  // namespace ucct

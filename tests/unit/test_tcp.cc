@@ -31,6 +31,8 @@ namespace tcp = ucc::plat::tcp;
 using ucct::Engines;
 using ucct::exchange;
 using ucct::quick;
+using ucct::send_one;
+using ucct::take_one;
 using ucct::Team;
 
 struct Faults {
@@ -257,21 +259,13 @@ TEST(Tcp, CallAnsweredIsWaitedForNotMatched) {
     ASSERT_TRUE(t.open(e, 2, 4096, 4));
     const uint32_t s = e.nets[0]->instance() < e.nets[1]->instance() ? 0 : 1;
     const uint32_t l = 1 - s;
-    auto send = [&t, round](uint32_t from, uint32_t to) {
-      auto* p = static_cast<uint8_t*>(t.fab[from]->tx_reserve(to));
-      if (p == nullptr) return false;
-      for (uint32_t i = 0; i < 64; ++i)
-        p[i] = static_cast<uint8_t>(i + from + round);
-      t.fab[from]->tx_commit(to, 64, plat::MsgKey{{from, to, 7}}, 0);
-      return true;
-    };
     auto burst = [&e](uint32_t who) {
       for (int i = 0; i < 50; ++i) e.nets[who]->progress();
     };
-    ASSERT_TRUE(send(l, s));
+    ASSERT_TRUE(send_one(e, t, l, s, round));
     burst(l);  // L calls
     burst(s);  // S answers
-    ASSERT_TRUE(send(s, l));
+    ASSERT_TRUE(send_one(e, t, s, l, round));
     burst(s);  // S's message for L: no call of its own
     burst(l);
     burst(s);
@@ -288,13 +282,8 @@ TEST(Tcp, CallAnsweredIsWaitedForNotMatched) {
     ASSERT_FALSE(t.fab[s]->peer_lost()) << "round " << round;
     ASSERT_FALSE(t.fab[l]->peer_lost()) << "round " << round;
     for (uint32_t at : {s, l}) {
-      const uint32_t from = 1 - at;
-      ASSERT_EQ(t.fab[at]->rx_poll(from), 1u) << "round " << round;
-      const auto* q =
-          static_cast<const uint8_t*>(t.fab[at]->rx_payload(from, 0));
-      for (uint32_t i = 0; i < 64; ++i)
-        ASSERT_EQ(q[i], static_cast<uint8_t>(i + from + round)) << "byte " << i;
-      t.fab[at]->rx_release(from, 0);
+      ASSERT_EQ(t.fab[at]->rx_poll(1 - at), 1u) << "round " << round;
+      ASSERT_TRUE(take_one(e, t, 1 - at, at, round)) << "round " << round;
     }
     EXPECT_LT(took, 2.0);
     EXPECT_EQ(e.nets[s]->connections(), 1u);
@@ -366,38 +355,6 @@ TEST(Tcp, ConnectionsBeyondMaxPeersFailTheirLinks) {
   t.fab[0]->tx_commit(2, 0, plat::MsgKey{{0, 2, 0}}, 0);
   EXPECT_TRUE(t.fab[0]->peer_lost());
   EXPECT_EQ(e.nets[0]->connections(), 1u);
-}
-
-}  // namespace
-
-namespace {
-
-// One message s -> d (its bytes from msg_byte) once a slot is free;
-// false after 5 s.
-bool send_one(Engines& e, Team& t, uint32_t s, uint32_t d, uint32_t m) {
-  void* p = nullptr;
-  ucct::until([&] { return (p = t.fab[s]->tx_reserve(d)) != nullptr; },
-              [&e] { e.progress(); }, 5);
-  if (p == nullptr) return false;
-  auto* b = static_cast<uint8_t*>(p);
-  for (uint32_t i = 0; i < 64; ++i) b[i] = ucct::msg_byte(s, d, m, i);
-  t.fab[s]->tx_commit(d, 64, plat::MsgKey{{s, d, m}}, 0);
-  return true;
-}
-
-// Message m s -> d received, checked and released; false after 5 s or
-// on a wrong byte.
-bool take_one(Engines& e, Team& t, uint32_t s, uint32_t d, uint32_t m) {
-  ucct::until([&] { return t.fab[d]->rx_poll(s) != 0; }, [&e] { e.progress(); },
-              5);
-  const plat::MsgHdr* h = t.fab[d]->rx_hdr(s, 0);
-  if (h == nullptr || h->len != 64 || !(h->key == plat::MsgKey{{s, d, m}}))
-    return false;
-  const auto* b = static_cast<const uint8_t*>(t.fab[d]->rx_payload(s, 0));
-  for (uint32_t i = 0; i < 64; ++i)
-    if (b[i] != ucct::msg_byte(s, d, m, i)) return false;
-  t.fab[d]->rx_release(s, 0);
-  return true;
 }
 
 }  // namespace

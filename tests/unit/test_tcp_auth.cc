@@ -215,10 +215,7 @@ void squat_answered_call(int how) {
   tcp::Hello ans{};
   ASSERT_TRUE(c.answer(&ans));
   ASSERT_EQ(ans.step, tcp::kAnswer);
-  auto* p = static_cast<uint8_t*>(t.fab[0]->tx_reserve(1));
-  ASSERT_NE(p, nullptr);
-  for (uint32_t i = 0; i < 64; ++i) p[i] = static_cast<uint8_t>(3 * i);
-  t.fab[0]->tx_commit(1, 64, plat::MsgKey{{0, 1, 7}}, 0);
+  ASSERT_TRUE(ucct::send_one(e, t, 0, 1, 7));
   for (int i = 0; i < 100; ++i) e.progress();
   EXPECT_EQ(s.stats().calls, 0u) << "S called L beside the answered call";
   if (how == 0) {
@@ -233,10 +230,7 @@ void squat_answered_call(int how) {
       [&e] { e.progress(); }, 6);
   ASSERT_FALSE(t.fab[0]->peer_lost());
   ASSERT_EQ(t.fab[1]->rx_poll(0), 1u);
-  const auto* q = static_cast<const uint8_t*>(t.fab[1]->rx_payload(0, 0));
-  for (uint32_t i = 0; i < 64; ++i)
-    ASSERT_EQ(q[i], static_cast<uint8_t>(3 * i)) << "byte " << i;
-  t.fab[1]->rx_release(0, 0);
+  ASSERT_TRUE(ucct::take_one(e, t, 0, 1, 7));
   EXPECT_EQ(s.stats().calls, 1u);
   EXPECT_LT(took, how == 2 ? tcp::kHelloMs / 1000.0 + 1.5 : 1.0);
   EXPECT_TRUE(exchange(e, t, 4, 4096, 10));
