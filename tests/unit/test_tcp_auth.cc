@@ -322,6 +322,15 @@ TEST(TcpAuth, ForgedFramesCloseTheirConnection) {
   // Larger than any slot can be: refused before any byte lands.
   h.len = (64u << 20) + 65;
   EXPECT_EQ(attack(h, nullptr, 0), 1u);
+  // Credits riding on a data frame: more release counts than an inbox
+  // has slots, or than the frame has bytes: refused before any lands.
+  h.len = 300;
+  h.nslots = 255;
+  EXPECT_EQ(attack(h, junk.data(), junk.size()), 1u);
+  h.len = 4;
+  h.nslots = 8;
+  EXPECT_EQ(attack(h, junk.data(), 4), 1u);
+  h.nslots = 0;
   // A header damaged after its checksum: refused for that, and the
   // engine says so on the connection before it closes it.
   {
