@@ -8,7 +8,9 @@
 # no poll waits in either.
 #
 # Usage: tests/perf/path_instructions.sh [build dir] [coll...]
-# (coll: bcast reduce barrier; default all three). Needs valgrind.
+# (coll: bcast reduce barrier; default all three). Needs valgrind. With
+# UCCT_RANKS_PER_HOST=1 the two ranks are two hosts (tests/common/harness.cc):
+# the message crosses TCP on loopback.
 set -euo pipefail
 build=${1:-build}
 shift || true
