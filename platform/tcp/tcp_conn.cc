@@ -219,20 +219,26 @@ void Conn::take_credits_in(Link* l, uint32_t n) {
 }
 
 bool Conn::read() {
+  // A recv that returns less than it asked for emptied the socket: the
+  // next one would only say EAGAIN, a system call per message for
+  // nothing. Stop there; epoll (level-triggered) calls again for more.
+  bool drained = false;
   for (;;) {
     if (!in.have_hdr) {
       if (in.len - in.off < sizeof(Hdr)) {
+        if (drained) return true;
         memmove(in.buf, in.buf + in.off, in.len - in.off);
         in.len -= in.off;
         in.off = 0;
-        const ssize_t r =
-            recv(fd, in.buf + in.len, kInBuf - in.len, MSG_DONTWAIT);
+        const size_t want = kInBuf - in.len;
+        const ssize_t r = recv(fd, in.buf + in.len, want, MSG_DONTWAIT);
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
           net->broken(this, r == 0 ? "closed by the peer" : strerror(errno));
           return false;
         }
         if (r < 0) return true;
         in.len += static_cast<uint32_t>(r);
+        drained = static_cast<size_t>(r) < want;
         heard = net->now();
         continue;
       }
@@ -253,18 +259,22 @@ bool Conn::read() {
         in.need -= n;
         continue;
       }
+      if (drained) return true;
       // Large payloads straight into the inbox slot; the rest through
       // the buffer, with whatever follows.
       ssize_t r;
+      size_t want;
       if (in.dst != nullptr && in.pre_at == in.pre && in.need >= kInBuf / 4) {
-        r = recv(fd, in.dst + in.at, in.need, MSG_DONTWAIT);
+        want = in.need;
+        r = recv(fd, in.dst + in.at, want, MSG_DONTWAIT);
         if (r > 0) {
           in.at += static_cast<uint32_t>(r);
           in.need -= static_cast<uint32_t>(r);
         }
       } else {
         in.len = in.off = 0;
-        r = recv(fd, in.buf, kInBuf, MSG_DONTWAIT);
+        want = kInBuf;
+        r = recv(fd, in.buf, want, MSG_DONTWAIT);
         if (r > 0) in.len = static_cast<uint32_t>(r);
       }
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -272,6 +282,7 @@ bool Conn::read() {
         return false;
       }
       if (r < 0) return true;
+      drained = static_cast<size_t>(r) < want;
       heard = net->now();
     }
     in.have_hdr = false;
