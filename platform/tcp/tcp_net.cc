@@ -120,7 +120,7 @@ Status TcpNet::init(const TcpConfig& cfg) {
 
 uint32_t TcpNet::lingering() const {
   uint32_t n = 0;
-  for (uint32_t i = 0; eps_ != nullptr && i < cfg_.max_endpoints; ++i)
+  for (uint32_t i = 0; eps_ != nullptr && i < top_; ++i)
     n += eps_[i] != nullptr && eps_[i]->leaving();
   return n;
 }
@@ -135,7 +135,7 @@ void TcpNet::fini() {
     usleep(200);
   }
   if (eps_ != nullptr) {
-    for (uint32_t i = 0; i < cfg_.max_endpoints; ++i) {
+    for (uint32_t i = 0; i < top_; ++i) {
       delete eps_[i];
       eps_[i] = nullptr;
     }
@@ -171,7 +171,7 @@ void TcpNet::fini() {
   pool_ = nullptr;
   pool_used_ = 0;
   pool_free_ = nullptr;
-  nopen_ = 0;
+  nopen_ = top_ = 0;
   if (ep_ >= 0) ::close(ep_);
   if (lfd_ >= 0) ::close(lfd_);
   ep_ = lfd_ = -1;
@@ -227,6 +227,7 @@ Fabric* TcpNet::open(const FabricConfig& cfg, FabricAddr* addr) {
   }
   eps_[i] = f;
   ++nopen_;
+  if (i >= top_) top_ = i + 1;
   *addr = FabricAddr{};
   addr->kind = kTcpAddrMagic;
   const uint32_t rma = cfg.rma ? cfg_.zcopy_min : 0;
@@ -253,13 +254,14 @@ TcpFabric* TcpNet::endpoint(uint32_t id) const {
 }
 
 void TcpNet::reap_endpoints() {
-  for (uint32_t i = 0; i < cfg_.max_endpoints && nopen_ != 0; ++i) {
+  for (uint32_t i = 0; i < top_; ++i) {
     TcpFabric* f = eps_[i];
     if (f == nullptr || !f->leaving() || !f->drained()) continue;
     eps_[i] = nullptr;
     --nopen_;
     delete f;  // detaches its links
   }
+  while (top_ != 0 && eps_[top_ - 1] == nullptr) --top_;
 }
 
 // --- progress ----------------------------------------------------------------------

@@ -108,6 +108,8 @@ class TcpNet final : public Net {
   uint32_t connections() const;
   // Endpoints closed whose goodbyes are not answered yet.
   uint32_t lingering() const;
+  // Endpoints open or lingering (not freed yet).
+  uint32_t endpoints() const { return nopen_; }
 
   // --- for fabrics -----------------------------------------------------------
 
@@ -204,6 +206,9 @@ class TcpNet final : public Net {
   TcpFabric** eps_ = nullptr;  // max_endpoints slots, nullptr when free
   uint16_t* gen_ = nullptr;    // per slot: bumped at each open
   uint32_t nopen_ = 0;         // open or lingering
+  // Every open slot lies below top_: what runs each millisecond walks
+  // the endpoints open, not the max_endpoints reserved.
+  uint32_t top_ = 0;
 };
 
 }  // namespace ucc::plat::tcp

@@ -58,7 +58,7 @@ Status Wire::init(const WireConfig& cfg, FramePort* const* ports,
 
 void Wire::fini() {
   if (eps_ != nullptr) {
-    for (uint32_t i = 0; i < cfg_.max_endpoints; ++i) {
+    for (uint32_t i = 0; i < top_; ++i) {
       if (eps_[i] == nullptr) continue;
       eps_[i]->release();
       delete eps_[i];
@@ -68,7 +68,7 @@ void Wire::fini() {
   eps_ = nullptr;
   gen_ = nullptr;
   stage_ = held_ = loop_ = nullptr;
-  nopen_ = 0;
+  nopen_ = top_ = 0;
 }
 
 Endpoint* Wire::open_endpoint(const FabricConfig& cfg, FabricAddr* addr) {
@@ -87,6 +87,7 @@ Endpoint* Wire::open_endpoint(const FabricConfig& cfg, FabricAddr* addr) {
   }
   eps_[i] = ep;
   ++nopen_;
+  if (i >= top_) top_ = i + 1;
   *addr = FabricAddr{};
   addr->kind = kWireAddrMagic;
   const WireAddr a{id, cfg.slot_size, cfg.nslots, cfg.nranks, mac_.pack()};
@@ -123,8 +124,13 @@ void Wire::close_endpoint(Endpoint* ep, bool lost) {
   const uint32_t i = ep->id_ & kIdxMask;
   ep->release();
   delete ep;
+  vacate(i);
+}
+
+void Wire::vacate(uint32_t i) {
   eps_[i] = nullptr;
   --nopen_;
+  while (top_ != 0 && eps_[top_ - 1] == nullptr) --top_;
 }
 
 uint64_t Wire::rand64() {
@@ -259,7 +265,7 @@ uint64_t Wire::progress() {
     ++loop_tail_;
   }
   const uint64_t linger = uint64_t{cfg_.peer_timeout_ms} * 1000000;
-  for (uint32_t i = 0; i < cfg_.max_endpoints && nopen_ != 0; ++i) {
+  for (uint32_t i = 0; i < top_; ++i) {
     Endpoint* ep = eps_[i];
     if (ep == nullptr) continue;
     if (ep->state_ == Endpoint::State::kConnected ||
@@ -269,8 +275,7 @@ uint64_t Wire::progress() {
         (ep->drained() || now_ - ep->closed_at_ > linger)) {
       ep->release();
       delete ep;
-      eps_[i] = nullptr;
-      --nopen_;
+      vacate(i);
     }
   }
   if (held_len_ != 0 && emit(held_dst_, held_, held_len_)) held_len_ = 0;
@@ -284,7 +289,7 @@ uint64_t Wire::progress() {
 
 bool Wire::busy() const {
   if (held_len_ != 0 || loop_head_ != loop_tail_) return true;
-  for (uint32_t i = 0; i < cfg_.max_endpoints && eps_ != nullptr; ++i) {
+  for (uint32_t i = 0; i < top_ && eps_ != nullptr; ++i) {
     const Endpoint* ep = eps_[i];
     if (ep == nullptr) continue;
     if (ep->state_ == Endpoint::State::kClosing) return true;

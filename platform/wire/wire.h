@@ -135,6 +135,10 @@ class Wire final : public Net {
   Endpoint** eps_ = nullptr;  // max_endpoints slots, nullptr when free
   uint16_t* gen_ = nullptr;   // per slot: bumped at each open
   uint32_t nopen_ = 0;
+  // Every open slot lies below top_: progress walks the endpoints open,
+  // not the max_endpoints reserved.
+  uint32_t top_ = 0;
+  void vacate(uint32_t i);  // eps_[i] is gone: nullptr, counts, top_
 
   static constexpr uint32_t kRoutes = 64;
   struct Route {

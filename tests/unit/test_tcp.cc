@@ -117,6 +117,34 @@ TEST(Tcp, LeftPeerIsNotLostClosedEngineIs) {
   EXPECT_LT(plat::now_ns() - t0, 1000000000ull);
 }
 
+// Endpoints closed in any order are all freed, and the slots they free
+// are taken again: the last open one first (the walk of the endpoints
+// open shrinks), then one below another still open.
+TEST(Tcp, EndpointsClosedInAnyOrderAreFreed) {
+  Engines e(2, quick());
+  std::unique_ptr<Team> t[3];
+  for (auto& x : t) {
+    x = std::make_unique<Team>();
+    ASSERT_TRUE(x->open(e, 2, 4096, 4));
+    ASSERT_TRUE(exchange(e, *x, 2, 4096, 10));
+  }
+  EXPECT_EQ(e.nets[0]->endpoints(), 3u);
+  for (int k : {2, 0}) {
+    t[k].reset();  // closes and settles
+    for (int i = 0; i < 20; ++i) e.progress();
+  }
+  EXPECT_EQ(e.nets[0]->endpoints(), 1u);
+  EXPECT_EQ(e.nets[1]->endpoints(), 1u);
+  Team again;  // in slot 0, below the one still open
+  ASSERT_TRUE(again.open(e, 2, 4096, 4));
+  EXPECT_TRUE(exchange(e, again, 3, 4096, 10));
+  EXPECT_TRUE(exchange(e, *t[1], 3, 4096, 10));
+  t[1].reset();
+  for (int i = 0; i < 20; ++i) e.progress();
+  EXPECT_EQ(e.nets[0]->endpoints(), 1u);
+  EXPECT_EQ(e.nets[1]->endpoints(), 1u);
+}
+
 TEST(Tcp, SilentPeerIsLost) {
   plat::TcpConfig cfg = quick();
   cfg.peer_timeout_ms = 500;
