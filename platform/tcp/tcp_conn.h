@@ -66,6 +66,12 @@ struct Conn {
   bool goodbye_owed = false;  // we close for good: say so (dst_ep 0)
   bool peer_gone = false;     // the peer engine said it closes for good
   bool pong_owed = false;
+  // kReady and taken by the peer: an accepted connection at once; one we
+  // made once a frame after the handshake comes back (the answerer sends
+  // a pong when it takes our proof). Until then the answerer may still
+  // refuse the call (both engines called), and what we wrote on it is
+  // not delivered for sure (TcpFabric::tx_flushed).
+  bool confirmed = false;
   bool ping_wanted = false;
   bool credit_pending = false;
   // Goodbyes to endpoints gone since, answered by the engine (the

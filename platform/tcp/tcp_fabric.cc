@@ -181,6 +181,14 @@ bool TcpFabric::tx_flushed() const {
     // Our own thread wrote head (tx_commit): relaxed.
     if (l.msgs != shadow_head(*l.shadow.ctl))
       return false;
+    // Written but not acknowledged, on a connection that broke since or
+    // that the peer has not taken yet (it may refuse our call when both
+    // engines called): they go again on the connection that stands, which
+    // needs our progress, so the collective is not done with them.
+    const Conn* c = l.conn;
+    if (l.msgs != l.acked &&
+        (c == nullptr || c->state != Conn::State::kReady || !c->confirmed))
+      return false;
   }
   return true;
 }

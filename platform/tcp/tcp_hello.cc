@@ -124,9 +124,9 @@ bool TcpNet::on_hello(Conn* c, const Hello& hello) {
   // refused (the caller then waits a little before calling again, and
   // takes our call meanwhile). That is decided at the call's first hello
   // only: a call we answered before calling ourselves stands, as its
-  // caller counts it made once it sends its proof (it may write its
-  // messages and leave the library at once), and our own call gives way
-  // to it below.
+  // caller counts it made once it sends its proof (it writes its messages
+  // at once; it counts them delivered once our pong says we took the
+  // call, Conn::confirmed), and our own call gives way to it below.
   if (hello.step == kOpen && our_call_stands(instance, c)) {
     c->refused = true;
     c->bad_why = "both engines called: ours stands";

@@ -277,6 +277,10 @@ void TcpNet::established(Conn* c) {
   end_probe(c);
   c->state = Conn::State::kReady;
   c->since = c->heard = now_;
+  // Our call's messages count as delivered once the answerer says it took
+  // the call (Conn::confirmed); we say so to a caller at once.
+  c->confirmed = !c->initiator;
+  if (!c->initiator) c->pong_owed = true;
   ++stats_.connects;
   const uint32_t up = connections();
   if (up > stats_.peak_conns) stats_.peak_conns = up;

@@ -226,12 +226,13 @@ TEST(Tcp, ConnectionsOnlyToThePeersTalkedTo) {
 
 // Both ends call, the second after answering the first: engine G (the
 // larger id) writes a message to S, whose engine answers G's call and
-// only then, waiting on G, calls G itself. G counts its call made once it
-// sends its proof, writes the message and stops progressing (a bcast
-// root that finished and went into MPI). S must take G's call, which it
-// answered, and read the message; refusing it at the proof (its own call
-// has the smaller id) left S waiting on a call G never answers, until
-// the peer timeout (hosts.sh 2 x 2 runs of ucc_perftest --compare mpi).
+// only then, waiting on G, calls G itself. G writes its proof and the
+// message at once, but counts the message delivered (tx_flushed) only
+// once S has taken the call; then it stops progressing (a bcast root that
+// finished and went into MPI). S must take G's call, which it answered,
+// and read the message; refusing it at the proof (its own call has the
+// smaller id) left S waiting on a call G never answers, until the peer
+// timeout (hosts.sh 2 x 2 runs of ucc_perftest --compare mpi).
 TEST(Tcp, CallAnsweredBeforeOurOwnStands) {
   for (int round = 0; round < 20; ++round) {
     Engines e(2, quick());
@@ -247,8 +248,16 @@ TEST(Tcp, CallAnsweredBeforeOurOwnStands) {
     for (int i = 0; i < 50; ++i) e.nets[g]->progress();
     for (int i = 0; i < 50; ++i) e.nets[s]->progress();
     t.fab[s]->waiting_on(g);
+    // G has written its proof and the message, but S has not taken the
+    // call yet (it could still refuse it): not delivered for sure.
+    for (int i = 0; i < 200; ++i) e.nets[g]->progress();
+    ASSERT_FALSE(t.fab[g]->tx_flushed()) << "round " << round;
     ucct::until([&] { return t.fab[g]->tx_flushed(); },
-                [&] { e.nets[g]->progress(); }, 5);
+                [&] {
+                  e.nets[g]->progress();
+                  e.nets[s]->progress();
+                },
+                5);
     ASSERT_TRUE(t.fab[g]->tx_flushed());
     // G is gone into other work: only S progresses.
     const double took = ucct::until(
@@ -437,6 +446,9 @@ TEST(Tcp, CreditsComeAloneWhenNothingGoesBack) {
   };
   for (uint32_t m = 0; m < 3; ++m) ASSERT_TRUE(send_one(e, t, 0, 1, m));
   for (uint32_t m = 0; m < 3; ++m) ASSERT_TRUE(take_one(e, t, 0, 1, m));
+  // The answer to the call (engine 1's pong when it took it) in first.
+  ucct::until([&] { return t.fab[0]->tx_flushed(); }, [&e] { e.progress(); },
+              5);
   const uint64_t f1 = e.nets[1]->stats().tx_frames;
   const uint64_t r0 = e.nets[0]->stats().rx_frames;
   ucct::until([&] { return e.nets[0]->stats().rx_frames != r0; },
