@@ -195,9 +195,10 @@ class Fabric {
   // The process that owns `peer`'s memory when the engine may read it
   // directly (shared memory on one host: single copy), else 0.
   virtual int32_t peer_pid(uint32_t) const { return 0; }
-  // Every message committed has left this process (written to a socket:
-  // the kernel delivers it without our help), or never will (its peer is
-  // lost). The engine completes a collective
+  // Every message committed has left this process (written to a socket
+  // the peer has taken: the kernel delivers it without our help; TCP
+  // waits for a new call's answer that the peer took it), or never will
+  // (its peer is lost). The engine completes a collective
   // only then, so that a rank which leaves the library after its
   // collective (into MPI, or to compute) leaves no peer waiting for data
   // that only its next call would send. Shared memory: always.

@@ -341,6 +341,9 @@ bool Conn::pick() {
   if (pong_owed) {
     pong_owed = false;
     frame(Type::kPong, nullptr, 0);
+    // Not held back by the delay knob: a caller that waits for the pong
+    // taking its call (Conn::confirmed) would wait on our next progress.
+    out.ready_at = 0;
     return true;
   }
   if (nbehalf != 0) {

@@ -181,13 +181,15 @@ bool TcpFabric::tx_flushed() const {
     // Our own thread wrote head (tx_commit): relaxed.
     if (l.msgs != shadow_head(*l.shadow.ctl))
       return false;
-    // Written but not acknowledged, on a connection that broke since or
-    // that the peer has not taken yet (it may refuse our call when both
-    // engines called): they go again on the connection that stands, which
-    // needs our progress, so the collective is not done with them.
+    // Written but not acknowledged on a call of ours that the peer has
+    // not taken yet: it may still refuse it (both engines called), and
+    // they then go again on the connection that stands, which needs our
+    // progress. (A connection that breaks after the peer took it is not
+    // waited for: the peer has most likely read them, and waiting would
+    // take its progress to remake the connection.)
     const Conn* c = l.conn;
-    if (l.msgs != l.acked &&
-        (c == nullptr || c->state != Conn::State::kReady || !c->confirmed))
+    if (l.msgs != l.acked && c != nullptr && c->state == Conn::State::kReady &&
+        !c->confirmed)
       return false;
   }
   return true;

@@ -87,7 +87,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 inline constexpr uint32_t kTcpAddrMagic = 0x55435443u;  // "UCTC"
 inline constexpr uint16_t kFrameMagic = 0x5554;         // "TU"
-inline constexpr uint8_t kFrameVersion = 5;
+// 6: an answerer pongs the call it takes (Conn::confirmed).
+inline constexpr uint8_t kFrameVersion = 6;
 // Longest that released slots wait for a message to carry their credits
 // while the peer still counts more than half its window free (it need not
 // wait on them). A shorter delay put a credit frame of its own at the

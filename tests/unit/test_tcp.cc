@@ -224,15 +224,16 @@ TEST(Tcp, ConnectionsOnlyToThePeersTalkedTo) {
   for (auto& n : e.nets) EXPECT_EQ(n->stats().bad_frames, 0u);
 }
 
-// Both ends call, the second after answering the first: engine G (the
+// A call answered, then the answerer waits on the caller: engine G (the
 // larger id) writes a message to S, whose engine answers G's call and
-// only then, waiting on G, calls G itself. G writes its proof and the
-// message at once, but counts the message delivered (tx_flushed) only
-// once S has taken the call; then it stops progressing (a bcast root that
-// finished and went into MPI). S must take G's call, which it answered,
-// and read the message; refusing it at the proof (its own call has the
-// smaller id) left S waiting on a call G never answers, until the peer
-// timeout (hosts.sh 2 x 2 runs of ucc_perftest --compare mpi).
+// only then waits on G (it would call G, but waits on the call it
+// answered). G writes its proof and the message at once, but counts the
+// message delivered (tx_flushed) only once S has taken the call; then it
+// stops progressing (a bcast root that finished and went into MPI). S
+// must take G's call and read the message, with no call of its own and
+// no break; refusing it at the proof (its own call has the smaller id)
+// left S waiting on a call G never answers, until the peer timeout
+// (hosts.sh 2 x 2 runs of ucc_perftest --compare mpi).
 TEST(Tcp, CallAnsweredBeforeOurOwnStands) {
   for (int round = 0; round < 20; ++round) {
     Engines e(2, quick());
@@ -251,6 +252,7 @@ TEST(Tcp, CallAnsweredBeforeOurOwnStands) {
     // G has written its proof and the message, but S has not taken the
     // call yet (it could still refuse it): not delivered for sure.
     for (int i = 0; i < 200; ++i) e.nets[g]->progress();
+    ASSERT_GE(e.nets[g]->stats().data_sealed, 1u) << "round " << round;
     ASSERT_FALSE(t.fab[g]->tx_flushed()) << "round " << round;
     ucct::until([&] { return t.fab[g]->tx_flushed(); },
                 [&] {
@@ -273,6 +275,11 @@ TEST(Tcp, CallAnsweredBeforeOurOwnStands) {
       ASSERT_EQ(q[i], static_cast<uint8_t>(i + round)) << "byte " << i;
     t.fab[s]->rx_release(g, 0);
     EXPECT_LT(took, 2.0);
+    EXPECT_EQ(e.nets[s]->stats().calls, 0u) << "round " << round;
+    for (auto& n : e.nets) {
+      EXPECT_EQ(n->stats().breaks, 0u) << "round " << round;
+      EXPECT_EQ(n->stats().bad_frames, 0u) << "round " << round;
+    }
     // Both progress again and part.
     t.close(0, false);
     t.close(1, false);
