@@ -68,8 +68,9 @@ bool Conn::begin_frame() {
   in.dup = false;
   in.need = h.len;
   if (state != State::kReady && h.type != Type::kHello) return false;
-  // The answerer writes nothing but its hello until it takes our proof.
-  if (state == State::kReady && h.type != Type::kHello) confirmed = true;
+  // (kReady from here on, but for hellos.) The answerer writes nothing but
+  // its hello until it takes our proof.
+  if (h.type != Type::kHello) confirmed = true;
   switch (h.type) {
     case Type::kHello:
       if (h.len != sizeof(Hello)) return false;

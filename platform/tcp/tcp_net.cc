@@ -120,7 +120,7 @@ Status TcpNet::init(const TcpConfig& cfg) {
 
 uint32_t TcpNet::lingering() const {
   uint32_t n = 0;
-  for (uint32_t i = 0; eps_ != nullptr && i < top_; ++i)
+  for (uint32_t i = 0; i < top_; ++i)  // top_ is 0 without a table
     n += eps_[i] != nullptr && eps_[i]->leaving();
   return n;
 }

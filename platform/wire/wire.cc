@@ -289,7 +289,7 @@ uint64_t Wire::progress() {
 
 bool Wire::busy() const {
   if (held_len_ != 0 || loop_head_ != loop_tail_) return true;
-  for (uint32_t i = 0; i < top_ && eps_ != nullptr; ++i) {
+  for (uint32_t i = 0; i < top_; ++i) {  // top_ is 0 without a table
     const Endpoint* ep = eps_[i];
     if (ep == nullptr) continue;
     if (ep->state_ == Endpoint::State::kClosing) return true;
