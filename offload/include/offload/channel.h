@@ -79,15 +79,21 @@ class Channel {
 
   // Engine: about to sleep (true) or awake again (false). Host: whether
   // the engine asked for a doorbell since the last call (clears the
-  // request). Both are atomic read-modify-writes, so a descriptor
-  // submitted just before the host's call is seen by an engine that set
-  // the flag before looking at the ring once more.
+  // request). The engine sets the flag (a seq_cst exchange, or an RDMA
+  // write it waits for) before it looks at the ring once more; the host
+  // published its descriptor (a release store of the head) before it
+  // takes the flag, by a read-modify-write every time: a plain load could
+  // be taken before the store is visible (x86 lets a load pass an earlier
+  // store), and both sides miss each other. The two exchanges are ordered
+  // on the flag: the host's reads the engine's 1, or the engine's
+  // (acquire) follows the host's (release, after the head's store) and
+  // its look at the ring sees the head. No descriptor is left behind a
+  // sleeping engine.
   void set_engine_idle(bool idle) {
     hdr_->engine_idle.exchange(idle ? 1 : 0, std::memory_order_seq_cst);
   }
   bool take_doorbell() {
-    return hdr_->engine_idle.load(std::memory_order_relaxed) != 0 &&
-           hdr_->engine_idle.exchange(0, std::memory_order_seq_cst) != 0;
+    return hdr_->engine_idle.exchange(0, std::memory_order_seq_cst) != 0;
   }
   // Engine: publish the end of generation `gen` in slot `slot`.
   void complete(uint32_t slot, uint32_t gen, Status st) {
