@@ -104,7 +104,8 @@ int query(const char* path, uint16_t type) {
   }
   if (type == proto::kStats) {
     printf(
-        "clients %u\nteams %llu\ndescriptors %llu\nuptime_ms %llu\n"
+        "clients %u\nteams %llu\ndescriptors %llu\npushed %llu\n"
+        "uptime_ms %llu\n"
         "registered %llu\nregistrations %llu\n"
         "wire_tx_frames %llu\nwire_rx_frames %llu\nwire_tx_bytes %llu\n"
         "wire_retransmits %llu\nwire_bad_frames %llu\nwire_dup_rx %llu\n"
@@ -112,6 +113,7 @@ int query(const char* path, uint16_t type) {
         "tcp_mem_clients %llu\ntcp_mem_requests %llu\n",
         sr.clients, static_cast<unsigned long long>(sr.teams),
         static_cast<unsigned long long>(sr.descriptors),
+        static_cast<unsigned long long>(sr.pushed),
         static_cast<unsigned long long>(sr.uptime_ms),
         static_cast<unsigned long long>(sr.registered),
         static_cast<unsigned long long>(sr.registrations),

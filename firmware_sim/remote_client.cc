@@ -139,9 +139,11 @@ bool Server::on_hello_remote(Client& c, const Msg& m) {
         c.mirror = new (std::nothrow) RemoteChannel;
         if (c.mirror == nullptr) st = Status::kNoMemory;
       }
+      if (ok(st) && (hello.flags & proto::kPushDescriptors) != 0)
+        offer_inbox(c, h.sq_capacity, &hr);
       if (ok(st)) {
         c.mirror->init(&c.rmem, hello.channel_addr, hello.rkey, h.sq_capacity,
-                       h.ncomp, &c.ch);
+                       h.ncomp, &c.ch, c.inbox);
         st = c.regs.init();
       }
       if (ok(st)) {
@@ -160,6 +162,29 @@ bool Server::on_hello_remote(Client& c, const Msg& m) {
     }
   }
   return reply(c, m.h.type, m.h.seq, &hr, sizeof(hr)) && c.ready;
+}
+
+void Server::offer_inbox(Client& c, uint32_t sq_capacity,
+                         proto::HelloReply* hr) {
+  // Zeroed: an index of 0, nothing pushed yet. Not granted (the TCP
+  // fallback cannot expose memory), the engine reads the host's ring.
+  const size_t bytes = off::InboxLayout::bytes(sq_capacity);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  uint32_t rkey = 0;
+  if (!c.rmem.mem->expose(p, bytes, &rkey)) {
+    munmap(p, bytes);
+    UCC_INFO(
+        "firmware_sim: a dpu client asked to push descriptors; "
+        "its channel cannot take them: the engine reads its ring");
+    return;
+  }
+  c.inbox = p;
+  c.inbox_bytes = bytes;
+  hr->inbox_addr = reinterpret_cast<uintptr_t>(p);
+  hr->inbox_rkey = rkey;
+  hr->flags = proto::kPushDescriptors;
 }
 
 bool Server::mirror_ok(Client& c) {

@@ -134,6 +134,7 @@ void Server::drop(uint32_t i) {
   // with this client's ranks end with an error, not a hang.
   c->engine.fini(/*lost=*/true);
   steps_gone_.add(c->rmem.steps);
+  if (c->mirror != nullptr) pushed_gone_ += c->mirror->pushed();
   if (c->tcpmem != nullptr) {
     tcp_mem_requests_ += c->tcpmem->requests();
     delete c->tcpmem;
@@ -142,6 +143,8 @@ void Server::drop(uint32_t i) {
   }
   delete c->mirror;
   if (c->chmem != nullptr) munmap(c->chmem, c->chbytes);
+  // After the channel that exposed it has closed.
+  if (c->inbox != nullptr) munmap(c->inbox, c->inbox_bytes);
   delete c;  // closes the socket
   clients_[i] = clients_[--nclients_];
 }

@@ -83,6 +83,7 @@ struct ServerConfig {
 struct Stats {
   uint32_t clients;
   uint64_t descriptors;
+  uint64_t pushed;  // of which found in inboxes (dpu mode), clients gone too
   uint64_t teams;
   uint64_t uptime_ms;
   uint64_t registered;     // registrations granted so far (all clients)
@@ -109,13 +110,14 @@ class Server {
   // For tests and fuzzing in one process: serve a connected socket as a
   // client (the same checks as an accepted one; false only when out of
   // memory), one pass of the loop without sleeping (engines, then the
-  // sockets), and how many clients are being served.
+  // sockets), how many clients are being served, and its counts.
   bool adopt(int fd);
   // The same for a client over a network (dpu mode): it is challenged at
   // once and must prove the key (remote_client.cc; fuzz_remote.cc).
   bool adopt_remote(int fd);
   uint64_t pass();
   uint32_t clients() const { return nclients_; }
+  Stats stats() const;
 
  private:
   struct Client;
@@ -131,6 +133,9 @@ class Server {
   bool tcp_in(Client& c, Msg& m);
   bool on_auth(Client& c, const Msg& m);
   bool on_hello_remote(Client& c, const Msg& m);
+  // A client that asked to push its descriptors: its inbox, exposed on
+  // its channel alone, into *hr (nothing where the channel cannot).
+  void offer_inbox(Client& c, uint32_t sq_capacity, off::proto::HelloReply* hr);
   // The TCP fallback: a token for the client's second connection, and
   // that connection, once it proved the key, made its memory channel
   // (false: the connection is no client of its own; drop it).
@@ -166,7 +171,6 @@ class Server {
              uint32_t len);
   void drop(uint32_t i);
   uint64_t progress();
-  Stats stats() const;
 
   ServerConfig cfg_{};
   int lfd_ = -1;
@@ -182,6 +186,7 @@ class Server {
   uint64_t registered_ = 0;
   uint64_t tcp_mem_requests_ = 0;  // of clients gone
   plat::MemSteps steps_gone_;      // of clients gone
+  uint64_t pushed_gone_ = 0;       // of clients gone
   bool shutdown_ = false;
   volatile int stop_ = 0;
 };

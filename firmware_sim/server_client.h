@@ -45,6 +45,8 @@ struct Server::Client {
   uint32_t last_seq = 0;
   uint64_t since_ms = 0;            // accepted at
   RemoteChannel* mirror = nullptr;  // its channel, by RDMA
+  void* inbox = nullptr;            // where it pushes descriptors, if it does
+  size_t inbox_bytes = 0;
   // Or over TCP (the fallback): its memory channel, once attached also
   // in rmem, and the token its second connection must present.
   plat::TcpMemClient* tcpmem = nullptr;

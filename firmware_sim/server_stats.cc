@@ -19,6 +19,7 @@ bool Server::on_stats(Client& c, const Msg& m) {
   sr.status = static_cast<int32_t>(Status::kOk);
   sr.clients = s.clients;
   sr.descriptors = s.descriptors;
+  sr.pushed = s.pushed;
   sr.teams = s.teams;
   sr.uptime_ms = s.uptime_ms;
   sr.registered = s.registered;
@@ -49,8 +50,11 @@ Stats Server::stats() const {
   s.registered = registered_;
   s.tcp_mem_requests = tcp_mem_requests_;
   s.steps = steps_gone_;
+  s.pushed = pushed_gone_;
   for (uint32_t i = 0; i < nclients_; ++i) {
     s.steps.add(clients_[i]->rmem.steps);
+    if (clients_[i]->mirror != nullptr)
+      s.pushed += clients_[i]->mirror->pushed();
     if (const plat::TcpMemClient* t = clients_[i]->tcpmem; t != nullptr) {
       s.tcp_mem_requests += t->requests();
       s.tcp_mem_clients += clients_[i]->rmem.mem != nullptr ? 1 : 0;

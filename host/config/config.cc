@@ -196,6 +196,8 @@ bool valid(Knob k, const char* v) {
       return strcasecmp(v, "cma") == 0 || strcasecmp(v, "verbs") == 0;
     case Knob::kDpuMem:
       return strcasecmp(v, "verbs") == 0 || strcasecmp(v, "tcp") == 0;
+    case Knob::kDpuRing:
+      return strcasecmp(v, "push") == 0 || strcasecmp(v, "read") == 0;
     case Knob::kNetDevices:
     case Knob::kVerbsLib:
       return strlen(v) < 256;
@@ -485,6 +487,9 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
                                    "verbs") == 0;
   l.dpu_mem_tcp =
       l.dpu && strcasecmp(c.value[static_cast<int>(Knob::kDpuMem)], "tcp") == 0;
+  l.dpu_push =
+      l.dpu && !l.dpu_mem_tcp &&
+      strcasecmp(c.value[static_cast<int>(Knob::kDpuRing)], "push") == 0;
   dpu_address(c.value[static_cast<int>(Knob::kDpuAddr)], out->dpu_addr,
               sizeof(out->dpu_addr));
   snprintf(out->socket_path, sizeof(out->socket_path), "%s",

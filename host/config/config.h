@@ -28,6 +28,7 @@ enum class Knob : uint8_t {
   kFirmwareTimeout,
   kDpuAddr,
   kDpuMem,
+  kDpuRing,
   kMaxTeams,
   kTeamMaxColls,
   kTeamCreateTimeout,

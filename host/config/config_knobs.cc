@@ -41,6 +41,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "machines without RDMA: a second authenticated connection to the "
      "daemon, served by a thread of this process; slower, never chosen "
      "unless asked for; docs/dpu.md)"},
+    {"DPU_RING", "push", Scope::kContext,
+     "dpu: how the engine learns of this process's descriptors: push (each "
+     "post writes its descriptors into the engine's inbox by RDMA WRITE; "
+     "the engine reads this process's ring only before it naps) or read "
+     "(the engine polls this process's ring by RDMA READ). The TCP "
+     "fallback always reads (docs/dpu.md)"},
     {"MAX_TEAMS", "auto", Scope::kContext,
      "Teams a context can hold at once (1..65536); auto: 16384, fewer when "
      "UCC_TEAM_MAX_COLLS is above 1024 (at most 16 Mi completion words per "

@@ -74,6 +74,9 @@ class DaemonLink final : public off::EngineLink {
   Status connect_tcp(const LinkConfig& cfg);
   Status hello_remote(const LinkConfig& cfg, uint32_t sq_capacity,
                       uint32_t ncomp);
+  // UCC_DPU_RING=push: the descriptors submitted since the last push,
+  // written into the engine's inbox, then the ring's producer index.
+  void push_descriptors();
   // The TCP fallback (UCC_DPU_MEM=tcp): a second connection, proving
   // the key on its own, becomes the engine's way into our memory,
   // served by a thread (platform/mem/tcp_mem.h).
@@ -99,6 +102,13 @@ class DaemonLink final : public off::EngineLink {
   // plat::TcpMemServer.
   plat::MemExport* rdma_ = nullptr;
   off::Channel* ch_ = nullptr;
+  // Pushing (dpu mode): our channel's registration slot, the engine's
+  // inbox and its key, and the producer index pushed so far.
+  bool push_ = false;
+  uint32_t ch_slot_ = 0;
+  uint32_t inbox_rkey_ = 0;
+  uint64_t inbox_addr_ = 0;
+  uint32_t pushed_ = 0;
   void* mem_ = nullptr;
   size_t bytes_ = 0;
   int sock_ = -1;

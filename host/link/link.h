@@ -43,6 +43,9 @@ struct LinkConfig {
   // dpu: this process's memory over TCP instead (UCC_DPU_MEM=tcp, the
   // fallback: platform/mem/tcp_mem.h).
   bool dpu_mem_tcp = false;
+  // dpu: descriptors pushed into the engine's inbox by RDMA WRITE
+  // (UCC_DPU_RING=push), else read by the engine from our ring.
+  bool dpu_push = false;
 };
 
 // Lays out `ch` (sq_capacity descriptors, ncomp completion words) in

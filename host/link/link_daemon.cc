@@ -270,6 +270,9 @@ Status DaemonLink::accept_hello(Status st, const proto::HelloReply& r) {
 }
 
 void DaemonLink::submitted() {
+  // Pushed before the engine's idle flag is read: an engine that set it
+  // after our look reads our ring before it naps (remote_channel.h).
+  if (push_) push_descriptors();
   if (!ch_->take_doorbell() || dead_) return;
   ++seq_;
   send_on(sock_, session_, proto::kDoorbell, seq_, nullptr, 0, -1);

@@ -156,18 +156,52 @@ Status DaemonLink::hello_remote(const LinkConfig& cfg, uint32_t sq_capacity,
   h.hello.channel_bytes = bytes_;
   h.hello.engine = cfg.engine;
   h.channel_addr = reinterpret_cast<uintptr_t>(mem_);
+  h.flags = cfg.dpu_push && rdma_->can_push() ? proto::kPushDescriptors : 0;
   // The channel, registered for the engine (never given to the daemon's
   // registration table: the engine reaches it through its mirror only).
-  uint32_t slot = 0;
-  Status st = rdma_->reg(h.channel_addr, bytes_, &h.rkey, &slot);
+  Status st = rdma_->reg(h.channel_addr, bytes_, &h.rkey, &ch_slot_);
   if (failed(st)) {
     UCC_ERROR("dpu: cannot register the channel (%zu bytes) with the port",
               bytes_);
     return st;
   }
   proto::HelloReply r{};
-  return accept_hello(call(proto::kHelloRemote, &h, sizeof(h), &r, sizeof(r)),
-                      r);
+  st = accept_hello(call(proto::kHelloRemote, &h, sizeof(h), &r, sizeof(r)), r);
+  if (ok(st) && h.flags != 0) {
+    push_ = (r.flags & proto::kPushDescriptors) != 0;
+    inbox_addr_ = r.inbox_addr;
+    inbox_rkey_ = r.inbox_rkey;
+    if (!push_)
+      UCC_INFO("dpu: the daemon took no pushed descriptors: it reads them");
+  }
+  return st;
+}
+
+void DaemonLink::push_descriptors() {
+  const uint32_t head = ch_->sq_produced();
+  const uint32_t n = head - pushed_;
+  if (n == 0) return;
+  // At most two pieces: up to the end of the ring, then from its start;
+  // the same slots in the inbox.
+  const off::ChannelLayout lay =
+      off::Channel::layout(ch_->sq_capacity(), ch_->ncomp());
+  const uint32_t cap = ch_->sq_capacity();
+  const uint32_t first = pushed_ & (cap - 1);
+  const uint32_t n1 = cap - first < n ? cap - first : n;
+  const uint64_t dsz = sizeof(off::CollDesc);
+  const uint64_t slots = inbox_addr_ + off::InboxLayout::kSlots;
+  plat::MemExport::Piece p[2] = {
+      {lay.sq + first * dsz, n1 * dsz, slots + first * dsz},
+      {lay.sq, (n - n1) * dsz, slots}};
+  if (!rdma_->push(ch_slot_, p, n1 < n ? 2 : 1, head,
+                   inbox_addr_ + off::InboxLayout::kHead, inbox_rkey_)) {
+    // The queue pair broke: so did the engine's reads of our memory, and
+    // the daemon drops us; until it does, it finds them in our ring.
+    UCC_ERROR("dpu: cannot push descriptors to the engine");
+    push_ = false;
+    return;
+  }
+  pushed_ = head;
 }
 
 }  // namespace ucc::host

@@ -33,6 +33,17 @@ class RemoteMem {
                     uint64_t len) = 0;
   virtual bool write(uint64_t addr, uint32_t rkey, const void* src,
                      uint64_t len) = 0;
+  // Engine memory [addr, addr + len) that the host may write by RDMA over
+  // this channel's queue pair and no other (a protection domain of the
+  // channel's own: another host's queue pair cannot reach it), until the
+  // channel closes; *rkey for the host. false where the channel cannot
+  // (the TCP fallback), or when it has one range exposed already.
+  virtual bool expose(void* addr, uint64_t len, uint32_t* rkey) {
+    (void)addr;
+    (void)len;
+    (void)rkey;
+    return false;
+  }
 };
 
 // The host process's end of a memory channel: memory it registers with
@@ -59,6 +70,29 @@ class MemExport {
   virtual void bind(uint32_t slot, uint32_t key) = 0;
   virtual void drop(uint32_t slot) = 0;
   virtual void release(uint32_t key) = 0;
+
+  // Host-written descriptors (dpu mode, UCC_DPU_RING=push): RDMA WRITEs
+  // on the one queue pair, in this order, of `n` pieces of our
+  // registered `slot` (bytes [off, off + len) of the registered range,
+  // each to the engine's `raddr`), then of the value `word` to the
+  // engine's `waddr`, all under the engine's `rkey`. Returns once they
+  // are posted, not done: the queue pair places them in order, which is
+  // what the engine relies on (it reads `word` first, then the pieces).
+  // false where the channel cannot (the TCP fallback) or broke (logged).
+  struct Piece {
+    uint64_t off, len, raddr;
+  };
+  virtual bool can_push() const { return false; }
+  virtual bool push(uint32_t slot, const Piece* p, uint32_t n, uint32_t word,
+                    uint64_t waddr, uint32_t rkey) {
+    (void)slot;
+    (void)p;
+    (void)n;
+    (void)word;
+    (void)waddr;
+    (void)rkey;
+    return false;
+  }
 };
 
 // What an engine's transfers to its host were for, and how long each

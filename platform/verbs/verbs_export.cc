@@ -13,7 +13,7 @@ Status VerbsExport::open(const VerbsConfig& cfg, uint32_t nregs,
   if (!slots_.init(nregs)) return Status::kNoMemory;
   Status st = dev_.init_device(cfg);
   QpAddr a{};
-  if (ok(st)) st = ch_.open(&dev_, 0, 10000, &a);
+  if (ok(st)) st = ch_.open(&dev_, 0, 10000, &a, kPushDepth);
   if (failed(st)) return st;
   static_assert(sizeof(a) == sizeof(*mine));
   memcpy(mine, &a, sizeof(a));
@@ -78,6 +78,12 @@ Status VerbsExport::reg(uint64_t addr, uint64_t len, uint32_t* rkey,
     return Status::kOk;
   }
   return Status::kNoResource;
+}
+
+bool VerbsExport::push(uint32_t slot, const Piece* p, uint32_t n, uint32_t word,
+                       uint64_t waddr, uint32_t rkey) {
+  if (slot >= slots_.size() || slots_[slot].mr == nullptr) return false;
+  return ch_.push(slots_[slot].mr, p, n, word, waddr, rkey);
 }
 
 void VerbsExport::bind(uint32_t slot, uint32_t key) { slots_[slot].key = key; }

@@ -37,6 +37,11 @@ class VerbsExport final : public MemExport {
   void bind(uint32_t slot, uint32_t key) override;
   void drop(uint32_t slot) override;
   void release(uint32_t key) override;
+  bool can_push() const override { return true; }
+  bool push(uint32_t slot, const Piece* p, uint32_t n, uint32_t word,
+            uint64_t waddr, uint32_t rkey) override;
+  // Pushed writes in flight at most (each push has two or three).
+  static constexpr uint32_t kPushDepth = 64;
 
  private:
   struct Slot {

@@ -120,13 +120,20 @@ for ((h = 0; h < n; h++)); do
   reg=$(awk '$1 == "registered" {print $2}' <<<"$stats")
   reach=$(awk '$1 == "foreign_reaches" {print $2}' <<<"$stats")
   tcpreq=$(awk '$1 == "tcp_mem_requests" {print $2}' <<<"$stats")
-  echo "run_dpu.sh: DPU $h: $reg registrations served, $reach reaches into host processes, ${tcpreq:-?} memory requests over TCP"
+  pushed=$(awk '$1 == "pushed" {print $2}' <<<"$stats")
+  echo "run_dpu.sh: DPU $h: $reg registrations served, $reach reaches into host processes, ${tcpreq:-?} memory requests over TCP, ${pushed:-?} descriptors pushed"
   if [ "${reach:-x}" != 0 ]; then
     echo "run_dpu.sh: the DPU of host $h reached into a host process" >&2
     rc=1
   fi
   if [ "$mem" = tcp ] && [ "${tcpreq:-0}" = 0 ]; then
     echo "run_dpu.sh: the DPU of host $h served no memory over TCP" >&2
+    rc=1
+  fi
+  # Over verbs the hosts push their descriptors (UCC_DPU_RING=push).
+  if [ "$mem" != tcp ] && [ "${UCC_DPU_RING:-push}" = push ] &&
+    [ "${pushed:-0}" = 0 ]; then
+    echo "run_dpu.sh: no descriptor was pushed to the DPU of host $h" >&2
     rc=1
   fi
 done

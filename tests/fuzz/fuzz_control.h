@@ -21,6 +21,7 @@ struct ControlStats {
   uint64_t completed = 0;      // ... and completed kOk by the engine
   uint64_t dropped = 0;        // clients the daemon dropped before hang-up
   uint64_t tcp_mem = 0;        // remote: TCP fallbacks granted (a token)
+  uint64_t pushed = 0;         // remote: descriptors taken from inboxes
 };
 const ControlStats& control_stats();
 

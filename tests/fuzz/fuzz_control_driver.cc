@@ -140,7 +140,8 @@ void report(uint64_t seed, uint64_t done, double secs) {
       "fuzz_control_driver: seed %llu, %llu clients in %.1f s: %llu replies "
       "checked, %llu hellos taken, %llu teams opened, %llu connected, %llu "
       "registrations, %llu descriptors (%llu completed ok), %llu clients "
-      "dropped by the daemon, %llu TCP memory fallbacks granted\n",
+      "dropped by the daemon, %llu TCP memory fallbacks granted, %llu "
+      "descriptors pushed\n",
       static_cast<unsigned long long>(seed),
       static_cast<unsigned long long>(done), secs,
       static_cast<unsigned long long>(st.replies),
@@ -151,7 +152,8 @@ void report(uint64_t seed, uint64_t done, double secs) {
       static_cast<unsigned long long>(st.descriptors),
       static_cast<unsigned long long>(st.completed),
       static_cast<unsigned long long>(st.dropped),
-      static_cast<unsigned long long>(st.tcp_mem));
+      static_cast<unsigned long long>(st.tcp_mem),
+      static_cast<unsigned long long>(st.pushed));
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // (the handshake, tagged requests, bytes with no framing, forged tags and
 // replayed seqs, the TCP fallback asked for and never attached, attaches
 // with any token) and everything it can put in the memory the engine reads
-// from it by RDMA (its channel: ring indices, descriptors, the header).
+// from it by RDMA (its channel: ring indices, descriptors, the header) or
+// write by RDMA into the engine's inbox (pushed descriptors and their
+// index, honest or not).
 //
 // The daemon is a real fw::Server in this process, with a key and a
 // HostMemPort of the fuzzer's: HostNic, the "NIC" through which the
@@ -83,6 +85,17 @@ struct Window {
 class HostNic final : public plat::RemoteMem {
  public:
   Window win[2];
+  // The engine's inbox (pushed descriptors), which the "host" writes as
+  // its NIC would: until the daemon closes this channel (Port::close).
+  uint8_t* inbox = nullptr;
+  size_t inbox_bytes = 0;
+  bool expose(void* addr, uint64_t len, uint32_t* rkey) override {
+    if (inbox != nullptr) return false;
+    inbox = static_cast<uint8_t*>(addr);
+    inbox_bytes = len;
+    *rkey = 0x1b;
+    return true;
+  }
   bool read(uint64_t addr, uint32_t rkey, void* dst, uint64_t len) override {
     return move(addr, rkey, len, dst, nullptr);
   }
@@ -115,7 +128,9 @@ struct Port final : public fw::HostMemPort {
     memset(mine, 0x5a, sizeof(*mine));
     return nic;
   }
-  void close(plat::RemoteMem*) override {}
+  void close(plat::RemoteMem* m) override {
+    static_cast<HostNic*>(m)->inbox = nullptr;  // unmapped next
+  }
 };
 
 struct World {
@@ -366,6 +381,7 @@ void hello(Client& c, Input& in) {
   h.hello.engine.unexpected = 4;
   h.channel_addr = reinterpret_cast<uint64_t>(c.chan);
   h.rkey = kChanKey;
+  h.flags = in.u8() % 2 ? proto::kPushDescriptors : 0;
   for (uint8_t k = in.u8() % 3; k > 0; --k) {  // then any fields
     const size_t off = in.u8() % sizeof(h);
     const uint64_t v = in.u64();
@@ -399,7 +415,17 @@ void submit(Client& c, Input& in) {
            sizeof(d) - off < 8 ? sizeof(d) - off : 8);
   }
   if (d.comp_slot < kNcomp) c.ch.arm(d.comp_slot, d.gen);
-  if (c.ch.submit(d)) ++c.w.stats.descriptors;
+  if (!c.ch.submit(d)) return;
+  ++c.w.stats.descriptors;
+  // Pushed as a host would, or (one in four) left for the engine to find
+  // in the ring before it naps.
+  if (c.nic.inbox == nullptr || in.u8() % 4 == 0) return;
+  const uint32_t head = c.ch.sq_produced();
+  const size_t at = off::InboxLayout::kSlots + ((head - 1) % kSq) * sizeof(d);
+  if (at + sizeof(d) <= c.nic.inbox_bytes)
+    memcpy(c.nic.inbox + at, &d, sizeof(d));
+  __atomic_store_n(reinterpret_cast<uint32_t*>(c.nic.inbox), head,
+                   __ATOMIC_RELEASE);
 }
 
 void run_op(Client& c, Input& in) {
@@ -453,6 +479,12 @@ void run_op(Client& c, Input& in) {
       submit(c, in);
       break;
     case 9: {  // our channel rewritten anywhere (indices, header)
+      if ((op & 0x40) && c.nic.inbox != nullptr) {  // or the engine's inbox
+        const size_t off = (in.u32() * 4u) % c.nic.inbox_bytes;
+        const uint32_t v = in.u32();
+        memcpy(c.nic.inbox + off, &v, 4);
+        break;
+      }
       if (c.chan == nullptr) break;
       const size_t off = (in.u32() * 4u) % c.chan_bytes;
       const uint32_t v = in.u32();
@@ -522,6 +554,7 @@ int remote_one(const uint8_t* data, size_t size) {
     c.sock = -1;
     for (int i = 0; i < 4 && w.server.clients() != 0; ++i) w.server.pass();
     if (w.server.clients() != 0) violated("a client that hung up still served");
+    w.stats.pushed = w.server.stats().pushed;
     w.port.nic = nullptr;
   }
   if (checked_free_fd() != w.free_fd) violated("a descriptor leaked");

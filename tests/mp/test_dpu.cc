@@ -62,6 +62,33 @@ TEST(Dpu, AllreduceServedOverTheNetwork) {
   EXPECT_TRUE(ucct::steps_counted(st));
 }
 
+// How the engine learns of descriptors (docs/dpu.md): by default each
+// host pushes them into the engine's inbox, and the engine reads the
+// host's ring only before it naps (a few reads, none of them per
+// collective); with UCC_DPU_RING=read it polls the ring and nothing is
+// pushed. Results are checked either way.
+TEST(Dpu, DescriptorsArePushedUnlessAskedToRead) {
+  NEEDS_DPU();
+  using ucc::plat::MemStep;
+  const auto ring_reads = static_cast<uint32_t>(MemStep::kDescriptors);
+  for (const char* mode : {"push", "read"}) {
+    SCOPED_TRACE(mode);
+    DpuDaemon dd;
+    ASSERT_TRUE(dd.start(mode));
+    EXPECT_TRUE(ucct::allreduce_served(dd, {{"UCC_DPU_RING", mode}}));
+    proto::StatsReply st{};
+    ASSERT_TRUE(dd.d.stats(&st));
+    EXPECT_TRUE(ucct::steps_counted(st));
+    if (mode[0] == 'p') {
+      // Each rank's barriers and three allreduces at least.
+      EXPECT_GE(st.pushed, 6u);
+    } else {
+      EXPECT_EQ(st.pushed, 0u);
+      EXPECT_GE(st.step_n[ring_reads], 1u);
+    }
+  }
+}
+
 // The daemon's own code never reaches into a host process: no cross-memory
 // attach, no /proc/<pid>, no fd of the host's (its counter of such calls
 // stays 0 while it serves collectives of every kind of buffer handling),

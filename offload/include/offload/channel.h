@@ -40,6 +40,20 @@ struct ChannelLayout {
   size_t total;
 };
 
+// dpu mode with host-written descriptors (docs/dpu.md, "How the engine
+// learns of descriptors"): the engine's inbox, in the engine's memory,
+// which the host writes by RDMA only. The producer index the host last
+// pushed (uint32) at kHead, then sq_capacity descriptor slots from
+// kSlots, slot i holding ring entry i mod sq_capacity. Everything in it
+// is untrusted: the engine copies descriptors out before it checks them.
+struct InboxLayout {
+  static constexpr size_t kHead = 0;
+  static constexpr size_t kSlots = 64;
+  static size_t bytes(uint32_t sq_capacity) {
+    return kSlots + size_t{sq_capacity} * sizeof(CollDesc);
+  }
+};
+
 // Engine side, dpu mode: told of each completion word once it is written
 // in the engine's own copy of the channel, to carry it to the host's.
 class CompletionSink {
@@ -67,6 +81,8 @@ class Channel {
 
   // Host: queue a descriptor; false when the ring is full.
   bool submit(const CollDesc& d) { return sq_.push(d); }
+  // Host: descriptors submitted so far (the ring's producer index).
+  uint32_t sq_produced() const { return sq_.produced(); }
   // Engine: the next descriptor or nullptr; done() releases it.
   const CollDesc* next() { return sq_.peek(); }
   void done() { sq_.release(); }

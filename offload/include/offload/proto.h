@@ -30,7 +30,7 @@
 namespace ucc::off::proto {
 
 inline constexpr uint32_t kMagic = 0x55434350u;  // "UCCP"
-inline constexpr uint16_t kVersion = 5;
+inline constexpr uint16_t kVersion = 6;
 // Over a network (dpu mode, docs/dpu.md). A network has no peer
 // credentials, so both ends prove that they hold the deployment's secret
 // K without sending it, and every later message carries a tag:
@@ -113,12 +113,16 @@ struct Hello {
 
 // dpu mode: the channel block (Channel::layout) at host address
 // `channel_addr`, registered with the host's RDMA port under `rkey`.
+// `flags`: kPushDescriptors asks the engine for an inbox the host writes
+// its descriptors into (docs/dpu.md, "How the engine learns of
+// descriptors"); without it the engine reads the host's ring.
 struct HelloRemote {
   Hello hello;
   uint64_t channel_addr;
   uint32_t rkey;
-  uint32_t pad;
+  uint32_t flags;
 };
+inline constexpr uint32_t kPushDescriptors = 1;
 
 struct AuthChallenge {
   uint32_t version;  // kVersion
@@ -144,6 +148,13 @@ struct HelloReply {
   int32_t status;
   int32_t daemon_pid;
   EngineCaps caps;  // the engine's, when status is kOk
+  // kHelloRemote with kPushDescriptors, granted: the engine's inbox
+  // (off::InboxLayout for the hello's sq_capacity) at `inbox_addr` in the
+  // engine's memory, writable by RDMA over the host's queue pair under
+  // `inbox_rkey`. Not granted (flags 0): the engine reads the ring.
+  uint64_t inbox_addr;
+  uint32_t inbox_rkey;
+  uint32_t flags;
 };
 
 struct TeamOpen {
@@ -226,6 +237,7 @@ struct StatsReply {
   int32_t status;
   uint32_t clients;
   uint64_t descriptors;  // taken from all channels so far
+  uint64_t pushed;       // of which found in inboxes (dpu mode, pushed)
   uint64_t teams;        // open now
   uint64_t uptime_ms;
   uint64_t registered;     // kRegister requests granted so far

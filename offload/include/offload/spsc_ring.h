@@ -76,6 +76,8 @@ class SpscRing {
     // P1 pairs with C2: the entry's bytes are visible before the index.
     idx_->head.store(head_, base::release_of(base::kRingPublish));
   }
+  // Producer: entries published so far (the index commit() last stored).
+  uint32_t produced() const { return head_; }
   bool push(const T& v) {
     T* s = reserve();
     if (s == nullptr) return false;
