@@ -555,4 +555,14 @@ uint64_t Server::pass() {
   return events;
 }
 
+uint64_t Server::nap_pass() {
+  for (uint32_t i = 0; i < nclients_; ++i)
+    if (clients_[i]->ready) set_idle(*clients_[i], true);
+  const uint64_t events = progress();
+  for (uint32_t i = 0; i < nclients_; ++i)
+    if (clients_[i]->ready) set_idle(*clients_[i], false);
+  io_pass(0);
+  return events;
+}
+
 }  // namespace ucc::fw

@@ -116,6 +116,10 @@ class Server {
   // once and must prove the key (remote_client.cc; fuzz_remote.cc).
   bool adopt_remote(int fd);
   uint64_t pass();
+  // One pass as the loop makes before it naps: the engines ask their
+  // hosts for a doorbell and look once more (dpu: at the host's ring
+  // itself), then are awake again; no sleep.
+  uint64_t nap_pass();
   uint32_t clients() const { return nclients_; }
   Stats stats() const;
 

@@ -195,10 +195,12 @@ void DaemonLink::push_descriptors() {
       {lay.sq, (n - n1) * dsz, slots}};
   if (!rdma_->push(ch_slot_, p, n1 < n ? 2 : 1, head,
                    inbox_addr_ + off::InboxLayout::kHead, inbox_rkey_)) {
-    // The queue pair broke: so did the engine's reads of our memory, and
-    // the daemon drops us; until it does, it finds them in our ring.
-    UCC_ERROR("dpu: cannot push descriptors to the engine");
+    // The queue pair is broken or stuck: the engine's reads of our
+    // memory are too, and it would look at our ring only before a nap.
+    // This context's collectives end in an error now.
+    UCC_ERROR("dpu: cannot push descriptors to the engine: its link is lost");
     push_ = false;
+    dead_ = true;
     return;
   }
   pushed_ = head;

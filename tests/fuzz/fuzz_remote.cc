@@ -191,6 +191,7 @@ struct Client {
   bool has_team = false;
   uint32_t key = 0;  // a registration of the arena
   uint32_t gen = 0;
+  uint32_t pushed = 0;     // the head last pushed into the engine's inbox
   uint8_t token[32] = {};  // kTcpMemConnect's answer
   bool has_token = false;
   explicit Client(World& world) : w(world) {}
@@ -294,9 +295,14 @@ void drain(Client& c) {
   }
 }
 
-void passes(Client& c, int n) {
+void passes(Client& c, int n, bool nap = false) {
   c.w.port.nic = &c.nic;
-  for (int i = 0; i < n; ++i) c.w.server.pass();
+  for (int i = 0; i < n; ++i) {
+    if (nap)
+      c.w.server.nap_pass();  // the engine reads the ring before it naps
+    else
+      c.w.server.pass();
+  }
   drain(c);
 }
 
@@ -417,13 +423,19 @@ void submit(Client& c, Input& in) {
   if (d.comp_slot < kNcomp) c.ch.arm(d.comp_slot, d.gen);
   if (!c.ch.submit(d)) return;
   ++c.w.stats.descriptors;
-  // Pushed as a host would, or (one in four) left for the engine to find
-  // in the ring before it naps.
+  // Pushed as a host does (every descriptor since the last push, then
+  // the head), or (one in four) left for the engine to find in the ring
+  // before it naps (nap passes, below).
   if (c.nic.inbox == nullptr || in.u8() % 4 == 0) return;
   const uint32_t head = c.ch.sq_produced();
-  const size_t at = off::InboxLayout::kSlots + ((head - 1) % kSq) * sizeof(d);
-  if (at + sizeof(d) <= c.nic.inbox_bytes)
-    memcpy(c.nic.inbox + at, &d, sizeof(d));
+  const size_t sq = off::Channel::layout(kSq, kNcomp).sq;
+  for (uint32_t i = head - c.pushed > kSq ? head - kSq : c.pushed; i != head;
+       ++i) {
+    const size_t slot = (i % kSq) * sizeof(d);
+    memcpy(c.nic.inbox + off::InboxLayout::kSlots + slot, c.chan + sq + slot,
+           sizeof(d));
+  }
+  c.pushed = head;
   __atomic_store_n(reinterpret_cast<uint32_t*>(c.nic.inbox), head,
                    __ATOMIC_RELEASE);
 }
@@ -521,7 +533,7 @@ void run_op(Client& c, Input& in) {
       break;
     }
     default:
-      passes(c, 1 + in.u8() % 8);
+      passes(c, 1 + in.u8() % 8, (op & 0x80) != 0);
       break;
   }
 }

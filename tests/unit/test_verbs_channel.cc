@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,10 @@ struct Engine {
   plat::RemoteMem* attach(Host& h) {
     plat::RemoteMemAddr mine{};
     plat::RemoteMem* m = net.open_remote_mem(h.addr, &mine);
-    if (m == nullptr || h.ex->connect(mine) != Status::kOk) return nullptr;
+    if (m != nullptr && h.ex->connect(mine) != Status::kOk) {
+      delete m;
+      m = nullptr;
+    }
     return m;
   }
 };
@@ -97,13 +101,13 @@ TEST(VerbsChannel, PushedBytesLandInTheExposedRangeOfThatChannelOnly) {
     Host a, b;
     ASSERT_TRUE(open_host(a, 1));
     ASSERT_TRUE(open_host(b, 2));
-    plat::RemoteMem* ca = e.attach(a);
-    plat::RemoteMem* cb = e.attach(b);
-    ASSERT_NE(ca, nullptr);
-    ASSERT_NE(cb, nullptr);
     // a's inbox: a word, then slots.
     std::vector<uint8_t> inbox(4096, 0);
     const uint64_t at = reinterpret_cast<uintptr_t>(inbox.data());
+    // Closed before the port and the inbox go.
+    std::unique_ptr<plat::RemoteMem> ca(e.attach(a)), cb(e.attach(b));
+    ASSERT_NE(ca, nullptr);
+    ASSERT_NE(cb, nullptr);
     uint32_t rkey = 0, other = 0;
     ASSERT_TRUE(ca->expose(inbox.data(), inbox.size(), &rkey));
     EXPECT_FALSE(ca->expose(inbox.data(), 64, &other)) << "one range each";
@@ -138,8 +142,8 @@ TEST(VerbsChannel, PushedBytesLandInTheExposedRangeOfThatChannelOnly) {
       ASSERT_TRUE(a.ex->push(a.slot, &r, 1, 0xabcd + i, at, rkey)) << i;
     }
     EXPECT_TRUE(word_seen(inbox, 0xabcd + 300));
-    delete ca;
-    delete cb;
+    ca.reset();
+    cb.reset();
   }
   unlink(fabric.c_str());
 }
