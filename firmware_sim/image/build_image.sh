@@ -14,8 +14,9 @@
 # libibverbs and its providers for --verbs) comes from the target's
 # multiarch directories (for arm64: /usr/aarch64-linux-gnu from
 # crossbuild-essential-arm64, and /usr/lib/aarch64-linux-gnu from
-# libssl3:arm64 and ibverbs-providers:arm64). libcrypto is required;
-# verbs is copied where installed, and the script says when it is not.
+# libssl3:arm64 and ibverbs-providers:arm64). libcrypto is required
+# (CMake makes the dpu_image target only where it finds it); verbs is
+# copied where installed, and the script says whether it was.
 # OUT_DIR becomes the image layout (replaced), tagged TAG (default
 # "latest"): umoci's and skopeo's "OUT_DIR:TAG", an oci-archive once
 # tarred (docs/dpu.md).
@@ -38,8 +39,9 @@ dirs+=("/usr/lib/$triple" "/lib/$triple")
 find_lib() {  # name -> path, or nothing
   local d
   for d in "${dirs[@]}"; do
-    [ -e "$d/$1" ] && { echo "$d/$1"; return; }
+    [ -e "$d/$1" ] && { echo "$d/$1"; return 0; }
   done
+  return 0
 }
 readelf_bin=readelf
 command -v "$triple-readelf" >/dev/null && readelf_bin=$triple-readelf
@@ -74,14 +76,21 @@ for dep in $(needed "$fw"); do add_lib "$dep" 1; done
 loader=$(interp "$fw")
 mkdir -p "$root$(dirname "$loader")"
 cp -L "$(find_lib "$(basename "$loader")")" "$root$loader"
-# Opened at run time (dlopen): libcrypto always, verbs where installed.
-add_lib libcrypto.so.3 1
+# Opened at run time (dlopen): libcrypto always (either name the daemon
+# loads), verbs where installed; libgcc_s for backtrace() in the crash
+# report (the C++ runtime itself is linked in).
+if ! add_lib libcrypto.so.3 0 && ! add_lib libcrypto.so.1.1 0; then
+  echo "build_image.sh: no libcrypto for $arch in ${dirs[*]} (Debian: libssl3:$arch)" >&2
+  exit 1
+fi
+add_lib libgcc_s.so.1 0 || true
 verbs=no
 if add_lib libibverbs.so.1 0; then
   verbs=yes
   if [ -d "/usr/lib/$triple/libibverbs" ]; then
     mkdir -p "$libdir/libibverbs"
     for p in /usr/lib/"$triple"/libibverbs/*.so; do
+      [ -e "$p" ] || continue
       cp -L "$p" "$libdir/libibverbs/"
       for dep in $(needed "$p"); do add_lib "$dep" 1; done
     done
@@ -89,7 +98,10 @@ if add_lib libibverbs.so.1 0; then
   [ -d /etc/libibverbs.d ] && cp -r /etc/libibverbs.d "$root/etc/"
 fi
 
-# The image: an empty one, unpacked, our tree put in, packed again.
+# The image: an empty one, unpacked, our tree put in, packed again; made
+# beside OUT_DIR and moved there whole, so a failed run leaves none.
+final=$out
+out=$final.new
 rm -rf "$out"
 umoci init --layout "$out"
 umoci new --image "$out:$tag"
@@ -111,4 +123,6 @@ umoci config --image "$out:$tag" --architecture "$arch" --os linux \
   --config.label "org.opencontainers.image.title=ucc-firmware-sim" \
   --config.label "org.opencontainers.image.description=UCC offload engine (firmware_sim) for a DPU"
 umoci gc --layout "$out"
-echo "build_image.sh: $out:$tag ($arch), $(du -sh "$out" | cut -f1), verbs $verbs"
+rm -rf "$final"
+mv "$out" "$final"
+echo "build_image.sh: $final:$tag ($arch), $(du -sh "$final" | cut -f1), verbs $verbs"

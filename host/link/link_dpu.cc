@@ -9,6 +9,7 @@
 // every buffer, through the keys of our registrations with our port; or,
 // where no RDMA device exists and the user asked for it (UCC_DPU_MEM=
 // tcp), through the TCP fallback's connection and thread.
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -197,10 +198,13 @@ void DaemonLink::push_descriptors() {
                    inbox_addr_ + off::InboxLayout::kHead, inbox_rkey_)) {
     // The queue pair is broken or stuck: the engine's reads of our
     // memory are too, and it would look at our ring only before a nap.
-    // This context's collectives end in an error now.
+    // This context's collectives end in an error now, and the daemon,
+    // seeing the control connection close, drops our engine, so that it
+    // runs none of them into buffers their owners have taken back.
     UCC_ERROR("dpu: cannot push descriptors to the engine: its link is lost");
     push_ = false;
     dead_ = true;
+    shutdown(sock_, SHUT_RDWR);
     return;
   }
   pushed_ = head;

@@ -45,10 +45,20 @@ mapfile -t args < <(python3 -c '
 import json, sys
 for a in json.load(open(sys.argv[1]))["process"]["args"]:
     print(a)' "$dir/bundle/config.json")
+mapfile -t envs < <(python3 -c '
+import json, sys
+for e in json.load(open(sys.argv[1]))["process"]["env"]:
+    print(e)' "$dir/bundle/config.json")
+if [ ${#args[@]} = 0 ]; then
+  echo "run_image_dpu.sh: no command in the image's config" >&2
+  exit 1
+fi
 # The pod spec shipped beside the image must agree with it: its key mount
 # and readiness probe's socket are where the image's command looks.
 pod=$(dirname "$0")/../../firmware_sim/image/firmware_sim-pod.yaml
-if python3 -c 'import yaml' 2>/dev/null; then
+if ! python3 -c 'import yaml' 2>/dev/null; then
+  echo "run_image_dpu.sh: no PyYAML (Debian: python3-yaml): the pod spec is not checked"
+else
   if ! python3 - "$pod" "${args[@]}" <<'PY'; then
 import sys, yaml
 pod = yaml.safe_load(open(sys.argv[1]))
@@ -85,16 +95,23 @@ mkdir -p "$rootfs$(dirname "$keyfile")"
 (umask 077 && head -c 32 /dev/urandom | base64 >"$rootfs$keyfile")
 cp "$rootfs$keyfile" "$dir/key"
 machine=$(od -An -t u2 -j 18 -N 2 "$rootfs${args[0]}" | tr -d ' ')
-if [ "$machine" = 183 ] && [ "$(uname -m)" != aarch64 ]; then
-  if ! command -v qemu-aarch64 >/dev/null; then
-    echo "SKIP: an aarch64 image and no qemu-aarch64 (Debian: qemu-user)"
+case $(uname -m) in
+  x86_64) own=62 ;;
+  aarch64) own=183 ;;
+  *) own=0 ;;
+esac
+if [ "$machine" != "$own" ]; then
+  if [ "$machine" != 183 ] || ! command -v qemu-aarch64 >/dev/null; then
+    echo "SKIP: an image for ELF machine $machine, and no qemu-user for it here"
     exit 77
   fi
-  qemu-aarch64 -L "$rootfs" -E LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu \
+  qemu_env=()
+  for e in "${envs[@]}"; do qemu_env+=(-E "$e"); done
+  qemu-aarch64 -L "$rootfs" "${qemu_env[@]}" \
     "$rootfs${args[0]}" "${args[@]:1}" --sleep-ms 1 >"$dir/daemon.log" 2>&1 &
 else
-  if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: the image's daemon runs in a chroot, which needs root"
+  if [ "$(id -u)" != 0 ] || ! unshare --mount true 2>/dev/null; then
+    echo "SKIP: the image's daemon runs in a chroot of its own mount namespace, which needs root"
     exit 77
   fi
   # The socket lies outside the chroot: bind it inside and reach it
@@ -106,8 +123,7 @@ else
   sock=$rootfs$sock_in
   # A mount namespace of its own with /proc, as a container has (the
   # daemon maps its own segments through /proc/self).
-  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu \
+  env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "${envs[@]}" \
     unshare --mount --propagation private sh -c \
     'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"' \
     "$rootfs" "${args[@]}" --sleep-ms 1 >"$dir/daemon.log" 2>&1 &
