@@ -76,6 +76,12 @@ void usage(FILE* f) {
       "                     user's, mode 0600; default "
       "UCC_DPU_KEY_FILE, else\n"
       "                     UCC_DPU_KEY)\n"
+      "  --inbox-budget <bytes>  pinned memory for dpu clients' "
+      "inboxes (pushed\n"
+      "                     descriptors, 192 KiB each), all together; "
+      "past it a\n"
+      "                     client's engine reads its ring (default "
+      "64 MiB)\n"
       "  --has-wire         exit 0 when built with the DPDK wire, else 1\n"
       "  --help             this text\n"
       "\n%s%s",
@@ -233,6 +239,8 @@ int main(int argc, char** argv) {
       node = need();
     } else if (strcmp(a, "--listen") == 0) {
       cfg.listen_addr = need();
+    } else if (strcmp(a, "--inbox-budget") == 0) {
+      cfg.inbox_budget = strtoull(need(), nullptr, 0);
     } else if (strcmp(a, "--key-file") == 0) {
       setenv("UCC_DPU_KEY_FILE", need(), 1);
     } else if (strcmp(a, "--has-wire") == 0) {

@@ -167,8 +167,17 @@ bool Server::on_hello_remote(Client& c, const Msg& m) {
 void Server::offer_inbox(Client& c, uint32_t sq_capacity,
                          proto::HelloReply* hr) {
   // Zeroed: an index of 0, nothing pushed yet. Not granted (the TCP
-  // fallback cannot expose memory), the engine reads the host's ring.
+  // fallback cannot expose memory; the daemon's budget of pinned inbox
+  // memory is spent), the engine reads the host's ring.
   const size_t bytes = off::InboxLayout::bytes(sq_capacity);
+  if (inbox_bytes_ + bytes > cfg_.inbox_budget) {
+    UCC_INFO(
+        "firmware_sim: inboxes hold %llu bytes of %llu (--inbox-budget): "
+        "a dpu client's engine reads its ring",
+        static_cast<unsigned long long>(inbox_bytes_),
+        static_cast<unsigned long long>(cfg_.inbox_budget));
+    return;
+  }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return;
@@ -182,6 +191,7 @@ void Server::offer_inbox(Client& c, uint32_t sq_capacity,
   }
   c.inbox = p;
   c.inbox_bytes = bytes;
+  inbox_bytes_ += bytes;
   hr->inbox_addr = reinterpret_cast<uintptr_t>(p);
   hr->inbox_rkey = rkey;
   hr->flags = proto::kPushDescriptors;

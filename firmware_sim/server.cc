@@ -144,7 +144,10 @@ void Server::drop(uint32_t i) {
   delete c->mirror;
   if (c->chmem != nullptr) munmap(c->chmem, c->chbytes);
   // After the channel that exposed it has closed.
-  if (c->inbox != nullptr) munmap(c->inbox, c->inbox_bytes);
+  if (c->inbox != nullptr) {
+    munmap(c->inbox, c->inbox_bytes);
+    inbox_bytes_ -= c->inbox_bytes;
+  }
   delete c;  // closes the socket
   clients_[i] = clients_[--nclients_];
 }

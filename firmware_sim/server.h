@@ -74,6 +74,10 @@ struct ServerConfig {
   // (kTcpMemConnect, platform/mem/tcp_mem.h), which every daemon that
   // listens serves.
   HostMemPort* hostmem = nullptr;
+  // Bytes of pinned memory all dpu clients' inboxes (pushed descriptors,
+  // docs/dpu.md) may hold together; a client past it is not given one
+  // and its engine reads its ring instead (--inbox-budget).
+  uint64_t inbox_budget = uint64_t{64} << 20;
   // The identity of the node this daemon emulates (platform/os/host_id.h):
   // its engines share memory with the engines of daemons of the same node.
   uint64_t node[2] = {0, 0};
@@ -191,6 +195,7 @@ class Server {
   uint64_t tcp_mem_requests_ = 0;  // of clients gone
   plat::MemSteps steps_gone_;      // of clients gone
   uint64_t pushed_gone_ = 0;       // of clients gone
+  uint64_t inbox_bytes_ = 0;       // pinned in the clients' inboxes now
   bool shutdown_ = false;
   volatile int stop_ = 0;
 };

@@ -66,6 +66,7 @@ struct DpuDaemon {
   ucct::Daemon d;
   std::string addr, key;
   bool tcp = false;  // the fallback: no --verbs, hosts with UCC_DPU_MEM=tcp
+  std::vector<std::string> more;  // further firmware_sim options
   bool start(const char* tag) {
     key = key_file(tag, "the deployment's secret, for tests only");
     addr = "127.0.0.1:" + std::to_string(ucct::free_loopback_port());
@@ -74,6 +75,7 @@ struct DpuDaemon {
         key,        "--node", std::string("ucct-dpu-") + tag};
     if (!tcp)
       args.insert(args.begin(), {"--verbs", "auto", "--verbs-lib", kLoopLib});
+    args.insert(args.end(), more.begin(), more.end());
     if (key.empty() || !d.start(tag, args)) return false;
     // Up once the TCP port answers too.
     for (int i = 0; i < 2500; ++i) {

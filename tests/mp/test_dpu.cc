@@ -66,20 +66,30 @@ TEST(Dpu, AllreduceServedOverTheNetwork) {
 // host pushes them into the engine's inbox, and the engine reads the
 // host's ring only before it naps (a few reads, none of them per
 // collective); with UCC_DPU_RING=read it polls the ring and nothing is
-// pushed. Results are checked either way.
+// pushed, and so it does for hosts past the daemon's budget of pinned
+// inbox memory (--inbox-budget). Results are checked every way.
 TEST(Dpu, DescriptorsArePushedUnlessAskedToRead) {
   NEEDS_DPU();
   using ucc::plat::MemStep;
   const auto ring_reads = static_cast<uint32_t>(MemStep::kDescriptors);
-  for (const char* mode : {"push", "read"}) {
-    SCOPED_TRACE(mode);
+  struct Case {
+    const char* tag;
+    const char* ring;
+    const char* budget;
+    bool pushed;
+  };
+  for (const Case& k : {Case{"push", "push", nullptr, true},
+                        Case{"read", "read", nullptr, false},
+                        Case{"budget", "push", "0", false}}) {
+    SCOPED_TRACE(k.tag);
     DpuDaemon dd;
-    ASSERT_TRUE(dd.start(mode));
-    EXPECT_TRUE(ucct::allreduce_served(dd, {{"UCC_DPU_RING", mode}}));
+    if (k.budget != nullptr) dd.more = {"--inbox-budget", k.budget};
+    ASSERT_TRUE(dd.start(k.tag));
+    EXPECT_TRUE(ucct::allreduce_served(dd, {{"UCC_DPU_RING", k.ring}}));
     proto::StatsReply st{};
     ASSERT_TRUE(dd.d.stats(&st));
     EXPECT_TRUE(ucct::steps_counted(st));
-    if (mode[0] == 'p') {
+    if (k.pushed) {
       // Each rank's barriers and three allreduces at least.
       EXPECT_GE(st.pushed, 6u);
     } else {
