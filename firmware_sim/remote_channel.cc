@@ -58,7 +58,7 @@ uint32_t RemoteChannel::pull_ring() {
   if (n == 0) return 0;
   // At most two pieces: up to the end of the host's array, then from 0.
   const uint32_t first = taken_ & mask_;
-  const uint32_t n1 = mask_ + 1 - first < n ? mask_ + 1 - first : n;
+  const uint32_t n1 = off::first_run(taken_, n, mask_ + 1);
   const uint64_t dsz = sizeof(off::CollDesc);
   if (!move(plat::MemStep::kDescriptors, false, lay_.sq + first * dsz, batch_,
             n1 * dsz))

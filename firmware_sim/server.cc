@@ -467,8 +467,7 @@ void Server::run() {
     } else if (++idle > cfg_.spin) {
       // Ask hosts for a doorbell, then look once more before sleeping, so
       // a descriptor submitted in between is not left waiting.
-      for (uint32_t i = 0; i < nclients_; ++i)
-        if (clients_[i]->ready) set_idle(*clients_[i], true);
+      set_idle_all(true);
       sleep = progress() == 0 && (cfg_.wire == nullptr || !cfg_.wire->busy());
       if (!sleep) idle = 0;
     } else if ((idle & 15) == 0) {
@@ -485,8 +484,7 @@ void Server::run() {
       timeout = 1;
     if (!io_pass(timeout)) break;
     if (sleep) {
-      for (uint32_t i = 0; i < nclients_; ++i)
-        if (clients_[i]->ready) set_idle(*clients_[i], false);
+      set_idle_all(false);
       idle = 0;
       look_ = true;
     }
@@ -559,13 +557,16 @@ uint64_t Server::pass() {
 }
 
 uint64_t Server::nap_pass() {
-  for (uint32_t i = 0; i < nclients_; ++i)
-    if (clients_[i]->ready) set_idle(*clients_[i], true);
+  set_idle_all(true);
   const uint64_t events = progress();
-  for (uint32_t i = 0; i < nclients_; ++i)
-    if (clients_[i]->ready) set_idle(*clients_[i], false);
+  set_idle_all(false);
   io_pass(0);
   return events;
+}
+
+void Server::set_idle_all(bool idle) {
+  for (uint32_t i = 0; i < nclients_; ++i)
+    if (clients_[i]->ready) set_idle(*clients_[i], idle);
 }
 
 }  // namespace ucc::fw

@@ -155,6 +155,7 @@ class Server {
   // Whether a dpu client's channel still works (false: logged; drop it).
   bool mirror_ok(Client& c);
   void set_idle(Client& c, bool idle);
+  void set_idle_all(bool idle);  // every client that said hello
   // Polls the listening socket and the clients for timeout_ms at most and
   // serves what is ready; drops clients that are overdue. false when out
   // of memory.

@@ -102,10 +102,12 @@ class DaemonLink final : public off::EngineLink {
   // plat::TcpMemServer.
   plat::MemExport* rdma_ = nullptr;
   off::Channel* ch_ = nullptr;
-  // Pushing (dpu mode): our channel's registration slot, the engine's
-  // inbox and its key, and the producer index pushed so far.
+  // Pushing (dpu mode): our channel's registration slot and where its
+  // ring's slots begin in it, the engine's inbox and its key, and the
+  // producer index pushed so far.
   bool push_ = false;
   uint32_t ch_slot_ = 0;
+  uint64_t ring_off_ = 0;
   uint32_t inbox_rkey_ = 0;
   uint64_t inbox_addr_ = 0;
   uint32_t pushed_ = 0;

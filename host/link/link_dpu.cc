@@ -170,6 +170,7 @@ Status DaemonLink::hello_remote(const LinkConfig& cfg, uint32_t sq_capacity,
   st = accept_hello(call(proto::kHelloRemote, &h, sizeof(h), &r, sizeof(r)), r);
   if (ok(st) && h.flags != 0) {
     push_ = (r.flags & proto::kPushDescriptors) != 0;
+    ring_off_ = off::Channel::layout(sq_capacity, ncomp).sq;
     inbox_addr_ = r.inbox_addr;
     inbox_rkey_ = r.inbox_rkey;
     if (!push_)
@@ -184,16 +185,14 @@ void DaemonLink::push_descriptors() {
   if (n == 0) return;
   // At most two pieces: up to the end of the ring, then from its start;
   // the same slots in the inbox.
-  const off::ChannelLayout lay =
-      off::Channel::layout(ch_->sq_capacity(), ch_->ncomp());
   const uint32_t cap = ch_->sq_capacity();
   const uint32_t first = pushed_ & (cap - 1);
-  const uint32_t n1 = cap - first < n ? cap - first : n;
+  const uint32_t n1 = off::first_run(pushed_, n, cap);
   const uint64_t dsz = sizeof(off::CollDesc);
   const uint64_t slots = inbox_addr_ + off::InboxLayout::kSlots;
   plat::MemExport::Piece p[2] = {
-      {lay.sq + first * dsz, n1 * dsz, slots + first * dsz},
-      {lay.sq, (n - n1) * dsz, slots}};
+      {ring_off_ + first * dsz, n1 * dsz, slots + first * dsz},
+      {ring_off_, (n - n1) * dsz, slots}};
   if (!rdma_->push(ch_slot_, p, n1 < n ? 2 : 1, head,
                    inbox_addr_ + off::InboxLayout::kHead, inbox_rkey_)) {
     // The queue pair is broken or stuck: the engine's reads of our

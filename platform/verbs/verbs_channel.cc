@@ -151,27 +151,6 @@ bool VerbsChannel::bad_completion(int n, const ibv_wc& wc) {
   return true;
 }
 
-bool VerbsChannel::wait_one() {
-  // Bounded spin, then yield; the host's memory is on this node, so a
-  // completion comes in microseconds unless the port or the host is gone.
-  const uint64_t end = now_ns() + uint64_t{timeout_ms_} * 1000000u;
-  for (uint32_t spins = 0;; ++spins) {
-    ibv_wc wc;
-    const int n = ibv_poll_cq(cq_, 1, &wc);
-    if (bad_completion(n, wc)) return false;
-    if (n == 1) return true;
-    if (spins >= 64) {
-      if (now_ns() > end) {
-        UCC_ERROR("verbs channel: no completion in %u ms", timeout_ms_);
-        broken_ = true;  // a late completion would land in freed state
-        errno = ETIMEDOUT;
-        return false;
-      }
-      sched_yield();
-    }
-  }
-}
-
 bool VerbsChannel::transfer(bool to_host, uint64_t addr, uint32_t rkey,
                             char* local, uint64_t len) {
   if (!connected_ || broken_ || staging_ == nullptr) {
@@ -199,7 +178,8 @@ bool VerbsChannel::transfer(bool to_host, uint64_t addr, uint32_t rkey,
       errno = EIO;
       return false;
     }
-    if (!wait_one()) return false;
+    ++in_flight_;
+    if (!reap(0)) return false;
     if (!to_host) memcpy(local + done, staging_, n);
     done += n;
     (to_host ? bytes_written_ : bytes_read_) += n;
@@ -208,24 +188,26 @@ bool VerbsChannel::transfer(bool to_host, uint64_t addr, uint32_t rkey,
 }
 
 bool VerbsChannel::reap(uint32_t room) {
+  // Bounded spin, then yield; the other side's memory is a PCIe hop
+  // away, so a completion comes in microseconds unless its port or its
+  // process is gone.
   uint64_t end = 0;
   for (uint32_t spins = 0;; ++spins) {
     ibv_wc wc[16];
     const int n = ibv_poll_cq(cq_, 16, wc);
+    if (n < 0 && bad_completion(n, wc[0])) return false;
     for (int i = 0; i < n; ++i)
       if (bad_completion(1, wc[i])) return false;
-    if (bad_completion(n, wc[0])) return false;
     in_flight_ -= static_cast<uint32_t>(n) < in_flight_
                       ? static_cast<uint32_t>(n)
                       : in_flight_;
     if (in_flight_ <= room) return true;
     if (n != 0 || spins < 64) continue;
-    // The queue is full of writes not done yet: the engine's port is
-    // slow or gone. Wait as a transfer would.
     if (end == 0) end = now_ns() + uint64_t{timeout_ms_} * 1000000u;
     if (now_ns() > end) {
-      UCC_ERROR("verbs channel: pushed writes not done in %u ms", timeout_ms_);
-      broken_ = true;
+      UCC_ERROR("verbs channel: no completion in %u ms", timeout_ms_);
+      broken_ = true;  // a late completion would land in freed state
+      errno = ETIMEDOUT;
       return false;
     }
     sched_yield();

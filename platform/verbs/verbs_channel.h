@@ -67,10 +67,9 @@ class VerbsChannel final : public RemoteMem {
  private:
   bool transfer(bool to_host, uint64_t addr, uint32_t rkey, char* local,
                 uint64_t len);
-  bool wait_one();
-  // Host side: takes the completions there are (all of them, until at
-  // most `room` WRs of push_depth_ are in flight, waiting up to the
-  // timeout); false once broken.
+  // Takes the completions there are, until at most `room` WRs are in
+  // flight (a transfer's one: 0; pushes: what fits the queue), waiting
+  // up to the timeout; false once broken.
   bool reap(uint32_t room);
   bool bad_completion(int n, const ibv_wc& wc);
 
@@ -85,7 +84,7 @@ class VerbsChannel final : public RemoteMem {
   uint32_t* words_ = nullptr;  // the host side's pushed words
   ibv_mr* words_mr_ = nullptr;
   uint32_t push_depth_ = 0;
-  uint32_t in_flight_ = 0;  // pushed WRs not completed yet
+  uint32_t in_flight_ = 0;  // WRs posted, not completed yet
   uint32_t next_word_ = 0;
   uint32_t psn_ = 0;
   uint32_t timeout_ms_ = 10000;

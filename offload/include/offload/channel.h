@@ -46,6 +46,14 @@ struct ChannelLayout {
 // pushed (uint32) at kHead, then sq_capacity descriptor slots from
 // kSlots, slot i holding ring entry i mod sq_capacity. Everything in it
 // is untrusted: the engine copies descriptors out before it checks them.
+// Ring entries [from, from + n) of a ring of `cap` slots (a power of
+// two) lie in at most two runs: from slot from & (cap - 1), then from
+// slot 0. The first run's length.
+inline uint32_t first_run(uint32_t from, uint32_t n, uint32_t cap) {
+  const uint32_t room = cap - (from & (cap - 1));
+  return n < room ? n : room;
+}
+
 struct InboxLayout {
   static constexpr size_t kHead = 0;
   static constexpr size_t kSlots = 64;
