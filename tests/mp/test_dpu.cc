@@ -90,8 +90,15 @@ TEST(Dpu, DescriptorsArePushedUnlessAskedToRead) {
     ASSERT_TRUE(dd.d.stats(&st));
     EXPECT_TRUE(ucct::steps_counted(st));
     if (k.pushed) {
-      // Each rank's barriers and three allreduces at least.
-      EXPECT_GE(st.pushed, 6u);
+      // How many go by the inbox depends on timing: one posted while the
+      // engine is going to nap (between its idle flag and its read of
+      // the ring) is taken by that read. A loaded machine has many such
+      // windows, so only "some" is certain. What the engine reads of the
+      // ring it reads at a nap: a ring head read before each (at most
+      // two pieces of descriptors after one), never one per collective.
+      const auto heads = static_cast<uint32_t>(MemStep::kRingHead);
+      EXPECT_GE(st.pushed, 1u);
+      EXPECT_LE(st.step_n[ring_reads], 2 * st.step_n[heads]);
     } else {
       EXPECT_EQ(st.pushed, 0u);
       EXPECT_GE(st.step_n[ring_reads], 1u);
