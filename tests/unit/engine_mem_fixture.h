@@ -17,6 +17,7 @@
 #include "offload/channel.h"
 #include "platform/mem/mem_access.h"
 #include "platform/mem/reg_table.h"
+#include "tests/unit/cma_probe.h"
 
 namespace ucct_engine {
 
@@ -62,6 +63,7 @@ struct Rank {
 class EngineMem : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
+    if (cross()) SKIP_WITHOUT_CMA_HERE();
     ucc::off::TeamAddr addrs[kRanks];
     for (uint32_t r = 0; r < kRanks; ++r) {
       Rank& k = rank[r];

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/run/coll_run.h"
+#include "tests/unit/cma_probe.h"
 
 namespace {
 
@@ -81,6 +82,7 @@ void same_in_both(Op op, DType dt = DType::kInt32, ROp rop = ROp::kSum) {
 }
 
 TEST(CollRunMem, CrossProcessPathsMatchTheDirectOnes) {
+  SKIP_WITHOUT_CMA_HERE();
   same_in_both([](CollRun& r, unsigned char* e) {
     return r.copy_in(e, Buf::kSrc, 13, 301);
   });
@@ -121,6 +123,7 @@ TEST(CollRunMem, CrossProcessPathsMatchTheDirectOnes) {
 }
 
 TEST(CollRunMem, OverlappingCopiesBehaveAsMemmove) {
+  SKIP_WITHOUT_CMA_HERE();
   for (bool cross : {false, true}) {
     for (int64_t shift : {-37, -1, 1, 29, 64}) {
       World w(cross);
@@ -136,6 +139,7 @@ TEST(CollRunMem, OverlappingCopiesBehaveAsMemmove) {
 }
 
 TEST(CollRunMem, ReductionsAreRight) {
+  SKIP_WITHOUT_CMA_HERE();
   World w(true);
   std::vector<int32_t> eng(100);
   for (int i = 0; i < 100; ++i) eng[i] = i * 1000;
@@ -155,6 +159,7 @@ TEST(CollRunMem, ReductionsAreRight) {
 // Outside the registrations nothing moves: not the first piece, not the
 // other buffer, not the engine memory.
 TEST(CollRunMem, UnregisteredMemoryIsNeverTouched) {
+  SKIP_WITHOUT_CMA_HERE();
   World w(true);
   ASSERT_TRUE(w.regs.remove(w.dst_key));
   // dst is now only partly registered, under the implicit key.
@@ -185,6 +190,7 @@ TEST(CollRunMem, UnregisteredMemoryIsNeverTouched) {
 }
 
 TEST(CollRunMem, StagedPathsWithoutABounceBufferSayNoResource) {
+  SKIP_WITHOUT_CMA_HERE();
   World w(true);
   w.run.bounce = nullptr;
   std::vector<unsigned char> eng(kBuf, 1);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "platform/mem/mem_access.h"
+#include "tests/unit/cma_probe.h"
 
 namespace {
 
@@ -71,6 +72,7 @@ TEST(MemAccess, CrossProcessWithoutRegistrationsRefusesEverything) {
 }
 
 TEST(MemAccess, CrossProcessOnSelfChecksKeysAndMemType) {
+  SKIP_WITHOUT_CMA_HERE();
   static char buf[256];
   RegTable regs;
   ASSERT_EQ(regs.init(8), Status::kOk);
@@ -117,6 +119,7 @@ struct RecordingRemote final : ucc::plat::RemoteMem {
 // with the key of the registration that holds them (keyed or implicit),
 // after the same checks; before, cross-memory attach does them.
 TEST(MemAccess, RemoteMemoryTakesTheRegistrationsKey) {
+  SKIP_WITHOUT_CMA_HERE();
   static char buf[512];
   RegTable regs;
   ASSERT_EQ(regs.init(8), Status::kOk);

@@ -18,6 +18,7 @@
 #include "platform/mem/tcp_mem.h"
 #include "platform/os/crypto.h"
 #include "platform/os/sock.h"
+#include "tests/unit/cma_probe.h"
 
 namespace {
 
@@ -70,6 +71,7 @@ uint64_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 
 TEST(TcpMem, RegisteredRangesMoveWhole) {
   NEEDS_CRYPTO();
+  SKIP_WITHOUT_CMA_HERE();  // the host end copies by CMA on itself
   Pair p;
   ASSERT_TRUE(p.open());
   std::vector<uint8_t> buf(700 * 1024);  // more than two requests' worth
@@ -101,6 +103,7 @@ TEST(TcpMem, RegisteredRangesMoveWhole) {
 
 TEST(TcpMem, WhatWasNotRegisteredIsRefusedAndTheChannelLives) {
   NEEDS_CRYPTO();
+  SKIP_WITHOUT_CMA_HERE();  // the host end copies by CMA on itself
   Pair p;
   ASSERT_TRUE(p.open());
   std::vector<uint8_t> a(4096, 1), b(4096, 2);
@@ -147,6 +150,7 @@ TEST(TcpMem, WhatWasNotRegisteredIsRefusedAndTheChannelLives) {
 // a length past the limit or the wrong sender end the connection.
 TEST(TcpMem, ForgedOrMalformedRequestsCloseTheChannel) {
   NEEDS_CRYPTO();
+  SKIP_WITHOUT_CMA_HERE();  // the host end copies by CMA on itself
   std::vector<uint8_t> buf(4096, 9);
   for (int how = 0; how < 5; ++how) {
     Pair p;
@@ -211,6 +215,7 @@ TEST(TcpMem, ForgedOrMalformedRequestsCloseTheChannel) {
 // refused, never half. Run under ThreadSanitizer by tests/sanitize.sh.
 TEST(TcpMem, RangesComeAndGoWhileServed) {
   NEEDS_CRYPTO();
+  SKIP_WITHOUT_CMA_HERE();  // the host end copies by CMA on itself
   Pair p;
   ASSERT_TRUE(p.open());
   std::vector<uint8_t> a(8192), b(8192);
