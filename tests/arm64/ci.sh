@@ -38,8 +38,10 @@ stamp build
 cmake -S . -B "$dir" -G Ninja \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake >/dev/null
 targets=(ucc ucc_static ucc_unit_tests ucc_mp_tests firmware_sim)
-# The image where umoci is (the x86-64 build's list installs it).
-if ninja -C "$dir" -t targets all | grep -q '^dpu_image:'; then
+# The image where umoci is (the x86-64 build's list installs it). grep
+# reads all of ninja's list: with -q it would stop at the match, and the
+# pipe's SIGPIPE to ninja would fail the test under pipefail.
+if ninja -C "$dir" -t targets all | grep '^dpu_image:' >/dev/null; then
   targets+=(dpu_image)
 fi
 cmake --build "$dir" -j2 --target "${targets[@]}"
