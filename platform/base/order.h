@@ -30,19 +30,28 @@ enum OrderPair : int {
                      // completion word
   kMboxHandoff = 7,  // mailbox W2/R1: a cell's message before its state
   kMboxReuse = 8,    // mailbox R2/W1: reads of a cell before it is empty
+  // Not a pair: the doorbell's two sequentially consistent exchanges
+  // (offload/channel.h), store-to-load order on both sides. End 0 weakens
+  // the engine's to a release store, end 1 the host's to an acquire load
+  // first (exchanging only when set). Checked natively, not under
+  // ThreadSanitizer (tests/order/order_doorbell.cc).
+  kDoorbell = 9,
 };
+
+// Whether end `end` of `pair` is the one a check weakened.
+constexpr bool weakened(OrderPair pair, int end) {
+  return pair == UCC_WEAKEN_PAIR && UCC_WEAKEN_END == end;
+}
 
 // The release side of `pair`.
 constexpr std::memory_order release_of(OrderPair pair) {
-  return pair == UCC_WEAKEN_PAIR && UCC_WEAKEN_END == 0
-             ? std::memory_order_relaxed
-             : std::memory_order_release;
+  return weakened(pair, 0) ? std::memory_order_relaxed
+                           : std::memory_order_release;
 }
 // The acquire side of `pair`.
 constexpr std::memory_order acquire_of(OrderPair pair) {
-  return pair == UCC_WEAKEN_PAIR && UCC_WEAKEN_END == 1
-             ? std::memory_order_relaxed
-             : std::memory_order_acquire;
+  return weakened(pair, 1) ? std::memory_order_relaxed
+                           : std::memory_order_acquire;
 }
 
 }  // namespace ucc::base
