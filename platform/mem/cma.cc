@@ -40,10 +40,15 @@ bool cma_transfer(pid_t pid, bool to_remote, uint64_t remote, void* local,
   return true;
 }
 
-bool cma_enable_peers() {
-  // The system call exists (ENOSYS otherwise): read a byte of our own.
+bool cma_available() {
   char a = 1, b = 0;
-  if (!cma_transfer(getpid(), false, reinterpret_cast<uintptr_t>(&a), &b, 1)) {
+  return cma_transfer(getpid(), false, reinterpret_cast<uintptr_t>(&a), &b,
+                      1) &&
+         b == 1;
+}
+
+bool cma_enable_peers() {
+  if (!cma_available()) {
     UCC_INFO("single-copy transfers off: process_vm_readv: %s",
              strerror(errno));
     return false;

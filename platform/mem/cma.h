@@ -28,6 +28,11 @@ namespace ucc::plat {
 bool cma_transfer(pid_t pid, bool to_remote, uint64_t remote, void* local,
                   uint64_t len);
 
+// Whether this kernel (or emulator) has cross-memory attach at all: a
+// read of a byte of this process's own. false with errno otherwise
+// (ENOSYS: qemu-user; EPERM: a seccomp profile), without a log line.
+bool cma_available();
+
 // Whether peer processes of this user can read this process's memory with
 // CMA (and, the same settings being node-wide, this one theirs). With Yama
 // ptrace_scope 1 it first lets any process of this user attach to this one

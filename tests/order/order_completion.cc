@@ -4,25 +4,17 @@
 // the host sees the word and reads the buffer (pair kCompletion; the
 // descriptor travels on the ring, kRingPublish and kRingReuse).
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <thread>
 
-#include "offload/channel.h"
-#include "tests/order/order_check.h"
+#include "tests/order/order_channel.h"
 
 int main() {
-  using ucc::off::Channel;
   using ucc::off::CollDesc;
   constexpr uint32_t kSlots = 4;
   constexpr uint32_t kN = 30000;
-  const size_t bytes = Channel::bytes_needed(kSlots, kSlots);
-  void* mem = std::aligned_alloc(64, (bytes + 63) & ~size_t{63});
-  std::memset(mem, 0, bytes);
-  Channel host, engine;
-  host.init(mem, kSlots, kSlots);
-  if (engine.attach(mem, bytes) != ucc::off::Status::kOk)
-    ucct_order::fail("attach", 0);
+  ucct_order::ChannelPair ch(kSlots);
+  ucc::off::Channel& host = ch.host;
+  ucc::off::Channel& engine = ch.engine;
   static uint64_t user[kSlots][8];  // the collectives' destinations
   std::thread eng([&] {
     ucct_order::Spin spin;
@@ -55,6 +47,5 @@ int main() {
     while (!host.submit(d)) spin.pause();
   }
   eng.join();
-  std::free(mem);
   return 0;
 }

@@ -18,26 +18,16 @@
 //
 //   order_doorbell [SECONDS]   (default 4: rounds run until then, or,
 //                               weakened, until one is lost)
-#include <sched.h>
-#include <time.h>
-
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <thread>
 
-#include "offload/channel.h"
-#include "tests/order/order_check.h"
+#include "platform/os/clock.h"
+#include "tests/order/order_channel.h"
 
 namespace {
-
-double now_s() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 // A few iterations of nothing, so that the two sides' steps meet at
 // shifting offsets from round to round.
@@ -48,7 +38,6 @@ void delay(uint32_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using ucc::off::Channel;
   using ucc::off::CollDesc;
   const double seconds = argc > 1 ? std::atof(argv[1]) : 4.0;
   if (std::thread::hardware_concurrency() < 2) {
@@ -57,14 +46,9 @@ int main(int argc, char** argv) {
         "once\n");
     return 77;
   }
-  constexpr uint32_t kSlots = 4;
-  const size_t bytes = Channel::bytes_needed(kSlots, kSlots);
-  void* mem = std::aligned_alloc(64, (bytes + 63) & ~size_t{63});
-  std::memset(mem, 0, bytes);
-  Channel host, engine;
-  host.init(mem, kSlots, kSlots);
-  if (engine.attach(mem, bytes) != ucc::off::Status::kOk)
-    ucct_order::fail("attach", 0);
+  ucct_order::ChannelPair ch(4);
+  ucc::off::Channel& host = ch.host;
+  ucc::off::Channel& engine = ch.engine;
 
   // Round r starts when the host sets `go` to 2r+1; the engine says what
   // it saw (engine_saw, engine_ready 1), and the host ends the round
@@ -99,9 +83,10 @@ int main(int argc, char** argv) {
   uint32_t seed = 777;
   uint64_t rounds = 0, lost = 0, rang = 0;
   uint32_t host_delay = 64;
-  const double end = now_s() + seconds;
+  const uint64_t end =
+      ucc::plat::now_ns() + static_cast<uint64_t>(seconds * 1e9);
   CollDesc d{};
-  for (uint64_t r = 0; now_s() < end; ++r) {
+  for (uint64_t r = 0; ucc::plat::now_ns() < end; ++r) {
     engine_ready.store(0, std::memory_order_relaxed);
     go.store(2 * r + 1, std::memory_order_release);
     seed = seed * 1103515245u + 12345u;
@@ -126,7 +111,6 @@ int main(int argc, char** argv) {
   }
   stop.store(true, std::memory_order_release);
   eng.join();
-  std::free(mem);
   std::printf("doorbell: %llu rounds, %llu rang, %llu lost\n",
               static_cast<unsigned long long>(rounds),
               static_cast<unsigned long long>(rang),

@@ -1,25 +1,23 @@
-// Whether this process can use cross-memory attach at all. qemu-user has
-// no process_vm_readv (ENOSYS: the aarch64 tests, docs/testing.md), a
-// seccomp profile may refuse it (EPERM). The tests of the paths built on
-// it skip, saying why, where it is missing; the library itself logs and
-// takes another path (platform/mem/cma.h).
+// Whether this process can use cross-memory attach at all
+// (plat::cma_available). qemu-user has no process_vm_readv (ENOSYS: the
+// aarch64 tests, docs/testing.md), a seccomp profile may refuse it
+// (EPERM). The tests of the paths built on it skip, saying why, where it
+// is missing; the library itself logs and takes another path.
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 
+#include "platform/mem/cma.h"
+
 namespace ucct {
 
-// Empty where a read of this process's own memory by CMA works.
+// Empty where cross-memory attach works here.
 inline std::string cma_missing() {
-  unsigned char from = 1, to = 0;
-  iovec l{&to, 1}, r{&from, 1};
-  if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) == 1 && to == 1) return {};
+  if (ucc::plat::cma_available()) return {};
   return std::string("no cross-memory attach here (process_vm_readv: ") +
          strerror(errno) + "; qemu-user has none)";
 }
