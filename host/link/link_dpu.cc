@@ -64,8 +64,13 @@ Status DaemonLink::prove(int fd, const plat::Secret& key, int to,
                          proto::Session* out) {
   proto::MsgHeader h{};
   proto::AuthChallenge ch{};
-  if (plat::sock::recv_all(fd, &h, sizeof(h), to) != 1 ||
-      h.magic != proto::kMagic || h.type != proto::kChallenge ||
+  const int got = plat::sock::recv_all(fd, &h, sizeof(h), to);
+  if (got != 1) {
+    UCC_ERROR("dpu: no challenge from the daemon (%s within %d ms)",
+              got == 0 ? "it closed the connection" : "nothing came", to);
+    return Status::kError;
+  }
+  if (h.magic != proto::kMagic || h.type != proto::kChallenge ||
       h.len != sizeof(ch) ||
       plat::sock::recv_all(fd, &ch, sizeof(ch), to) != 1 ||
       ch.version != proto::kVersion) {

@@ -16,16 +16,19 @@
 # DPU's private /dev/shm: nothing on a host can reach it. CMD's ranks
 # join the H host namespaces (UCCT_HOST_PIDS is cut to them).
 #
-# What the namespaces do not separate here: the verbs test provider is
-# the "NIC" of every namespace, and it needs one /tmp (its fabric file)
-# and one pid namespace (it moves bytes with process_vm_*), docs/dpu.md.
+# Each daemon also runs in a pid namespace of its own, where no host
+# process exists to be named: the kernel refuses it any reach into a
+# host. Over verbs, the test provider's bytes are moved by its "NIC", a
+# process of its own started here in the root pid namespace
+# (tests/verbs_loop/verbs_loop_nic.h, VERBS_LOOP_NIC), for the hosts and
+# the daemons alike; what the namespaces still share is /tmp, where the
+# provider's fabric file (the NIC's state) and the NIC's socket live.
 # Afterwards each daemon must report no reach of its own into a host
-# process (--stats: foreign_reaches).
+# process (--stats: foreign_reaches), and the NIC must have moved bytes.
 #
 # With UCCT_DPU_MEM=tcp, the TCP fallback instead (UCC_DPU_MEM=tcp): no
-# RDMA anywhere, the DPUs' engines joined over TCP (--tcp-net), and each
-# daemon in a pid namespace of its own too, where no host process exists
-# to be named; each must have served its hosts' memory over TCP.
+# RDMA anywhere, the DPUs' engines joined over TCP (--tcp-net); each must
+# have served its hosts' memory over TCP.
 #
 # Needs UCC_VERBS_LIB (tests/verbs_loop's provider, or a real one), but
 # for the fallback.
@@ -36,9 +39,9 @@ shift 2
 [ "${1:-}" = "--" ] && shift
 fw="$build/firmware_sim/firmware_sim"
 mem=${UCCT_DPU_MEM:-verbs}
+apart=(unshare --pid --kill-child --mount-proc)
 if [ "$mem" = tcp ]; then
   net=(--tcp-net --net-if eth0)
-  apart=(unshare --pid --kill-child --mount-proc)
 else
   : "${UCC_VERBS_LIB:?run_dpu.sh needs UCC_VERBS_LIB}"
   if ! "$fw" --has-verbs; then
@@ -46,7 +49,6 @@ else
     exit 77
   fi
   net=(--verbs auto --verbs-lib "$UCC_VERBS_LIB" --net-if eth0)
-  apart=()
 fi
 IFS=, read -ra pids <<<"${UCCT_HOST_PIDS:?run under tests/multihost/hosts.sh}"
 IFS=, read -ra addrs <<<"$UCCT_HOST_ADDRS"
@@ -59,10 +61,22 @@ daemons=()
 cleanup() {
   # unshare --fork ignores SIGTERM itself: its child, the daemon, first.
   for p in "${daemons[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+  [ -n "${nic:-}" ] && kill "$nic" 2>/dev/null
   wait 2>/dev/null
   rm -rf "$dir"
 }
 trap cleanup EXIT
+nic=""
+if [ "$mem" != tcp ] && [ -x "$build/tests/verbs_loop_nic" ] &&
+  [[ "$UCC_VERBS_LIB" == *libverbs_loop.so ]]; then
+  "$build/tests/verbs_loop_nic" --socket "$dir/nic.sock" >"$dir/nic.log" 2>&1 &
+  nic=$!
+  for ((i = 0; i < 500; i++)); do
+    [ -S "$dir/nic.sock" ] && break
+    sleep 0.01
+  done
+  export VERBS_LOOP_NIC="$dir/nic.sock"
+fi
 key="$dir/key"
 (umask 077 && head -c 32 /dev/urandom | base64 >"$key")
 for ((h = 0; h < n; h++)); do
@@ -106,6 +120,16 @@ export UCC_DPU_MEM=$mem
 [ -e /etc/ucc/dpu.addr ] && export UCC_DPU_ADDR=192.168.100.2:18700
 "$@"
 rc=$?
+# The daemons' pid namespaces: their own, holding none of the hosts.
+me=$(readlink /proc/self/ns/pid)
+for ((h = 0; h < n; h++)); do
+  d=$(pgrep -P "${daemons[h]}" | head -n 1)
+  ns=$(readlink "/proc/${d:-0}/ns/pid" 2>/dev/null)
+  if [ -z "$ns" ] || [ "$ns" = "$me" ]; then
+    echo "run_dpu.sh: the DPU of host $h is not in a pid namespace of its own" >&2
+    rc=1
+  fi
+done
 for ((h = 0; h < n; h++)); do
   if ! kill -0 "${daemons[h]}" 2>/dev/null; then
     echo "run_dpu.sh: the DPU of host $h died" >&2
@@ -137,5 +161,13 @@ for ((h = 0; h < n; h++)); do
     rc=1
   fi
 done
+if [ -n "$nic" ]; then
+  kill "$nic" && wait "$nic"
+  cat "$dir/nic.log"
+  if ! grep -q "[1-9][0-9]* copies" "$dir/nic.log"; then
+    echo "run_dpu.sh: the NIC moved nothing" >&2
+    rc=1
+  fi
+fi
 [ $rc = 0 ] || tail -n 20 "$dir"/dpu*.log >&2
 exit $rc

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "verbs_loop_internal.h"
+#include "verbs_loop_nic.h"
 
 // verbs.h wraps these two in macros; we define the exported symbols.
 #undef ibv_query_port
@@ -222,7 +223,19 @@ ibv_context* ibv_open_device(ibv_device* device) {
   }
   char name[kHostNameMax];
   HostName(name);
-  lc->pid = getpid();
+  // With a NIC process (verbs_loop_nic.h), owners are named by the pids
+  // it sees, one namespace for every process of the fabric.
+  lc->pid = nic::Enabled() ? nic::SelfPid() : getpid();
+  if (lc->pid <= 0) {
+    int e = errno;
+    free(lc);
+    UnmapFabric(f);
+    fprintf(stderr,
+            "verbs_loop: the NIC at VERBS_LOOP_NIC does not answer: %s\n",
+            strerror(e));
+    errno = ENXIO;
+    return nullptr;
+  }
   {
     SharedGuard g(&f->lock);
     lc->host = RegisterHost(f, name, lc->pid);

@@ -28,6 +28,7 @@
 #include <atomic>
 
 #include "verbs_loop_internal.h"
+#include "verbs_loop_nic.h"
 
 namespace verbs_loop {
 namespace {
@@ -53,6 +54,8 @@ void Advance(iovec** v, int* cnt, size_t n) {
 // resuming after partial transfers. Returns 0 or an errno value.
 int CopyRemote(int32_t pid, iovec* local, int nlocal, iovec* remote,
                int nremote, uint64_t len, bool write) {
+  if (nic::Enabled())  // the NIC process moves them (verbs_loop_nic.h)
+    return nic::Copy(pid, local, nlocal, remote, nremote, len, write);
   while (len > 0) {
     ssize_t n = write
                     ? process_vm_writev(pid, local, nlocal, remote, nremote, 0)
@@ -115,6 +118,8 @@ bool PeerFiles::Add(const MrEntry& mr, uint64_t at, uint64_t len, Seg* out) {
     // Another context of this process owns it and may deregister it (and
     // close its dup) without our mu: a dup of our own keeps the file.
     fd = fcntl(mr.fd, F_DUPFD_CLOEXEC, 0);
+  } else if (nic::Enabled()) {
+    fd = nic::OpenPeerFile(mr.owner, mr.fd);
   } else {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(mr.owner), int(mr.fd));

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "verbs_loop_nic.h"
+
 namespace verbs_loop {
 namespace {
 
@@ -154,6 +156,7 @@ void UnlockShared(pthread_mutex_t* m) { pthread_mutex_unlock(m); }
 
 bool Alive(int32_t pid) {
   if (pid <= 0) return false;
+  if (nic::Enabled()) return nic::Alive(pid);  // pids of its namespace
   return kill(pid, 0) == 0 || errno != ESRCH;
 }
 
