@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The provider's own tests with its "NIC" moving every byte
-# (verbs_loop_nic.h): the NIC in this pid namespace, the tests in a pid
+# (verbs_loop_nic.h), and the NIC's (test_verbs_loop_nic.cc): the NIC in this pid namespace, the tests in a pid
 # namespace of their own, where they could not name each other's
 # processes to the kernel at all (their pids there are not the NIC's).
 #
@@ -21,9 +21,12 @@ for ((i = 0; i < 500; i++)); do
   [ -S "$dir/nic.sock" ] && break
   sleep 0.01
 done
-VERBS_LOOP_NIC="$dir/nic.sock" VERBS_LOOP_FABRIC="$dir/fabric" \
-  unshare --pid --fork --mount-proc "$build/tests/verbs_loop_tests" --gtest_brief=1
+export VERBS_LOOP_NIC="$dir/nic.sock" VERBS_LOOP_FABRIC="$dir/fabric"
+unshare --pid --fork --mount-proc "$build/tests/verbs_loop_tests" --gtest_brief=1
 rc=$?
+# The NIC's own protocol: copies, liveness, refusals.
+unshare --pid --fork --mount-proc "$build/tests/verbs_loop_nic_tests" \
+  --gtest_brief=1 || rc=1
 kill "$nic" && wait "$nic"
 cat "$dir/nic.log"
 # Every RDMA and SEND test moved its bytes through the NIC, dma-buf ones

@@ -11,8 +11,12 @@
 // (process_vm_readv/writev, /proc/<pid>/fd): run it as root in the root
 // pid namespace. It trusts its clients as far as the provider does (they
 // name the memory; the provider, linked into them, has checked the keys
-// and bounds), but reads only fixed-size records and checks every count,
-// and a client that stalls mid-request is dropped after 5 s.
+// and bounds), but it touches no process that is not a client (EPERM):
+// its rights over the rest of the machine are not lent to whoever can
+// connect. It reads only fixed-size records and checks every count, and
+// a client that stalls mid-request is dropped after 5 s. The socket is
+// made with the caller's umask: put it in a directory only the fabric's
+// users can reach.
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -170,6 +174,17 @@ bool Reply(int fd, int err, int64_t value, int pass_fd) {
   }
 }
 
+// Whether `pid` is a connected client: the only processes whose memory
+// and files the NIC touches, whatever a client asks (it has the rights
+// over every process of its namespace; it must not lend them out).
+bool IsClient(pid_t pid) {
+  if (pid <= 0) return false;
+  const uint32_t n = g_live->hwm;
+  for (uint32_t i = 0; i < n; ++i)
+    if (g_live->pid[i] == pid) return true;
+  return false;
+}
+
 // Serves one request of `c`; false drops the client.
 bool Serve(const Client& c, Stats* st) {
   NicReq q;
@@ -179,7 +194,11 @@ bool Serve(const Client& c, Stats* st) {
     case verbs_loop::kNicHello:
       return Reply(c.fd, 0, c.pid, g_live_fd);
     case verbs_loop::kNicOpen: {
-      if (q.peer <= 0 || q.fd < 0) return Reply(c.fd, EINVAL, 0, -1);
+      if (q.fd < 0) return Reply(c.fd, EINVAL, 0, -1);
+      if (!IsClient(q.peer)) {
+        ++st->refused;
+        return Reply(c.fd, EPERM, 0, -1);
+      }
       char path[64];
       snprintf(path, sizeof(path), "/proc/%d/fd/%d", int(q.peer), int(q.fd));
       int f = open(path, O_RDWR | O_CLOEXEC);
@@ -196,9 +215,10 @@ bool Serve(const Client& c, Stats* st) {
       NicIov iov[2 * verbs_loop::kNicMaxIov];
       uint32_t niov = q.nlocal + q.nremote;
       if (niov > 0 && !RecvAll(c.fd, iov, niov * sizeof(NicIov))) return false;
-      if (q.peer <= 0 || q.len > kMaxLen) {
+      if (q.len > kMaxLen) return Reply(c.fd, EINVAL, 0, -1);
+      if (!IsClient(q.peer)) {
         ++st->refused;
-        return Reply(c.fd, EINVAL, 0, -1);
+        return Reply(c.fd, EPERM, 0, -1);
       }
       iovec lv[verbs_loop::kNicMaxIov], rv[verbs_loop::kNicMaxIov];
       for (uint32_t i = 0; i < q.nlocal; ++i)
