@@ -63,6 +63,10 @@ struct VerbsConfig {
   // inline engines go one-sided, from the sender's registered user
   // buffer into the receiver's (0: never).
   uint32_t zcopy_min = 256 * 1024;
+  // Links (queue pairs) a team member's first completion queue is made
+  // for; each further one, made when a link finds the others full, for
+  // twice as many as the last. No knob: tests make it small.
+  uint32_t cq_links = 16;
 };
 
 // An engine's network (UCC_NET): TCP, verbs RDMA with TCP for connection

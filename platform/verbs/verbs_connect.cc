@@ -52,9 +52,14 @@ void VerbsFabric::advance(uint32_t r) {
 
 void VerbsFabric::create_qp(uint32_t r) {
   VLink& l = links_[r];
+  const uint32_t cq = cq_with_room();
+  if (cq == kNoCq) {
+    fail(r, "no completion queue can take its queue pair");
+    return;
+  }
   ibv_qp_init_attr a{};
-  a.send_cq = cq_;
-  a.recv_cq = cq_;
+  a.send_cq = cqs_[cq];
+  a.recv_cq = cqs_[cq];
   a.srq = net_->srq();
   a.qp_type = IBV_QPT_RC;
   a.cap.max_send_wr = max_send_;
@@ -76,7 +81,10 @@ void VerbsFabric::create_qp(uint32_t r) {
     fail(r, "cannot create a queue pair");
     return;
   }
+  l.cq = static_cast<uint8_t>(cq);
+  --cq_room_[cq];
   ++net_->counters().qps;
+  if (!reg_link(r)) return;
   max_inline_ = a.cap.max_inline_data;
   l.psn = static_cast<uint32_t>(net_->rand64()) & 0xffffffu;
   // Peers write messages and credits, and read what a member offers
@@ -110,9 +118,9 @@ bool VerbsFabric::send_cm(uint32_t r, uint32_t type) {
   const VLink& l = links_[r];
   if (type == CmMsg::kHello) {
     m.qp = net_->qp_addr(l.qp, l.psn);
-    m.seg_rkey = seg_mr_->rkey;
+    m.seg_rkey = l.inbox_mr->rkey;
     m.seg_addr = reinterpret_cast<uintptr_t>(seg_);
-    m.shadow_rkey = shadow_mr_->rkey;
+    m.shadow_rkey = l.shadow_mr->rkey;
     m.shadow_addr = reinterpret_cast<uintptr_t>(shadows_);
     m.slot_size = cfg_.slot_size;
     m.nslots = static_cast<uint16_t>(cfg_.nslots);

@@ -33,14 +33,17 @@ VerbsFabric::VerbsFabric(VerbsNet* net, const FabricConfig& cfg, Fabric* cm)
 VerbsFabric::~VerbsFabric() {
   const Api& api = net_->api();
   if (links_ != nullptr) {
-    for (uint32_t r = 0; r < cfg_.nranks; ++r)
-      if (links_[r].qp != nullptr) api.destroy_qp(links_[r].qp);
+    for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+      const VLink& l = links_[r];
+      if (l.qp != nullptr) api.destroy_qp(l.qp);
+      if (l.inbox_mr != nullptr) api.dereg_mr(l.inbox_mr);
+      if (l.shadow_mr != nullptr) api.dereg_mr(l.shadow_mr);
+    }
   }
-  if (cq_ != nullptr) api.destroy_cq(cq_);
+  for (uint32_t i = 0; i < ncq_; ++i) api.destroy_cq(cqs_[i]);
   for (uint32_t h = 0; regs_ != nullptr && h < kMaxRmaRegs; ++h)
     if (regs_[h].mr != nullptr) api.dereg_mr(regs_[h].mr);
-  if (seg_mr_ != nullptr) api.dereg_mr(seg_mr_);
-  if (shadow_mr_ != nullptr) api.dereg_mr(shadow_mr_);
+  if (ctl_mr_ != nullptr) api.dereg_mr(ctl_mr_);
   if (seg_ != nullptr) munmap(seg_, seg_bytes_);
   if (shadows_ != nullptr) munmap(shadows_, shadows_bytes_);
   static_assert(std::is_trivially_destructible_v<VLink>);
@@ -70,18 +73,64 @@ bool VerbsFabric::setup() {
   for (uint32_t i = 0; i < n; ++i) {
     new (&links_[i]) VLink;
   }
-  // Peers write messages into the segment and release counts into the
-  // shadows; both are sources of our own writes too.
-  const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-  const Api& api = net_->api();
-  seg_mr_ = api.reg_mr(net_->pd(), seg_, seg_bytes_, acc);
-  shadow_mr_ = api.reg_mr(net_->pd(), shadows_, shadows_bytes_, acc);
-  if (seg_mr_ == nullptr || shadow_mr_ == nullptr) {
-    UCC_ERROR("verbs: cannot register %zu + %zu bytes: %s", seg_bytes_,
-              shadows_bytes_, strerror(errno));
+  // The inbox controls are the source of our credit writes. Peers write
+  // messages into the slots and release counts into the shadows, which
+  // are registered link by link as links start (reg_link): the mappings
+  // cost nothing until then, and pinned memory grows with the peers a
+  // member talks to.
+  const size_t ctl = data_offset(n);
+  ctl_mr_ = net_->api().reg_mr(net_->pd(), seg_, ctl, 0);  // read locally
+  if (ctl_mr_ == nullptr) {
+    UCC_ERROR("verbs: cannot register %zu bytes: %s", ctl, strerror(errno));
     return false;
   }
+  net_->counters().fabric_regs += ctl;
   return true;
+}
+
+bool VerbsFabric::reg_link(uint32_t r) {
+  VLink& l = links_[r];
+  const Api& api = net_->api();
+  const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  const size_t in = slot_stride(cfg_.slot_size) * cfg_.nslots;
+  const size_t sb = shadow_bytes(cfg_);
+  l.inbox_mr = api.reg_mr(net_->pd(), seg_slots(seg_, cfg_, r), in, acc);
+  if (l.inbox_mr != nullptr)
+    l.shadow_mr = api.reg_mr(net_->pd(), shadows_ + sb * r, sb, acc);
+  if (l.shadow_mr == nullptr) {
+    UCC_ERROR("verbs: cannot register %zu bytes for team rank %u: %s", in + sb,
+              r, strerror(errno));
+    fail(r, "cannot register its inbox");
+    return false;
+  }
+  net_->counters().fabric_regs += in + sb;
+  return true;
+}
+
+bool VerbsFabric::add_cq(uint32_t links) {
+  if (ncq_ == kMaxCqs || links == 0) return false;
+  const int cqe = static_cast<int>(links * (max_send_ + cfg_.nslots) + 64);
+  ibv_cq* cq = net_->api().create_cq(net_->ctx(), cqe, nullptr, nullptr, 0);
+  if (cq == nullptr) return false;
+  cqs_[ncq_] = cq;
+  cq_room_[ncq_++] = links;
+  cq_links_ += links;
+  last_cq_links_ = links;
+  net_->counters().cqes += static_cast<uint64_t>(cqe);
+  return true;
+}
+
+uint32_t VerbsFabric::cq_with_room() {
+  for (uint32_t i = 0; i < ncq_; ++i)
+    if (cq_room_[i] != 0) return i;
+  // Twice the last one, no more than the remote peers not yet covered.
+  const uint32_t left = nremote_ > cq_links_ ? nremote_ - cq_links_ : 0;
+  const uint32_t twice = ncq_ != 0 ? 2 * last_cq_links_ : left;
+  const uint32_t links = twice < left ? twice : left;
+  if (add_cq(links)) return ncq_ - 1;
+  UCC_ERROR("verbs: cannot create a CQ for %u more links: %s", links,
+            ncq_ == kMaxCqs ? "too many CQs" : strerror(errno));
+  return kNoCq;
 }
 
 Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
@@ -108,14 +157,15 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
   st = cm_->connect(cm_addrs, mine);
   delete[] cm_addrs;
   if (failed(st)) return st;
-  // Every completion this member can have outstanding fits: no overflow.
+  // Every completion a CQ's links can have outstanding fits it: no
+  // overflow. The first CQ now (creation fails early where there is no
+  // room), the others as links start (cq_with_room).
   max_send_ = 2 * cfg_.nslots + 8;
-  const int cqe = static_cast<int>(nremote_ * (max_send_ + cfg_.nslots) + 64);
-  cq_ = net_->api().create_cq(net_->ctx(), cqe, nullptr, nullptr, 0);
-  if (cq_ == nullptr && net_->make_room())
-    cq_ = net_->api().create_cq(net_->ctx(), cqe, nullptr, nullptr, 0);
-  if (cq_ == nullptr) {
-    UCC_ERROR("verbs: cannot create a CQ of %d: %s", cqe, strerror(errno));
+  const uint32_t first =
+      nremote_ < net_->config().cq_links ? nremote_ : net_->config().cq_links;
+  if (first != 0 && !add_cq(first) && !(net_->make_room() && add_cq(first))) {
+    UCC_ERROR("verbs: cannot create a CQ for %u links: %s", first,
+              strerror(errno));
     return Status::kNoResource;
   }
   const size_t sb = shadow_bytes(cfg_);
@@ -208,14 +258,14 @@ bool VerbsFabric::post_owed(uint32_t r) {
         l.peer_seg + data_offset(cfg_.nranks) +
         (uint64_t{cfg_.rank} * cfg_.nslots + slot) * slot_stride(cfg_.slot_size);
     if (!post_write(l, r, s, static_cast<uint32_t>(kSlotHdr) + len,
-                    shadow_mr_->lkey, raddr, l.peer_seg_rkey, true, slot))
+                    l.shadow_mr->lkey, raddr, l.peer_seg_rkey, true, slot))
       return true;
     ++l.msgs;
   }
   if (l.credit_owed) {
     if (l.outstanding >= max_send_) return false;
     l.credit_owed = false;
-    post_write(l, r, &seg_ctl(seg_, r)->done[0], kMaxSlots, seg_mr_->lkey,
+    post_write(l, r, &seg_ctl(seg_, r)->done[0], kMaxSlots, ctl_mr_->lkey,
                l.peer_shadow, l.peer_shadow_rkey, false, 0);
   }
   return true;
@@ -264,11 +314,13 @@ void VerbsFabric::on_recv(const ibv_wc& wc) {
   ++events_;
 }
 
-uint64_t VerbsFabric::poll_cq() {
+uint64_t VerbsFabric::poll_cq(uint32_t i) {
   ibv_wc wc[16];
-  const int n = ibv_poll_cq(cq_, 16, wc);
+  const int n = ibv_poll_cq(cqs_[i], 16, wc);
   if (n < 0) {  // the CQ overflowed or broke: every link with it
-    for (uint32_t r = 0; r < cfg_.nranks; ++r) fail(r, "completion queue error");
+    for (uint32_t r = 0; r < cfg_.nranks; ++r)
+      if (links_[r].qp != nullptr && links_[r].cq == i)
+        fail(r, "completion queue error");
     return 0;
   }
   for (int i = 0; i < n; ++i) {
@@ -299,9 +351,11 @@ uint64_t VerbsFabric::progress(bool cm_too) {
   // Every completion before any goodbye is read: a peer's goodbye comes
   // after its writes completed, and those must be published first. (The
   // CQ holds at most what the member can have outstanding.)
-  for (uint64_t n = 16; cq_ != nullptr && n == 16;) {
-    n = poll_cq();
-    ev += n;
+  for (uint32_t i = 0; i < ncq_; ++i) {
+    for (uint64_t n = 16; n == 16;) {
+      n = poll_cq(i);
+      ev += n;
+    }
   }
   // Lingering after our goodbyes: the connection manager's fabric is
   // gone, and nothing more goes out.

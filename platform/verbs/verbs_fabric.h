@@ -70,6 +70,13 @@ struct VLink {
   bool ack_owed = false;   // the peer left: answer once our writes are done
   bool listed = false;  // on the fabric's owed list
   ibv_qp* qp = nullptr;
+  // Our inbox for the peer (its slots in our segment) and our shadow of
+  // its inbox for us, registered when the link starts: a member pins
+  // memory for the peers it talks to, not for the whole team. The peer's
+  // rkeys reach these ranges alone.
+  ibv_mr* inbox_mr = nullptr;
+  ibv_mr* shadow_mr = nullptr;
+  uint8_t cq = 0;  // VerbsFabric::cqs_ index of its queue pair's CQ
   uint32_t psn = 0;
   uint64_t peer_seg = 0;
   uint32_t peer_seg_rkey = 0;
@@ -156,12 +163,19 @@ class VerbsFabric final : public InboxFabric {
   // (after seal).
   void start(uint32_t r);
   void create_qp(uint32_t r);
+  // Registers link r's inbox and shadow (false: the link failed).
+  bool reg_link(uint32_t r);
+  // A completion queue with room for one more link's queue pair, made
+  // now if every one is full; kNoCq when none can be.
+  uint32_t cq_with_room();
+  bool add_cq(uint32_t links);
+  static constexpr uint32_t kNoCq = UINT32_MAX;
   void fail(uint32_t r, const char* why);
   bool send_cm(uint32_t r, uint32_t type);
   void on_cm(uint32_t r, const CmMsg& m);
   void advance(uint32_t r);
   uint64_t read_cm(uint32_t r);
-  uint64_t poll_cq();
+  uint64_t poll_cq(uint32_t i);
   void on_recv(const ibv_wc& wc);
   // Posts the link's committed messages and owed credits; false while
   // some must wait (not connected yet, send queue full).
@@ -198,9 +212,19 @@ class VerbsFabric final : public InboxFabric {
   char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
   size_t seg_bytes_ = 0;
   size_t shadows_bytes_ = 0;
-  ibv_mr* seg_mr_ = nullptr;
-  ibv_mr* shadow_mr_ = nullptr;
-  ibv_cq* cq_ = nullptr;
+  // The segment's header and inbox controls (the source of our credit
+  // writes); the slots and shadows are registered per link (VLink).
+  ibv_mr* ctl_mr_ = nullptr;
+  // Completion queues, made as links start: the first at connect for
+  // min(remote peers, VerbsConfig::cq_links) links, each next one for
+  // twice as many as the last (or the remote peers left), so the entries
+  // grow with the peers talked to, not with the team.
+  static constexpr uint32_t kMaxCqs = 16;
+  ibv_cq* cqs_[kMaxCqs] = {};
+  uint32_t cq_room_[kMaxCqs] = {};  // links each may still take
+  uint32_t ncq_ = 0;
+  uint32_t cq_links_ = 0;       // links the CQs were made for, in all
+  uint32_t last_cq_links_ = 0;  // ... the last one
   uint32_t max_send_ = 0;  // work requests per queue pair
   static constexpr uint32_t kUnknownInline = UINT32_MAX;
   uint32_t max_inline_ = kUnknownInline;  // granted, once a QP exists

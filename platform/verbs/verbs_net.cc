@@ -376,10 +376,13 @@ void VerbsNet::fini() {
   }
   if (ctx_ != nullptr)
     UCC_INFO(
-        "verbs: %llu queue pairs made; %llu messages out (%llu inline), "
-        "%llu in, %llu credit writes, %llu one-sided (%llu bytes, %llu "
-        "registrations), %llu error completions, %llu refused",
+        "verbs: %llu queue pairs made (%llu completion queue entries, "
+        "%llu bytes of inboxes registered); %llu messages out (%llu "
+        "inline), %llu in, %llu credit writes, %llu one-sided (%llu bytes, "
+        "%llu registrations), %llu error completions, %llu refused",
         static_cast<unsigned long long>(stats_.qps),
+        static_cast<unsigned long long>(stats_.cqes),
+        static_cast<unsigned long long>(stats_.fabric_regs),
         static_cast<unsigned long long>(stats_.tx_msgs),
         static_cast<unsigned long long>(stats_.inline_msgs),
         static_cast<unsigned long long>(stats_.rx_msgs),

@@ -55,6 +55,8 @@ struct VerbsStats {
   uint64_t rma_bytes;    // ... and their bytes
   uint64_t regs;         // user memory registrations made
   uint64_t qps;          // queue pairs made (on demand)
+  uint64_t cqes;         // completion queue entries made (as links start)
+  uint64_t fabric_regs;  // the fabrics' own memory registered, bytes
 };
 
 class VerbsFabric;

@@ -37,8 +37,9 @@ struct Engines {
   std::vector<std::unique_ptr<verbs::VerbsNet>> nets;
   std::string fabric;
   // zcopy[i]: engine i's UCC_NET_ZCOPY_MIN (default: the production one).
+  // cq_links: VerbsConfig::cq_links (the first CQ's links).
   explicit Engines(uint32_t n, uint32_t linger_ms = 20,
-                   std::vector<uint32_t> zcopy = {}) {
+                   std::vector<uint32_t> zcopy = {}, uint32_t cq_links = 16) {
     // A fabric file of this test's own (the provider reads it at open).
     fabric = "/tmp/ucct-verbs-unit-" + std::to_string(getpid()) + ".fabric";
     setenv("VERBS_LOOP_FABRIC", fabric.c_str(), 1);
@@ -56,6 +57,7 @@ struct Engines {
       v.peer_timeout_ms = 2000;
       v.linger_ms = linger_ms;
       if (i < zcopy.size()) v.zcopy_min = zcopy[i];
+      v.cq_links = cq_links;
       nets.push_back(std::make_unique<verbs::VerbsNet>());
       EXPECT_EQ(nets[i]->init(v, cms[i].get()), Status::kOk);
     }
@@ -186,13 +188,28 @@ TEST(VerbsNet, AFailedMemberIsLostToItsPeersAtOnce) {
 // doubling's exchanges among 8 engines (partners r^1, r^2, r^4, both ends
 // sending first at once) each member has 3, and its connection manager 3
 // TCP connections; after all pairs, 7. Every message checked.
+// Queue pairs, completion queue entries and registered inbox memory
+// grow with the peers a member exchanges with, not with the team: 8
+// single-rank engines, first the 3 peers of a hypercube, then all 7.
 TEST(VerbsNet, QueuePairsOnlyForThePeersTalkedTo) {
   if (!have_provider()) GTEST_SKIP() << "no " << UCCT_VERBS_LOOP_LIB;
-  Engines e(8);
+  Engines e(8, 20, {}, 2);  // CQs for 2 links, then 4, then what is left
   Team t;
-  ASSERT_TRUE(t.open(e, 8, 1024, 4));
+  const uint32_t slot = 1024, nslots = 4;
+  ASSERT_TRUE(t.open(e, 8, slot, nslots));
+  // A CQ for k links: (max_send 2 * nslots + 8, plus nslots receives)
+  // entries per link, and 64.
+  auto cq = [&](uint64_t k) { return k * (3 * nslots + 8) + 64; };
+  const plat::FabricConfig fc{8, 0, slot, nslots, false};
+  const uint64_t ctl = plat::data_offset(8);
+  const uint64_t link =
+      plat::slot_stride(slot) * nslots + plat::shadow_bytes(fc);
   for (int i = 0; i < 100; ++i) e.progress();
-  for (auto& n : e.nets) EXPECT_EQ(n->counters().qps, 0u);
+  for (auto& n : e.nets) {
+    EXPECT_EQ(n->counters().qps, 0u);
+    EXPECT_EQ(n->counters().cqes, cq(2));
+    EXPECT_EQ(n->counters().fabric_regs, ctl);
+  }
   ASSERT_TRUE(ucct::exchange_messages([&e] { e.progress(); }, t.fab,
                                       [](uint32_t s, uint32_t d) {
                                         const uint32_t x = s ^ d;
@@ -202,9 +219,16 @@ TEST(VerbsNet, QueuePairsOnlyForThePeersTalkedTo) {
   for (uint32_t i = 0; i < 8; ++i) {
     EXPECT_EQ(e.nets[i]->counters().qps, 3u) << "engine " << i;
     EXPECT_EQ(e.cms[i]->connections(), 3u) << "engine " << i;
+    EXPECT_EQ(e.nets[i]->counters().cqes, cq(2) + cq(4)) << "engine " << i;
+    EXPECT_EQ(e.nets[i]->counters().fabric_regs, ctl + 3 * link)
+        << "engine " << i;
   }
   ASSERT_TRUE(t.exchange(3, 1024, 30));
-  for (auto& n : e.nets) EXPECT_EQ(n->counters().qps, 7u);
+  for (auto& n : e.nets) {
+    EXPECT_EQ(n->counters().qps, 7u);
+    EXPECT_EQ(n->counters().cqes, cq(2) + cq(4) + cq(1));
+    EXPECT_EQ(n->counters().fabric_regs, ctl + 7 * link);
+  }
   for (auto* f : t.fab) EXPECT_FALSE(f->peer_lost());
 }
 

@@ -440,7 +440,12 @@ bool DmabufRefused() { return g_faults.nodmabuf != 0; }
 
 bool RegRefused(unsigned access) {
   if ((access & IBV_ACCESS_REMOTE_WRITE) != 0) return false;
-  const uint64_t kind = (access & IBV_ACCESS_REMOTE_READ) != 0 ? 2 : 1;
+  uint64_t kind = 0;  // local read alone (a send's source): never refused
+  if ((access & IBV_ACCESS_REMOTE_READ) != 0) {
+    kind = 2;
+  } else if ((access & IBV_ACCESS_LOCAL_WRITE) != 0) {
+    kind = 1;
+  }
   return (g_faults.noreg & kind) != 0;
 }
 
