@@ -38,12 +38,12 @@ VerbsFabric::~VerbsFabric() {
       if (l.qp != nullptr) api.destroy_qp(l.qp);
       if (l.inbox_mr != nullptr) api.dereg_mr(l.inbox_mr);
       if (l.shadow_mr != nullptr) api.dereg_mr(l.shadow_mr);
+      if (l.credit_mr != nullptr) api.dereg_mr(l.credit_mr);
     }
   }
   for (uint32_t i = 0; i < ncq_; ++i) api.destroy_cq(cqs_[i]);
   for (uint32_t h = 0; regs_ != nullptr && h < kMaxRmaRegs; ++h)
     if (regs_[h].mr != nullptr) api.dereg_mr(regs_[h].mr);
-  if (ctl_mr_ != nullptr) api.dereg_mr(ctl_mr_);
   if (seg_ != nullptr) munmap(seg_, seg_bytes_);
   if (shadows_ != nullptr) munmap(shadows_, shadows_bytes_);
   static_assert(std::is_trivially_destructible_v<VLink>);
@@ -73,18 +73,11 @@ bool VerbsFabric::setup() {
   for (uint32_t i = 0; i < n; ++i) {
     new (&links_[i]) VLink;
   }
-  // The inbox controls are the source of our credit writes. Peers write
-  // messages into the slots and release counts into the shadows, which
-  // are registered link by link as links start (reg_link): the mappings
-  // cost nothing until then, and pinned memory grows with the peers a
-  // member talks to.
-  const size_t ctl = data_offset(n);
-  ctl_mr_ = net_->api().reg_mr(net_->pd(), seg_, ctl, 0);  // read locally
-  if (ctl_mr_ == nullptr) {
-    UCC_ERROR("verbs: cannot register %zu bytes: %s", ctl, strerror(errno));
-    return false;
-  }
-  net_->counters().fabric_regs += ctl;
+  // Peers write messages into the slots and release counts into the
+  // shadows; our release counts are the source of our credit writes. All
+  // three are registered link by link as links start (reg_link): the
+  // mappings cost nothing until then, and pinned memory grows with the
+  // peers a member talks to.
   return true;
 }
 
@@ -97,13 +90,17 @@ bool VerbsFabric::reg_link(uint32_t r) {
   l.inbox_mr = api.reg_mr(net_->pd(), seg_slots(seg_, cfg_, r), in, acc);
   if (l.inbox_mr != nullptr)
     l.shadow_mr = api.reg_mr(net_->pd(), shadows_ + sb * r, sb, acc);
-  if (l.shadow_mr == nullptr) {
-    UCC_ERROR("verbs: cannot register %zu bytes for team rank %u: %s", in + sb,
-              r, strerror(errno));
+  // The release counts are only read, by our own credit writes.
+  if (l.shadow_mr != nullptr)
+    l.credit_mr =
+        api.reg_mr(net_->pd(), &seg_ctl(seg_, r)->done[0], kMaxSlots, 0);
+  if (l.credit_mr == nullptr) {
+    UCC_ERROR("verbs: cannot register %zu bytes for team rank %u: %s",
+              in + sb + kMaxSlots, r, strerror(errno));
     fail(r, "cannot register its inbox");
     return false;
   }
-  net_->counters().fabric_regs += in + sb;
+  net_->counters().fabric_regs += in + sb + kMaxSlots;
   return true;
 }
 
@@ -265,7 +262,7 @@ bool VerbsFabric::post_owed(uint32_t r) {
   if (l.credit_owed) {
     if (l.outstanding >= max_send_) return false;
     l.credit_owed = false;
-    post_write(l, r, &seg_ctl(seg_, r)->done[0], kMaxSlots, ctl_mr_->lkey,
+    post_write(l, r, &seg_ctl(seg_, r)->done[0], kMaxSlots, l.credit_mr->lkey,
                l.peer_shadow, l.peer_shadow_rkey, false, 0);
   }
   return true;

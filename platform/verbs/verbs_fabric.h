@@ -76,6 +76,7 @@ struct VLink {
   // rkeys reach these ranges alone.
   ibv_mr* inbox_mr = nullptr;
   ibv_mr* shadow_mr = nullptr;
+  ibv_mr* credit_mr = nullptr;  // our release counts for it (local reads)
   uint8_t cq = 0;  // VerbsFabric::cqs_ index of its queue pair's CQ
   uint32_t psn = 0;
   uint64_t peer_seg = 0;
@@ -212,9 +213,6 @@ class VerbsFabric final : public InboxFabric {
   char* shadows_ = nullptr;  // one shadow per team rank, used for remote ones
   size_t seg_bytes_ = 0;
   size_t shadows_bytes_ = 0;
-  // The segment's header and inbox controls (the source of our credit
-  // writes); the slots and shadows are registered per link (VLink).
-  ibv_mr* ctl_mr_ = nullptr;
   // Completion queues, made as links start: the first at connect for
   // min(remote peers, VerbsConfig::cq_links) links, each next one for
   // twice as many as the last (or the remote peers left), so the entries
