@@ -45,6 +45,7 @@ bool resolve_all(void* lib, Api* a) {
          resolve(lib, "ibv_create_qp", &a->create_qp) &&
          resolve(lib, "ibv_modify_qp", &a->modify_qp) &&
          resolve(lib, "ibv_query_qp", &a->query_qp) &&
+         resolve(lib, "ibv_query_device", &a->query_device) &&
          resolve(lib, "ibv_destroy_qp", &a->destroy_qp) &&
          resolve(lib, "ibv_wc_status_str", &a->wc_status_str);
 }

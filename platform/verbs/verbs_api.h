@@ -25,6 +25,7 @@ struct Api {
   // name would look for an extended context first).
   int (*query_port)(ibv_context* ctx, uint8_t port, ibv_port_attr* attr);
   int (*query_gid)(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid);
+  int (*query_device)(ibv_context* ctx, ibv_device_attr* attr);
   ibv_pd* (*alloc_pd)(ibv_context* ctx);
   int (*dealloc_pd)(ibv_pd* pd);
   ibv_mr* (*reg_mr)(ibv_pd* pd, void* addr, size_t len, int access);

@@ -148,6 +148,7 @@ QpAddr VerbsNet::qp_addr(const ibv_qp* qp, uint32_t psn) const {
   a.psn = psn;
   a.lid = lid_;
   a.mtu = static_cast<uint8_t>(mtu_);
+  a.rd_depth = rd_resp_;
   memcpy(a.gid, gid_.raw, 16);
   return a;
 }
@@ -159,7 +160,7 @@ bool VerbsNet::qp_connect(ibv_qp* qp, const QpAddr& peer,
   a.path_mtu = peer.mtu < mtu_ ? static_cast<ibv_mtu>(peer.mtu) : mtu_;
   a.dest_qp_num = peer.qpn;
   a.rq_psn = peer.psn;
-  a.max_dest_rd_atomic = 1;
+  a.max_dest_rd_atomic = rd_resp_;
   a.min_rnr_timer = 12;  // 0.64 ms
   a.ah_attr.dlid = peer.lid;
   a.ah_attr.port_num = port_;
@@ -181,7 +182,10 @@ bool VerbsNet::qp_connect(ibv_qp* qp, const QpAddr& peer,
   b.retry_cnt = 7;
   b.rnr_retry = 7;
   b.sq_psn = our_psn;
-  b.max_rd_atomic = 1;
+  // As many RDMA READs in flight as we may and the peer takes (one at a
+  // time serializes a link's one-sided blocks on their round trips).
+  const uint8_t theirs = peer.rd_depth != 0 ? peer.rd_depth : 1;
+  b.max_rd_atomic = theirs < rd_init_ ? theirs : rd_init_;
   return api_->modify_qp(qp, &b,
                          IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                              IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
@@ -195,6 +199,16 @@ Status VerbsNet::init_device(const VerbsConfig& cfg) {
   if (api_ == nullptr) return Status::kNoResource;
   Status st = open_port(cfg.device);
   if (failed(st)) return st;
+  ibv_device_attr da{};
+  if (api_->query_device(ctx_, &da) == 0) {
+    auto depth = [](int v) {
+      return static_cast<uint8_t>(v < 1              ? 1
+                                  : v > kMaxRdAtomic ? kMaxRdAtomic
+                                                     : v);
+    };
+    rd_init_ = depth(da.max_qp_init_rd_atom);
+    rd_resp_ = depth(da.max_qp_rd_atom);
+  }
   if (api_->query_gid(ctx_, port_, gid_index_, &gid_) != 0 ||
       (roce_ && zero_gid(gid_))) {
     UCC_ERROR("verbs: no GID at index %d (UCC_NET_GID_INDEX)", gid_index_);

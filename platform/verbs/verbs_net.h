@@ -68,8 +68,8 @@ struct QpAddr {
   uint32_t qpn;
   uint32_t psn;
   uint16_t lid;
-  uint8_t mtu;  // ibv_mtu
-  uint8_t pad;
+  uint8_t mtu;       // ibv_mtu
+  uint8_t rd_depth;  // RDMA READs it takes in at once (0: one)
   uint8_t gid[16];
 };
 static_assert(sizeof(QpAddr) == 28);
@@ -135,6 +135,12 @@ class VerbsNet final : public Net {
   uint16_t lid() const { return lid_; }
   const ibv_gid& gid() const { return gid_; }
   ibv_mtu mtu() const { return mtu_; }
+  // RDMA READs a queue pair of ours may have in flight as initiator, and
+  // take in as responder: the device's limits (ibv_query_device), at
+  // most kMaxRdAtomic, at least 1.
+  uint8_t rd_init_depth() const { return rd_init_; }
+  uint8_t rd_resp_depth() const { return rd_resp_; }
+  static constexpr uint8_t kMaxRdAtomic = 16;
   Net* cm() const { return cm_; }
   // The kind of the connection manager's addresses (every member's).
   uint32_t cm_kind() const { return cm_kind_; }
@@ -150,7 +156,10 @@ class VerbsNet final : public Net {
   // callers bound them by time); false when the device refuses.
   bool qp_init(ibv_qp* qp, int access) const;
   bool qp_connect(ibv_qp* qp, const QpAddr& peer, uint32_t our_psn) const;
-  // Our end of `qp`, starting at `psn`.
+  // Our end of `qp`, starting at `psn`; its `rd_depth` says how many RDMA
+  // READs we take in at once (rd_resp_depth), and qp_connect lets ours
+  // have no more than the peer's in flight (0, from a peer that does not
+  // say: 1).
   QpAddr qp_addr(const ibv_qp* qp, uint32_t psn) const;
 
  private:
@@ -169,6 +178,8 @@ class VerbsNet final : public Net {
   ibv_srq* srq_ = nullptr;
   uint8_t port_ = 1;
   int gid_index_ = 0;
+  uint8_t rd_init_ = 1;
+  uint8_t rd_resp_ = 1;
   bool roce_ = false;
   uint16_t lid_ = 0;
   ibv_gid gid_{};

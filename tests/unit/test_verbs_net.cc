@@ -423,3 +423,62 @@ TEST(VerbsNet, RegistrationsAreBounded) {
 }
 
 }  // namespace
+
+namespace {
+
+// RDMA READs in flight per queue pair: as many as the device allows and
+// the peer takes (its address says so), and one towards a peer that does
+// not say. One at a time would serialize a link's one-sided blocks on
+// their round trips.
+TEST(VerbsNet, ReadDepthIsTheDevicesAndThePeers) {
+  if (!have_provider()) GTEST_SKIP() << "no " << UCCT_VERBS_LOOP_LIB;
+  const std::string fabric =
+      "/tmp/ucct-verbs-depth-" + std::to_string(getpid()) + ".fabric";
+  setenv("VERBS_LOOP_FABRIC", fabric.c_str(), 1);
+  {
+    verbs::VerbsNet net;
+    plat::VerbsConfig v;
+    v.lib = UCCT_VERBS_LOOP_LIB;
+    ASSERT_EQ(net.init_device(v), Status::kOk);
+    // The provider's max_qp_init_rd_atom and max_qp_rd_atom.
+    EXPECT_EQ(net.rd_init_depth(), 16);
+    EXPECT_EQ(net.rd_resp_depth(), 16);
+    const verbs::Api& api = net.api();
+    ibv_cq* cq = api.create_cq(net.ctx(), 16, nullptr, nullptr, 0);
+    ASSERT_NE(cq, nullptr);
+    ibv_qp_init_attr ia{};
+    ia.send_cq = ia.recv_cq = cq;
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+    ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+    ibv_qp* q[3];
+    verbs::QpAddr a[3];
+    for (int i = 0; i < 3; ++i) {
+      q[i] = api.create_qp(net.pd(), &ia);
+      ASSERT_NE(q[i], nullptr);
+      ASSERT_TRUE(net.qp_init(q[i], IBV_ACCESS_REMOTE_READ));
+      a[i] = net.qp_addr(q[i], static_cast<uint32_t>(i + 1));
+      EXPECT_EQ(a[i].rd_depth, 16);
+    }
+    verbs::QpAddr takes4 = a[1], silent = a[0];
+    takes4.rd_depth = 4;
+    silent.rd_depth = 0;  // an address from before the field
+    ASSERT_TRUE(net.qp_connect(q[0], takes4, 1));
+    ASSERT_TRUE(net.qp_connect(q[1], a[0], 2));
+    ASSERT_TRUE(net.qp_connect(q[2], silent, 3));
+    const int want[3] = {4, 16, 1};
+    for (int i = 0; i < 3; ++i) {
+      ibv_qp_attr got{};
+      ibv_qp_init_attr init{};
+      ASSERT_EQ(api.query_qp(q[i], &got, IBV_QP_MAX_QP_RD_ATOMIC, &init), 0);
+      EXPECT_EQ(got.max_rd_atomic, want[i]) << "queue pair " << i;
+      EXPECT_EQ(got.max_dest_rd_atomic, 16) << "queue pair " << i;
+      api.destroy_qp(q[i]);
+    }
+    api.destroy_cq(cq);
+    net.fini();
+  }
+  unlink(fabric.c_str());
+}
+
+}  // namespace
