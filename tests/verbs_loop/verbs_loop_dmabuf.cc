@@ -37,19 +37,6 @@ constexpr uint64_t kPageMask = 4095;
 
 std::atomic<unsigned long long> g_dmabuf_mrs{0};
 
-// Drops the first `n` bytes of an iovec list.
-void Advance(iovec** v, int* cnt, size_t n) {
-  while (*cnt > 0 && n >= (*v)->iov_len) {
-    n -= (*v)->iov_len;
-    ++*v;
-    --*cnt;
-  }
-  if (*cnt > 0) {
-    (*v)->iov_base = static_cast<char*>((*v)->iov_base) + n;
-    (*v)->iov_len -= n;
-  }
-}
-
 // Moves `len` bytes between local and remote iovecs of process `pid`,
 // resuming after partial transfers. Returns 0 or an errno value.
 int CopyRemote(int32_t pid, iovec* local, int nlocal, iovec* remote,
@@ -64,8 +51,8 @@ int CopyRemote(int32_t pid, iovec* local, int nlocal, iovec* remote,
     if (n < 0) return errno;
     if (n == 0) return EFAULT;
     len -= uint64_t(n);
-    Advance(&local, &nlocal, size_t(n));
-    Advance(&remote, &nremote, size_t(n));
+    AdvanceIov(&local, &nlocal, size_t(n));
+    AdvanceIov(&remote, &nremote, size_t(n));
   }
   return 0;
 }

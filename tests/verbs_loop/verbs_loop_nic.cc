@@ -42,16 +42,7 @@ int SendAll(int fd, iovec* v, int n) {
     ssize_t r = sendmsg(fd, &m, MSG_NOSIGNAL);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return r < 0 ? errno : EPIPE;
-    size_t done = size_t(r);
-    while (n > 0 && done >= v->iov_len) {
-      done -= v->iov_len;
-      ++v;
-      --n;
-    }
-    if (n > 0) {
-      v->iov_base = static_cast<char*>(v->iov_base) + done;
-      v->iov_len -= done;
-    }
+    AdvanceIov(&v, &n, size_t(r));
   }
   return 0;
 }

@@ -32,6 +32,7 @@
 
 #include <sys/uio.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #pragma GCC visibility push(hidden)
@@ -82,6 +83,19 @@ struct NicReply {
   int32_t err;    // 0 or an errno value
   int64_t value;  // kNicHello: the fabric pid
 };
+
+// Drops the first `k` bytes of an iovec list (after a partial transfer).
+inline void AdvanceIov(iovec** v, int* n, size_t k) {
+  while (*n > 0 && k >= (*v)->iov_len) {
+    k -= (*v)->iov_len;
+    ++*v;
+    --*n;
+  }
+  if (*n > 0) {
+    (*v)->iov_base = static_cast<char*>((*v)->iov_base) + k;
+    (*v)->iov_len -= k;
+  }
+}
 
 namespace nic {
 

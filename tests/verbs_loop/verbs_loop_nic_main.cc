@@ -33,9 +33,12 @@
 
 #include <cstdint>
 
+#include "platform/os/sock.h"
 #include "verbs_loop_nic.h"
 
 namespace {
+
+namespace sock = ucc::plat::sock;
 
 using verbs_loop::NicIov;
 using verbs_loop::NicLive;
@@ -48,6 +51,7 @@ using verbs_loop::NicReq;
 
 constexpr int kMaxClients = int(verbs_loop::kNicMaxClients);
 constexpr size_t kChunk = 1u << 20;
+constexpr int kStallMs = 5000;            // a client mid-request, at most
 constexpr uint64_t kMaxLen = 1ull << 30;  // the provider's max_msg_sz
 
 volatile sig_atomic_t g_stop = 0;
@@ -97,16 +101,21 @@ bool Publish(pid_t pid, uint32_t* slot) {
 
 uint8_t g_bounce[kChunk];
 
-void Advance(iovec** v, int* n, size_t k) {
-  while (*n > 0 && k >= (*v)->iov_len) {
-    k -= (*v)->iov_len;
-    ++*v;
-    --*n;
+// process_vm_readv or process_vm_writev of `n` bytes of g_bounce from or
+// to process pid's pieces, whole; *v, *nv advance past them.
+using VmOp = ssize_t (*)(pid_t, const iovec*, unsigned long, const iovec*,
+                         unsigned long, unsigned long);
+int Whole(VmOp op, pid_t pid, size_t n, iovec** v, int* nv) {
+  for (size_t done = 0; done < n;) {
+    iovec b = {g_bounce + done, n - done};
+    ssize_t r = op(pid, &b, 1, *v, static_cast<unsigned long>(*nv), 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno;
+    if (r == 0) return EFAULT;
+    done += size_t(r);
+    verbs_loop::AdvanceIov(v, nv, size_t(r));
   }
-  if (*n > 0) {
-    (*v)->iov_base = static_cast<char*>((*v)->iov_base) + k;
-    (*v)->iov_len -= k;
-  }
+  return 0;
 }
 
 // `len` bytes from process src's pieces to process dst's, through
@@ -115,63 +124,24 @@ void Advance(iovec** v, int* n, size_t k) {
 int Move(pid_t src, iovec* sv, int ns, pid_t dst, iovec* dv, int nd,
          uint64_t len) {
   while (len > 0) {
-    size_t n = len < kChunk ? size_t(len) : kChunk;
-    for (size_t got = 0; got < n;) {
-      iovec b = {g_bounce + got, n - got};
-      ssize_t r = process_vm_readv(src, &b, 1, sv, unsigned(ns), 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return errno;
-      if (r == 0) return EFAULT;
-      got += size_t(r);
-      Advance(&sv, &ns, size_t(r));
-    }
-    for (size_t put = 0; put < n;) {
-      iovec b = {g_bounce + put, n - put};
-      ssize_t r = process_vm_writev(dst, &b, 1, dv, unsigned(nd), 0);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return errno;
-      if (r == 0) return EFAULT;
-      put += size_t(r);
-      Advance(&dv, &nd, size_t(r));
-    }
+    const size_t n = len < kChunk ? size_t(len) : kChunk;
+    int err = Whole(process_vm_readv, src, n, &sv, &ns);
+    if (err == 0) err = Whole(process_vm_writev, dst, n, &dv, &nd);
+    if (err != 0) return err;
     len -= n;
   }
   return 0;
 }
 
-bool RecvAll(int fd, void* p, size_t n) {
-  char* c = static_cast<char*>(p);
-  while (n > 0) {
-    ssize_t r = recv(fd, c, n, MSG_WAITALL);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    c += r;
-    n -= size_t(r);
-  }
-  return true;
+bool Reply(int fd, int err, int64_t value, int pass_fd) {
+  const NicReply rep{verbs_loop::kNicMagic, err, value};
+  return sock::send_all(fd, &rep, sizeof(rep), nullptr, 0, pass_fd);
 }
 
-bool Reply(int fd, int err, int64_t value, int pass_fd) {
-  NicReply rep{verbs_loop::kNicMagic, err, value};
-  iovec v = {&rep, sizeof(rep)};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr m{};
-  m.msg_iov = &v;
-  m.msg_iovlen = 1;
-  if (pass_fd >= 0) {
-    m.msg_control = ctl;
-    m.msg_controllen = sizeof(ctl);
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-  }
-  for (;;) {
-    ssize_t r = sendmsg(fd, &m, MSG_NOSIGNAL);
-    if (r < 0 && errno == EINTR) continue;
-    return r == ssize_t(sizeof(rep));
-  }
+// A whole record of a client, or false (it closed, or stalled past
+// kStallMs).
+bool RecvAll(int fd, void* p, size_t n) {
+  return sock::recv_all(fd, p, n, kStallMs) == 1;
 }
 
 // Whether `pid` is a connected client: the only processes whose memory
@@ -300,19 +270,13 @@ int main(int argc, char** argv) {
     if ((pfd[0].revents & POLLIN) == 0) continue;
     int fd = accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    ucred cr{};
-    socklen_t len = sizeof(cr);
-    timeval tv = {5, 0};
+    const int pid = sock::peer_pid(fd);
     uint32_t slot = 0;
-    if (n == kMaxClients ||
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 ||
-        cr.pid <= 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
-        !Publish(cr.pid, &slot)) {
+    if (n == kMaxClients || pid <= 0 || !Publish(pid, &slot)) {
       close(fd);
       continue;
     }
-    clients[n++] = {fd, cr.pid, slot};
+    clients[n++] = {fd, pid, slot};
     ++st.clients;
   }
   unlink(path);
