@@ -125,7 +125,9 @@ bool Server::on_hello_remote(Client& c, const Msg& m) {
     h.engine = ec;
     const off::ChannelLayout lay = off::Channel::layout(h.sq_capacity, h.ncomp);
     uint64_t end = 0;
-    if (hello_ok(h) && hello.rkey != 0 &&
+    // No result areas: the engine's copy of the channel is mirrored back
+    // word by word (RemoteChannel).
+    if (hello_ok(h) && h.nres == 0 && hello.rkey != 0 &&
         !__builtin_add_overflow(hello.channel_addr, lay.total, &end)) {
       // Our copy of its channel (completion words touched only where
       // used, as on the host).

@@ -62,7 +62,9 @@ inline bool hello_ok(const off::proto::Hello& h) {
   if (h.desc_version != off::kDescVersion) return false;
   if (!pow2(h.sq_capacity) || h.sq_capacity > 65536) return false;
   if (h.ncomp == 0 || h.ncomp > (1u << 24)) return false;
-  if (h.channel_bytes != off::Channel::bytes_needed(h.sq_capacity, h.ncomp))
+  if (h.nres != 0 && h.nres != h.ncomp) return false;
+  if (h.channel_bytes !=
+      off::Channel::bytes_needed(h.sq_capacity, h.ncomp, h.nres))
     return false;
   return off::engine_config_ok(h.engine);
 }

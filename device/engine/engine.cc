@@ -248,10 +248,12 @@ void Engine::fail_team(Team& t) {
 
 namespace {
 
-// Whether `d` is the known descriptor `k` but for its generation.
+// Whether `d` is the known descriptor `k` but for its generation (and
+// its inline input, which start() takes from `d`).
 bool same_but_gen(const CollDesc& k, const CollDesc& d) {
   CollDesc c = d;
   c.gen = k.gen;
+  memcpy(c.inline_data, k.inline_data, sizeof(c.inline_data));
   return memcmp(&c, &k, sizeof(c)) == 0;
 }
 
@@ -359,7 +361,9 @@ UCC_HOT void Engine::take(const CollDesc& d) {
 UCC_HOT bool Engine::submit_known(uint32_t team, uint32_t slot, uint32_t gen) {
   if (ch_->next() != nullptr) drain();
   const Known* k = known_at(team, slot);
-  if (k == nullptr || !arrays_hold(*k)) return false;
+  // An inline input is in the descriptor: it comes again with each post.
+  if (k == nullptr || !arrays_hold(*k) || (k->d.flags & off::kDescInline))
+    return false;
   admit(*teams_[team], k->d, gen, k);
   ++taken_;
   return true;

@@ -75,11 +75,18 @@ Status cache_dst(CollRun& r, const AlgInfo& alg, void* mem) {
   if (!same && sr.bytes != 0 && sr.addr < dr.addr + dr.bytes &&
       dr.addr < sr.addr + sr.bytes)
     return Status::kOk;
-  if (same ? !r.mem->read(dr, 0, mem, n) : !r.mem->check(dr, 0, n))
+  // Inline (validated: n <= kInlineBytes, a result area): the input is
+  // the descriptor's, the result goes to the channel; user memory is not
+  // touched.
+  const bool inl = (r.d->flags & off::kDescInline) != 0;
+  if (inl)
+    memcpy(mem, r.d->inline_data, n);
+  else if (same ? !r.mem->read(dr, 0, mem, n) : !r.mem->check(dr, 0, n))
     return Status::kInvalidParam;
   r.cache = mem;
   r.cache_bytes = static_cast<uint32_t>(n);
-  r.cache_src = same;
+  r.cache_src = same || inl;
+  r.cache_inline = inl;
   return Status::kOk;
 }
 
@@ -184,6 +191,7 @@ UCC_HOT void Engine::start(Team& t, const CollDesc& d, uint32_t gen,
   in.phase = Inst::Phase::kRun;
   in.global = (d.flags & off::kDescErrGlobal) != 0;
   in.reported = false;
+  in.res_inline = false;
   in.st = Status::kOk;
   in.deadline = deadline;
   in.notify_next = 0;
@@ -282,10 +290,16 @@ UCC_HOT uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
 UCC_HOT void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
   CollRun& r = in.run;
   if (r.cache != nullptr) {
-    // The result leaves the cache in one write; a run that fails before
-    // its algorithm ends leaves the user's dst as it was.
-    if (st == Status::kOk && !r.mem->write(in.d.dst, 0, r.cache, r.cache_bytes))
+    // The result leaves the cache in one write (inline: into the result
+    // area, which the completion word will point to); a run that fails
+    // before its algorithm ends leaves the user's dst as it was.
+    if (st == Status::kOk && r.cache_inline) {
+      memcpy(ch_->result(in.d.comp_slot), r.cache, r.cache_bytes);
+      in.res_inline = true;
+    } else if (st == Status::kOk &&
+               !r.mem->write(in.d.dst, 0, r.cache, r.cache_bytes)) {
       st = Status::kInvalidParam;
+    }
     r.drop_cache();
   }
   if (st == Status::kOk && in.phase == Inst::Phase::kRun &&
@@ -325,7 +339,7 @@ UCC_HOT void Engine::report(Inst& in, Status st) {
     Team& t = *teams_[in.d.team];
     --t.ntimed;
   }
-  ch_->complete(in.d.comp_slot, in.d.gen, st);
+  ch_->complete(in.d.comp_slot, in.d.gen, st, in.res_inline);
 }
 
 UCC_HOT void Engine::retire(Team& t, uint32_t id) {

@@ -24,6 +24,7 @@ struct Engine::Inst {
   Phase phase = Phase::kFree;
   bool global = false;    // error_type GLOBAL: agree on the status
   bool reported = false;  // completion word written
+  bool res_inline = false;  // the result went to the channel's result area
   Status st = Status::kOk;
   uint64_t deadline = 0;     // 0: none
   uint32_t notify_next = 0;  // kNotify: next set position to tell

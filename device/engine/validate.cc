@@ -73,7 +73,8 @@ Status check_header(const off::CollDesc& d, const off::CollTraits* t) {
     return Status::kInvalidParam;
   constexpr uint16_t kKnownFlags = off::kDescInPlace | off::kDescCount64 |
                                    off::kDescDispl64 | off::kDescTagged |
-                                   off::kDescErrGlobal | off::kDescOneSided;
+                                   off::kDescErrGlobal | off::kDescOneSided |
+                                   off::kDescInline;
   if ((d.flags & ~kKnownFlags) != 0) return Status::kInvalidParam;
   // One-sided: alltoallv with the displacements it puts at.
   if ((d.flags & off::kDescOneSided) &&
@@ -127,6 +128,13 @@ Status Engine::validate(const off::CollDesc& d, uint64_t* largest) const {
   const off::CollTraits& t = *tp;
   st = check_op(d, t, env_.user_reduce.fn != nullptr, cfg_.slot_size);
   if (failed(st)) return st;
+  // Inline: a small allreduce with a result area for its slot (the
+  // input in the descriptor; src and dst stay valid references).
+  if ((d.flags & off::kDescInline) != 0 &&
+      (d.coll != off::CollType::kAllreduce || d.dtype == off::DType::kGeneric ||
+       d.comp_slot >= ch_->nres() || off::elem_size(d) == 0 || d.count == 0 ||
+       d.count > off::kInlineBytes / off::elem_size(d)))
+    return Status::kInvalidParam;
   const Team& team = *team_p;
   off::Role r{d.count, 0, 0, false, (d.flags & off::kDescInPlace) != 0};
   if (!set_ok(d, team.size, team.rank, &r.n, &r.me))

@@ -43,7 +43,9 @@ enum class Buf : uint8_t { kSrc, kDst };
 // writes its dst several times (copy in, each round's send and combine),
 // so its dst lives in engine memory for the run instead, the cache: read
 // in once where it holds the input (in place), written out once when the
-// algorithm ends (Engine::start, alg_ended). Up to this many bytes.
+// algorithm ends (Engine::start, alg_ended). Up to this many bytes. An
+// inline descriptor (kDescInline) fills it from the descriptor and leaves
+// it for the channel's result area instead: no access to user memory.
 inline constexpr uint32_t kCacheBytes = 16384;
 
 // memcpy for the few bytes of a small collective without a library call:
@@ -112,6 +114,7 @@ struct CollRun {
   void* cache = nullptr;
   uint32_t cache_bytes = 0;
   bool cache_src = false;
+  bool cache_inline = false;  // came from the descriptor, goes to the channel
   // Engine memory of this run for partial results (EngineConfig::
   // wide_scratch bytes on wide teams, else none): the algorithms that
   // need it (reduce_scatter_halving.cc) run only where it holds them.
@@ -121,6 +124,7 @@ struct CollRun {
     cache = nullptr;
     cache_bytes = 0;
     cache_src = false;
+    cache_inline = false;
   }
 
   const off::BufRef& ref(Buf b) const {

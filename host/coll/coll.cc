@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "host/coll/request.h"
@@ -93,11 +94,39 @@ __attribute__((noinline)) void publish_status(Request* r, ucc_status_t st) {
 
 namespace {
 
-// Whether the engine has ended the request's latest post (*st: how).
+// The bytes of an inline allreduce's vector (kDescInline).
+inline size_t inline_len(const off::CollDesc& d) {
+  return static_cast<size_t>(d.count) * off::elem_size(d);
+}
+
+// Whether the engine has ended the request's latest post (*st: how). An
+// inline result goes to dst here, once: the caller unlinks the post.
 bool post_ended(const ucc_context* ctx, const Request* r, off::Status* st) {
   const uint64_t w = ctx->ch.read(r->desc.comp_slot);
   *st = off::completion_status(w);
-  return off::completion_gen(w) == r->gen && *st != off::Status::kInProgress;
+  if (off::completion_gen(w) != r->gen || *st == off::Status::kInProgress)
+    return false;
+  if (off::completion_inline(w) && *st == off::Status::kOk &&
+      (r->desc.flags & off::kDescInline) != 0)
+    memcpy(reinterpret_cast<void*>(r->desc.dst.addr),
+           ctx->ch.result(r->desc.comp_slot), inline_len(r->desc));
+  return true;
+}
+
+// emu: a small allreduce on host memory carries its input in the
+// descriptor and gets its result back in the channel (descriptor.h,
+// kDescInline), so the daemon need not reach into this process. Its
+// buffers stay covered: the engine may still use them (node-aware
+// algorithms do).
+void mark_inline(const ucc_context* ctx, const Request* r, off::CollDesc* d) {
+  const uint32_t max = ctx->settings.link.inline_bytes;
+  if (max == 0 || d->coll != off::CollType::kAllreduce ||
+      d->dtype == off::DType::kGeneric || r->gpu.n != 0 || r->gd.on ||
+      r->gr.on || d->src.mem_type != 0 || d->dst.mem_type != 0 ||
+      d->comp_slot >= ctx->ch.nres())
+    return;
+  const size_t n = inline_len(*d);
+  if (n != 0 && n <= max) d->flags |= off::kDescInline;
 }
 
 }  // namespace
@@ -211,6 +240,7 @@ ucc_status_t init_request(const ucc_coll_args_t& args, ucc_team* team,
   r->magic = kReqMagic;
   r->desc = d;
   r->desc.comp_slot = team->comp_base + r->index;
+  mark_inline(ctx, r, &r->desc);
   r->persistent = (args.mask & UCC_COLL_ARGS_FIELD_FLAGS) &&
                   (args.flags & UCC_COLL_ARGS_FLAG_PERSISTENT);
   r->posted = false;
@@ -290,6 +320,9 @@ UCC_HOT ucc_status_t post_one(ucc_context* ctx, Request* r, bool may_end) {
 UCC_HOT ucc_status_t submit(ucc_context* ctx, Request* r, bool may_end) {
   r->desc.gen = ++r->gen;
   ctx->ch.arm(r->desc.comp_slot, r->gen);
+  if (r->desc.flags & off::kDescInline)  // the input as it is now
+    memcpy(r->desc.inline_data, reinterpret_cast<const void*>(r->desc.src.addr),
+           inline_len(r->desc));
   // A persistent request posted again: its descriptor has not changed
   // since the last post, so an inline engine that knows it runs its own
   // copy.

@@ -231,6 +231,8 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u >= 2 && u <= 64 && is_pow2(u);
     case Knob::kTeamInflight:
       return parse_size(v, &u) && u >= 1 && u <= 64;
+    case Knob::kOffloadInline:
+      return parse_size(v, &u) && u <= off::kInlineBytes;
     case Knob::kUnexpectedSlots:
       return parse_size(v, &u) && u <= 4096;
     case Knob::kMemMapHandles:
@@ -490,6 +492,11 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   l.dpu_push =
       l.dpu && !l.dpu_mem_tcp &&
       strcasecmp(c.value[static_cast<int>(Knob::kDpuRing)], "push") == 0;
+  // Inline data needs the channel's result areas, which the host's own
+  // memory holds only in emu (dpu: the engine's copy of the channel is
+  // mirrored back word by word).
+  l.inline_bytes =
+      l.emu && !l.dpu ? static_cast<uint32_t>(num(Knob::kOffloadInline)) : 0;
   dpu_address(c.value[static_cast<int>(Knob::kDpuAddr)], out->dpu_addr,
               sizeof(out->dpu_addr));
   snprintf(out->socket_path, sizeof(out->socket_path), "%s",

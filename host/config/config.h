@@ -23,6 +23,7 @@ enum class Knob : uint8_t {
   kLogLevel,
   kOffload,
   kOffloadMem,
+  kOffloadInline,
   kFirmwareSocket,
   kFirmwareSim,
   kFirmwareTimeout,

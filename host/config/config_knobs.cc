@@ -19,6 +19,11 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "emu: how the engine reaches this process's buffers: cma (cross-memory "
      "attach) or verbs (RDMA with the keys of this process's registrations; "
      "needs an RDMA port here and a firmware_sim started with --verbs)"},
+    {"OFFLOAD_INLINE", "32", Scope::kContext,
+     "emu: allreduce vectors of up to this many bytes (0..32) travel in the "
+     "descriptor, and their result comes back beside the completion word, "
+     "so the daemon makes no access to this process's memory for them; 0 "
+     "turns it off. Not in dpu mode (docs/offload.md, \"Inline data\")"},
     {"FIRMWARE_SOCKET", "", Scope::kContext,
      "emu: the daemon's unix socket; empty: firmware-sim.sock in "
      "$XDG_RUNTIME_DIR, else in /tmp/ucc-<uid> (either must be this "

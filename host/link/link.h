@@ -46,6 +46,9 @@ struct LinkConfig {
   // dpu: descriptors pushed into the engine's inbox by RDMA WRITE
   // (UCC_DPU_RING=push), else read by the engine from our ring.
   bool dpu_push = false;
+  // emu: allreduce vectors of up to this many bytes travel inline
+  // (UCC_OFFLOAD_INLINE; the channel then has result areas); 0: none.
+  uint32_t inline_bytes = 0;
 };
 
 // Lays out `ch` (sq_capacity descriptors, ncomp completion words) in

@@ -172,7 +172,8 @@ DaemonLink::~DaemonLink() {
 Status DaemonLink::open(const LinkConfig& cfg, uint32_t sq_capacity,
                         uint32_t ncomp, off::Channel* ch) {
   ch_ = ch;
-  bytes_ = off::Channel::bytes_needed(sq_capacity, ncomp);
+  const uint32_t nres = !cfg.dpu && cfg.inline_bytes != 0 ? ncomp : 0;
+  bytes_ = off::Channel::bytes_needed(sq_capacity, ncomp, nres);
   timeout_ms_ = cfg.timeout_ms;
   if (cfg.dpu) {
     dpu_ = true;
@@ -195,7 +196,7 @@ Status DaemonLink::open(const LinkConfig& cfg, uint32_t sq_capacity,
   Status cs = plat::seg_create("ucc-channel", bytes_, &memfd, &m);
   if (failed(cs)) return cs;
   mem_ = m;
-  ch->init(mem_, sq_capacity, ncomp);
+  ch->init(mem_, sq_capacity, ncomp, nres);
   Status st = connect_daemon(cfg);
   if (ok(st)) st = hello(cfg, sq_capacity, ncomp, memfd);
   // The daemon has its own mapping now (or we failed): the fd can go.
@@ -244,6 +245,7 @@ Status DaemonLink::hello(const LinkConfig& cfg, uint32_t sq_capacity,
   h.desc_version = off::kDescVersion;
   h.sq_capacity = sq_capacity;
   h.ncomp = ncomp;
+  h.nres = ch_->nres();
   h.channel_bytes = bytes_;
   h.engine = cfg.engine;
   proto::HelloReply r{};

@@ -132,10 +132,11 @@ World* make_world() {
 
   off::TeamAddr addrs[kTeamRanks], self;
   for (uint32_t e = 0; e < 4; ++e) {
-    size_t bytes = off::Channel::bytes_needed(4, 8);
+    // Result areas too: the fuzzer reaches inline data (kDescInline).
+    size_t bytes = off::Channel::bytes_needed(4, 8, 8);
     if (posix_memalign(&w->chmem[e], 64, bytes) != 0) die("no memory");
     memset(w->chmem[e], 0, bytes);  // Channel::init wants it zero-filled
-    w->ch[e].init(w->chmem[e], 4, 8);
+    w->ch[e].init(w->chmem[e], 4, 8, 8);
     off::EngineConfig cfg;
     cfg.max_teams = 1;
     cfg.team_queue = 4;

@@ -39,8 +39,9 @@ constexpr uint32_t kSlot = 256;  // small: multi-segment paths early
 
 // One rank: its channel, its engine, its registrations.
 struct Rank {
-  Rank() : chmem(aligned_alloc(64, Channel::bytes_needed(16, 16))) {
-    memset(chmem, 0, Channel::bytes_needed(16, 16));  // as init() wants it
+  // 16 completion slots, each with a result area (inline data).
+  Rank() : chmem(aligned_alloc(64, Channel::bytes_needed(16, 16, 16))) {
+    memset(chmem, 0, Channel::bytes_needed(16, 16, 16));  // as init() wants
   }
   ~Rank() {
     eng.fini();
@@ -67,7 +68,7 @@ class EngineMem : public ::testing::TestWithParam<bool> {
     ucc::off::TeamAddr addrs[kRanks];
     for (uint32_t r = 0; r < kRanks; ++r) {
       Rank& k = rank[r];
-      k.ch.init(k.chmem, 16, 16);
+      k.ch.init(k.chmem, 16, 16, 16);
       ASSERT_EQ(k.regs.init(64), Status::kOk);
       EngineConfig cfg;
       cfg.max_teams = 2;

@@ -245,6 +245,73 @@ TEST_P(EngineMem, RepostedDescriptorsSeeNewDataAndChanges) {
   }
 }
 
+// Inline data (kDescInline): the input comes from the descriptor, taken
+// anew at every post (reposts offered as known too). Reaching user memory
+// cross-process, the engine leaves dst alone and puts the result in the
+// slot's result area, flagged in the completion word; reaching it
+// directly (no dst cache), it reads src and writes dst as ever,
+// unflagged (src then holds the input, as the host's contract says;
+// cross-process it holds a decoy that must not be read). Descriptors the
+// flag does not fit are refused.
+TEST_P(EngineMem, InlineAllreduceTakesItsInputFromTheDescriptor) {
+  std::vector<int32_t> src[kRanks], dst[kRanks];
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    src[r].assign(8, 999);  // the decoy
+    dst[r].assign(8, -1);
+    rank[r].reg(src[r]);
+    rank[r].reg(dst[r]);
+  }
+  for (int round = 0; round < 4; ++round) {
+    as_known = round >= 2;
+    const uint64_t count = round == 1 ? 3 : 8;
+    CollDesc d[kRanks];
+    int32_t in[kRanks][8];
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      std::fill(dst[r].begin(), dst[r].end(), -1);  // poison
+      d[r] = desc(CollType::kAllreduce, DType::kInt32, ROp::kSum, count);
+      d[r].flags = ucc::off::kDescInline;
+      d[r].src = ref(src[r]);
+      d[r].dst = ref(dst[r]);
+      for (uint64_t i = 0; i < count; ++i)
+        in[r][i] = static_cast<int32_t>((r + 1) * 10 + round * 100 + i);
+      memcpy(d[r].inline_data, in[r], count * sizeof(int32_t));
+      if (!cross()) std::copy(in[r], in[r] + count, src[r].begin());
+    }
+    run_ok(d);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      const uint64_t w = rank[r].ch.read(0);
+      EXPECT_EQ(ucc::off::completion_inline(w), cross()) << round;
+      const int32_t* got = dst[r].data();
+      int32_t res[8];
+      if (cross()) {
+        memcpy(res, rank[r].ch.result(0), sizeof(res));
+        got = res;
+        EXPECT_EQ(dst[r], std::vector<int32_t>(8, -1)) << "dst touched";
+      }
+      for (uint64_t i = 0; i < count; ++i)
+        ASSERT_EQ(got[i], in[0][i] + in[1][i])
+            << "round " << round << " rank " << r << " at " << i;
+    }
+  }
+  as_known = false;
+  // 9 int32 (36 bytes), and a bcast: refused.
+  for (int bad = 0; bad < 2; ++bad) {
+    CollDesc d[kRanks];
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      d[r] = bad == 0 ? desc(CollType::kAllreduce, DType::kInt32, ROp::kSum, 9)
+                      : desc(CollType::kBcast, DType::kInt32, ROp::kNone, 8);
+      d[r].flags = ucc::off::kDescInline;
+      d[r].src = ref(src[r]);
+      d[r].dst = ref(dst[r]);
+    }
+    post(d);
+    Status st[kRanks];
+    wait(st);
+    for (uint32_t r = 0; r < kRanks; ++r)
+      EXPECT_EQ(st[r], Status::kInvalidParam) << "case " << bad;
+  }
+}
+
 // The v-collectives validate their user arrays at every post, known or
 // not: counts that grew past the buffers are refused on a repost.
 void EngineMem::revalidates_its_arrays() {

@@ -37,9 +37,12 @@ TEST(Layout, DescriptorIsOneFixedPod) {
 TEST(Layout, CompletionWordRoundTrip) {
   for (Status st : {Status::kOk, Status::kInProgress, Status::kInvalidParam,
                     Status::kError}) {
-    uint64_t w = ucc::off::completion_word(0xfffffff0u, st);
-    EXPECT_EQ(ucc::off::completion_gen(w), 0xfffffff0u);
-    EXPECT_EQ(ucc::off::completion_status(w), st);
+    for (bool inl : {false, true}) {
+      uint64_t w = ucc::off::completion_word(0xfffffff0u, st, inl);
+      EXPECT_EQ(ucc::off::completion_gen(w), 0xfffffff0u);
+      EXPECT_EQ(ucc::off::completion_status(w), st);
+      EXPECT_EQ(ucc::off::completion_inline(w), inl);
+    }
   }
 }
 
@@ -75,6 +78,35 @@ TEST(Channel, SubmitCompleteAndAttach) {
   eng.complete(5, 3, Status::kOk);
   EXPECT_EQ(ucc::off::completion_gen(host.read(5)), 3u);
   EXPECT_EQ(ucc::off::completion_status(host.read(5)), Status::kOk);
+}
+
+// Inline data: the result areas follow the completion words, one per
+// slot, in the block the host lays out and the engine attaches to; the
+// engine's result and flag reach the host's side.
+TEST(Channel, ResultAreasAttachWithTheBlock) {
+  EXPECT_GT(Channel::bytes_needed(16, 32, 32),
+            Channel::bytes_needed(16, 32) + 31 * ucc::off::kInlineBytes);
+  size_t bytes = Channel::bytes_needed(16, 32, 32);
+  AlignedBlock mem(bytes);
+  Channel host;
+  host.init(mem.p, 16, 32, 32);
+  Channel eng;
+  ASSERT_EQ(eng.attach(mem.p, bytes), Status::kOk);
+  EXPECT_EQ(eng.nres(), 32u);
+  // Short of the result areas: refused.
+  Channel shortb;
+  EXPECT_EQ(shortb.attach(mem.p, Channel::bytes_needed(16, 32)),
+            Status::kInvalidParam);
+  const ucc::off::ChannelLayout l = Channel::layout(16, 32, 32);
+  EXPECT_GE(l.res, l.comp + 32 * sizeof(uint64_t));
+  EXPECT_EQ(l.total, bytes);
+  memset(eng.result(31), 0x5a, ucc::off::kInlineBytes);
+  host.arm(31, 7);
+  eng.complete(31, 7, Status::kOk, true);
+  EXPECT_TRUE(ucc::off::completion_inline(host.read(31)));
+  EXPECT_EQ(host.result(31)[ucc::off::kInlineBytes - 1], 0x5a);
+  EXPECT_EQ(host.result(31), static_cast<unsigned char*>(mem.p) + l.res +
+                                 31 * ucc::off::kInlineBytes);
 }
 
 TEST(Channel, AttachRejectsGarbage) {

@@ -1,6 +1,8 @@
 // The host <-> engine channel: a submission ring of descriptors (host
-// produces, engine consumes) and an array of completion words (engine
-// writes, host reads). Everything lives in one caller-provided block so the
+// produces, engine consumes), an array of completion words (engine
+// writes, host reads) and, where the host asks for one, a result area of
+// kInlineBytes per completion slot for inline results (descriptor.h,
+// kDescInline). Everything lives in one caller-provided block so the
 // same layout serves inline mode (process memory) and an engine in another
 // process (a shared segment mapped at a different address on each side).
 //
@@ -27,6 +29,8 @@ struct ChannelHeader {
   // Nonzero while an engine in another process is about to sleep: the
   // host then rings its doorbell after submitting (see host/link.cc).
   std::atomic<uint32_t> engine_idle;
+  // Completion slots [0, nres) have a result area (0 or ncomp).
+  uint32_t nres;
 };
 
 // Where each part of a channel block lies (bytes from its start): what an
@@ -37,6 +41,7 @@ struct ChannelLayout {
   size_t tail;  // the ring's consumer index (uint32)
   size_t sq;    // sq_capacity CollDesc entries
   size_t comp;  // ncomp completion words (uint64)
+  size_t res;   // nres result areas of kInlineBytes
   size_t total;
 };
 
@@ -74,15 +79,18 @@ class CompletionSink {
 
 class Channel {
  public:
-  static ChannelLayout layout(uint32_t sq_capacity, uint32_t ncomp);
+  static ChannelLayout layout(uint32_t sq_capacity, uint32_t ncomp,
+                              uint32_t nres = 0);
   // Bytes of the block for a ring of `sq_capacity` (power of two)
-  // descriptors and `ncomp` completion words.
-  static size_t bytes_needed(uint32_t sq_capacity, uint32_t ncomp);
+  // descriptors, `ncomp` completion words and the result areas of the
+  // first `nres` (0 or ncomp) of them.
+  static size_t bytes_needed(uint32_t sq_capacity, uint32_t ncomp,
+                             uint32_t nres = 0);
 
   // Lays the channel out in `mem` (64-byte aligned, bytes_needed() long,
   // zero-filled: fresh anonymous or memfd pages, whose completion words
   // are then touched only where used).
-  void init(void* mem, uint32_t sq_capacity, uint32_t ncomp);
+  void init(void* mem, uint32_t sq_capacity, uint32_t ncomp, uint32_t nres = 0);
   // Attaches to a block another party laid out; kInvalidParam when the
   // header does not match this build's layout.
   Status attach(void* mem, size_t bytes);
@@ -100,6 +108,14 @@ class Channel {
   bool corrupt() const { return sq_.corrupt(); }
 
   uint32_t ncomp() const { return ncomp_; }
+  // Completion slots with a result area: [0, nres()).
+  uint32_t nres() const { return nres_; }
+  // The result area of a slot below nres(): the engine writes an inline
+  // result there before the slot's completion word, the host reads it
+  // after.
+  unsigned char* result(uint32_t slot) const {
+    return res_ + size_t{slot} * kInlineBytes;
+  }
 
   // Engine: about to sleep (true) or awake again (false). Host: whether
   // the engine asked for a doorbell since the last call (clears the
@@ -127,11 +143,13 @@ class Channel {
       return false;
     return hdr_->engine_idle.exchange(0, std::memory_order_seq_cst) != 0;
   }
-  // Engine: publish the end of generation `gen` in slot `slot`.
-  void complete(uint32_t slot, uint32_t gen, Status st) {
-    // E1 pairs with H1: the collective's writes to user memory happen
-    // before the host can see it completed.
-    comp_[slot].store(completion_word(gen, st),
+  // Engine: publish the end of generation `gen` in slot `slot`
+  // (result_inline: its result is in the slot's result area).
+  void complete(uint32_t slot, uint32_t gen, Status st,
+                bool result_inline = false) {
+    // E1 pairs with H1: the collective's writes to user memory (or the
+    // result area) happen before the host can see it completed.
+    comp_[slot].store(completion_word(gen, st, result_inline),
                       base::release_of(base::kCompletion));
     if (sink_ != nullptr) sink_->completed(slot);
   }
@@ -159,7 +177,9 @@ class Channel {
   SpscRing<CollDesc> sq_;
   ChannelHeader* hdr_ = nullptr;
   std::atomic<uint64_t>* comp_ = nullptr;
+  unsigned char* res_ = nullptr;
   uint32_t ncomp_ = 0;
+  uint32_t nres_ = 0;
   CompletionSink* sink_ = nullptr;
 };
 

@@ -14,7 +14,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kDescVersion = 2;
+inline constexpr uint16_t kDescVersion = 3;
 inline constexpr uint32_t kDescMagic = 0x55434344u;  // "UCCD"
 
 // A reference to a user buffer (platform/base/buf_ref.h): address,
@@ -29,7 +29,21 @@ enum DescFlags : uint16_t {
   kDescTagged = 1u << 3,     // matched by `tag`, not by the team's post order
   kDescErrGlobal = 1u << 4,  // all members agree on the final status
   kDescOneSided = 1u << 5,   // alltoallv: UCC's one-sided convention (below)
+  kDescInline = 1u << 6,     // allreduce: the input travels in the descriptor
 };
+
+// Inline data (kDescInline): an allreduce whose vector is at most
+// kInlineBytes carries its input in `inline_data` (the bytes src names,
+// dst's in place), copied there at each post. The engine may then leave
+// the user's memory alone: it takes the input from the descriptor and puts
+// the result in the channel's result area of the completion slot
+// (channel.h), saying so in the completion word (completion_inline); the
+// host copies it to dst when it reaps the post. src and dst are still
+// valid references the engine may use instead (an algorithm that needs the
+// user's buffers, a vector that overlaps itself), and then the word says
+// nothing. The engine trusts nothing here: a descriptor whose vector is
+// longer than kInlineBytes, or whose slot has no result area, is invalid.
+inline constexpr uint32_t kInlineBytes = 32;
 
 // Element-count convention (the host normalises ucc.h's per-collective
 // conventions into this one):
@@ -98,7 +112,8 @@ struct alignas(64) CollDesc {
   // DType::kGeneric: the process's generic-datatype index and element size.
   uint32_t user_dt;
   uint32_t user_esize;
-  uint8_t pad2[40];
+  uint8_t inline_data[kInlineBytes];  // kDescInline
+  uint8_t pad2[8];
 };
 static_assert(sizeof(CollDesc) == 192);
 static_assert(std::is_trivially_copyable_v<CollDesc>);
@@ -111,6 +126,7 @@ static_assert(offsetof(CollDesc, src_counts) == 88);
 static_assert(offsetof(CollDesc, timeout_ns) == 120);
 static_assert(offsetof(CollDesc, set_start) == 128);
 static_assert(offsetof(CollDesc, user_dt) == 144);
+static_assert(offsetof(CollDesc, inline_data) == 152);
 
 // Bytes per element of the descriptor's vectors (what `count`, the
 // v-arrays and the buffer lengths count): user_esize for kGeneric, a
@@ -124,18 +140,26 @@ inline uint32_t elem_size(const CollDesc& d) {
   return rop_is_loc(d.op) ? 2 * s : s;
 }
 
-// A completion word: the engine stores (gen << 32) | uint32(status) with
-// release order once the collective with that generation has ended; the
-// host reads it with acquire order and ignores words of older generations.
-inline constexpr uint64_t completion_word(uint32_t gen, Status st) {
+// A completion word: the engine stores (gen << 32) | flags << 8 |
+// uint8(status) with release order once the collective with that
+// generation has ended; the host reads it with acquire order and ignores
+// words of older generations. Flag kCompInline: the result is in the
+// slot's result area (kDescInline), written before the word.
+inline constexpr uint32_t kCompInline = 1u << 8;
+inline constexpr uint64_t completion_word(uint32_t gen, Status st,
+                                          bool result_inline = false) {
   return (static_cast<uint64_t>(gen) << 32) |
-         static_cast<uint32_t>(static_cast<int32_t>(st));
+         (result_inline ? kCompInline : 0u) |
+         static_cast<uint8_t>(static_cast<int8_t>(st));
 }
 inline constexpr uint32_t completion_gen(uint64_t w) {
   return static_cast<uint32_t>(w >> 32);
 }
 inline constexpr Status completion_status(uint64_t w) {
-  return static_cast<Status>(static_cast<int32_t>(static_cast<uint32_t>(w)));
+  return static_cast<Status>(static_cast<int8_t>(static_cast<uint8_t>(w)));
+}
+inline constexpr bool completion_inline(uint64_t w) {
+  return (w & kCompInline) != 0;
 }
 
 }  // namespace ucc::off

@@ -106,7 +106,7 @@ struct Hello {
   uint16_t pad;
   uint32_t sq_capacity;  // channel geometry (Channel::init arguments)
   uint32_t ncomp;
-  uint32_t pad2;
+  uint32_t nres;           // completion slots with a result area: 0 or ncomp
   uint64_t channel_bytes;  // size of the memfd
   EngineConfig engine;
 };
