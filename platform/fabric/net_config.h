@@ -33,7 +33,7 @@ struct TcpConfig {
   uint32_t zcopy_min = 256 * 1024;
   // Fault injection (tests): write at most 1..split bytes per call;
   // hold every frame delay_us before writing it; break the connection
-  // after a data frame with probability drop.
+  // after a data frame (or a put's) with probability drop.
   uint32_t fault_split = 0;
   uint32_t fault_delay_us = 0;
   double fault_drop = 0;

@@ -88,6 +88,8 @@ bool Conn::begin_frame() {
       return true;
     case Type::kGet:
     case Type::kGetData:
+    case Type::kPut:
+    case Type::kPutAck:
       return begin_rma(h);
     case Type::kData: {
       // Credits first, if any (read into `small`), then the slot's bytes.
@@ -149,6 +151,8 @@ bool Conn::end_frame() {
       return true;
     case Type::kGet:
     case Type::kGetData:
+    case Type::kPut:
+    case Type::kPutAck:
       return end_rma(h);
     case Type::kData: {
       // Credits of a frame dropped whole are not believed where payloads
@@ -205,6 +209,7 @@ void Conn::take_in(const char* src, uint32_t n) {
     in.pre_at += k;
     src += k;
     n -= k;
+    if (in.pre_at == in.pre && in.hdr.type == Type::kPut) place_put();
   }
   if (n != 0 && in.dst != nullptr) {
     memcpy(in.dst + in.at, src, n);
@@ -584,6 +589,10 @@ bool Conn::pump() {
         (out.hdr.flags & kAck))
       out.link->byeack_owed = false;
     if (out.answer) ++out.link->ans_head;
+    if (out.hdr.type == Type::kPut && net->chance(net->config().fault_drop)) {
+      ++net->counters().inj_drops;  // test knob, as for data frames
+      shutdown(fd, SHUT_RDWR);
+    }
     if (out.data_frame) {
       Link* l = out.link;
       ++l->msgs;

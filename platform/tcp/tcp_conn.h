@@ -95,7 +95,7 @@ struct Conn {
     bool sealed = false;   // checksums in place (just before the first byte)
     Link* link = nullptr;  // a data frame's link
     bool data_frame = false;
-    bool answer = false;  // a kGetData: the link's oldest answer
+    bool answer = false;  // a kGetData or kPutAck: the link's oldest answer
     uint8_t small[kSmall];
   } out;
 
@@ -112,6 +112,7 @@ struct Conn {
     uint32_t need = 0;
     Link* link = nullptr;
     bool dup = false;
+    uint32_t put_handle = 0;  // kPut: the registration it lands in
     uint8_t small[kSmall];
     alignas(64) unsigned char buf[kInBuf];
   } in;
@@ -137,6 +138,8 @@ struct Conn {
   // effect when read whole; the link's next answer or request.
   bool begin_rma(const Hdr& h);
   bool end_rma(const Hdr& h);
+  // A kPut's request is in: where its bytes go (in.dst; none: dropped).
+  void place_put();
   bool pick_rma(Link* l);
   void frame(Type t, Link* l, uint32_t len);
   // Puts the link's release counts in out.small (and done_sent): n of

@@ -24,7 +24,7 @@ class TcpNet;
 class TcpFabric;
 struct Conn;
 
-// Gets outstanding per link, each way (tcp_rma.cc).
+// Gets and puts outstanding per link, each way (tcp_rma.cc).
 inline constexpr uint32_t kMaxGets = 8;
 
 // The state of one endpoint towards one remote peer (tcp_proto.h).
@@ -59,17 +59,19 @@ struct Link {
   bool bye_acked = false;    // the peer has our goodbye
   bool byeack_owed = false;  // the peer left: answer its goodbye
   uint8_t bye_flags = 0;
-  // One-sided (tcp_rma.cc). Our gets towards the peer, a ring: posted up
-  // to get_tail, answered whole up to get_head, asked on this
-  // connection up to get_asked. The peer's gets of our memory that we
-  // owe answers to, a ring from ans_head to ans_tail.
+  // One-sided (tcp_rma.cc). Our gets and puts towards the peer, a ring:
+  // posted up to get_tail, answered whole up to get_head, asked on this
+  // connection up to get_asked. What we owe the peer for its gets and
+  // puts of our memory, a ring from ans_head to ans_tail.
   uint64_t rma_min = 0;  // agreed at connect (Fabric::rma_min)
   struct Get {
-    char* dst;  // nullptr: its registration was given back (dropped)
+    char* dst;        // a get's: nullptr once its registration went (dropped)
+    const char* src;  // a put's bytes
     uint64_t raddr;
     uint32_t rkey;
     uint32_t len;
-    uint32_t handle;  // our registration it lands in
+    uint32_t handle;  // our registration it lands in or comes from
+    bool put;
   } gets[kMaxGets] = {};
   uint32_t get_head = 0, get_tail = 0, get_asked = 0;
   uint64_t rma_done = 0;
@@ -77,6 +79,7 @@ struct Link {
     const char* src;
     uint32_t len;
     uint32_t handle;  // the registration it reads (kMaxRmaRegs: refused)
+    bool ack;         // a put's acknowledgement (no bytes)
   } answers[kMaxGets] = {};
   uint32_t ans_head = 0, ans_tail = 0;
 };
@@ -102,7 +105,8 @@ class TcpFabric final : public InboxFabric {
   uint32_t attention() const override;
   uint64_t events() const override { return events_; }
   bool tx_flushed() const override;
-  // One-sided: gets only (tcp_rma.cc); put is not emulated.
+  // One-sided, emulated (tcp_rma.cc): the target's progress moves the
+  // bytes.
   uint64_t rma_min(uint32_t peer) const override {
     return peers_[pair_of(peer)].rma_min;
   }
@@ -111,6 +115,9 @@ class TcpFabric final : public InboxFabric {
   void mem_dereg(uint32_t handle) override;
   Status get(uint32_t peer, void* local, const RmaReg& reg, uint64_t raddr,
              uint32_t rkey, uint32_t len, uint64_t* ticket) override;
+  Status put(uint32_t peer, const void* local, const RmaReg& reg,
+             uint64_t raddr, uint32_t rkey, uint32_t len,
+             uint64_t* ticket) override;
   uint64_t rma_done(uint32_t peer) const override {
     const uint32_t k = pair_of(peer);
     return peers_[k].made ? links_[k].rma_done : 0;
@@ -118,7 +125,14 @@ class TcpFabric final : public InboxFabric {
   // A peer's get of our memory (the connection read its request): the
   // answer, queued on the link; false when the link already owes
   // kMaxGets (the peer broke the protocol).
-  bool on_get(Link& l, const GetReq& q);
+  bool on_get(Link& l, const RmaReq& q);
+  // A peer's put into our memory, its request read: where its bytes go
+  // (nullptr: refused, they are dropped) and *handle the registration
+  // (kMaxRmaRegs when refused).
+  char* put_target(const RmaReq& q, uint32_t* handle) const;
+  // The put read whole: its acknowledgement queued (handle kMaxRmaRegs:
+  // refused); false as on_get.
+  bool on_put(Link& l, uint32_t handle);
   // Registrations held (tests).
   uint32_t rma_regs() const;
 
@@ -156,6 +170,10 @@ class TcpFabric final : public InboxFabric {
     uint32_t access;
   };
 
+  // Queues a get or a put (op) on peer's link once its local side is
+  // checked against `reg` (which must grant `need`).
+  Status post_rma(uint32_t peer, const Link::Get& op, const RmaReg& reg,
+                  uint32_t need, uint64_t* ticket);
   // Link l after registration `handle` was given back (tcp_rma.cc).
   void forget(Link& l, uint32_t handle);
 

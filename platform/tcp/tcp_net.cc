@@ -159,11 +159,14 @@ void TcpNet::fini() {
   if (stats_.connects != 0)
     UCC_INFO(
         "tcp: connected to %u engines at most at once; %llu frames out, "
-        "%llu in, %llu one-sided reads (%llu bytes), %llu connections lost",
+        "%llu in, %llu one-sided reads (%llu bytes), %llu writes (%llu "
+        "bytes), %llu connections lost",
         stats_.peak_conns, static_cast<unsigned long long>(stats_.tx_frames),
         static_cast<unsigned long long>(stats_.rx_frames),
         static_cast<unsigned long long>(stats_.gets),
         static_cast<unsigned long long>(stats_.get_bytes),
+        static_cast<unsigned long long>(stats_.puts),
+        static_cast<unsigned long long>(stats_.put_bytes),
         static_cast<unsigned long long>(stats_.breaks));
   tables_.release();
   eps_ = nullptr;

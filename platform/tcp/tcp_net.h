@@ -59,6 +59,8 @@ struct TcpStats {
   uint64_t bad_sums;            // frames that failed a checksum (also bad)
   uint64_t data_sealed;         // data frames about to go out (resent too)
   uint64_t gets, get_bytes;     // one-sided reads of ours answered whole
+  uint64_t puts, put_bytes;     // one-sided writes of ours acknowledged
+  uint64_t puts_in, put_in_bytes;  // the peers' writes placed in our memory
 };
 
 struct Conn;

@@ -72,6 +72,20 @@
 // registration, or for one given back, is answered kRefused, and the
 // asker's link fails, as a remote access error fails an RDMA link.
 //
+// One-sided writes (the fabric's put, emulated the same way): a kPut
+// carries its request (RmaReq) and then the bytes, written by the putter
+// straight from its registered memory; the receiving engine's progress
+// checks the request against its registration (remote-write right,
+// bounds, key) as soon as the request is in, and reads the bytes straight
+// into the registered memory, then answers kPutAck in the order of the
+// requests it answers (gets' data and puts' acknowledgements alike). A
+// refused put's bytes are read and dropped, and its kPutAck says
+// kRefused: the putter's link fails. The bytes are in place before the
+// payload's checksum (UCC_NET_CHECKSUM) is checked, as RDMA places a
+// write's bytes before it can fail: a bad checksum breaks the connection,
+// the put is sent again on the next one (a write may be repeated), and
+// only its kPutAck completes it.
+//
 // Byte order: little-endian hosts only (checked at compile time), like the
 // wire between emulated NICs.
 #pragma once
@@ -87,8 +101,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 inline constexpr uint32_t kTcpAddrMagic = 0x55435443u;  // "UCTC"
 inline constexpr uint16_t kFrameMagic = 0x5554;         // "TU"
-// 6: an answerer pongs the call it takes (Conn::confirmed).
-inline constexpr uint8_t kFrameVersion = 6;
+// 6: an answerer pongs the call it takes (Conn::confirmed); 7: puts.
+inline constexpr uint8_t kFrameVersion = 7;
 // Longest that released slots wait for a message to carry their credits
 // while the peer still counts more than half its window free (it need not
 // wait on them). A shorter delay put a credit frame of its own at the
@@ -120,23 +134,27 @@ enum class Type : uint8_t {
   kPing = 4,
   kPong = 5,
   kBye = 6,
-  kGet = 7,      // payload: GetReq (a one-sided read of the receiver's memory)
+  kGet = 7,      // payload: RmaReq (a one-sided read of the receiver's memory)
   kGetData = 8,  // payload: the bytes of the link's oldest get (or kRefused)
+  kPut = 9,      // payload: RmaReq, then its `len` bytes for the receiver
+  kPutAck = 10,  // none: the link's oldest put is in place (or kRefused)
 };
 
-// A get's request: `len` bytes at `addr` under the receiver endpoint's
-// registration `rkey` (tcp_rma.cc). The answers come in request order.
-struct GetReq {
+// A get's or a put's request: `len` bytes at `addr` under the receiver
+// endpoint's registration `rkey` (tcp_rma.cc). The answers come in
+// request order.
+struct RmaReq {
   uint64_t addr;
   uint32_t rkey;
   uint32_t len;
 };
-static_assert(sizeof(GetReq) == 16);
+static_assert(sizeof(RmaReq) == 16);
 
 // Hdr::flags. kBye: kLost, kAck, and on the engine's bye (dst_ep 0)
 // kCorrupt: we close because a frame of yours failed its checksum. Any
-// frame: kSummed, body_crc holds the payload's CRC32C. kGetData:
-// kRefused, the get named memory its registration does not cover.
+// frame: kSummed, body_crc holds the payload's CRC32C. kGetData,
+// kPutAck: kRefused, the get or put named memory its registration does
+// not cover (or allow).
 enum : uint8_t {
   kLost = 1,
   kAck = 2,

@@ -373,16 +373,16 @@ TEST(TcpAuth, ForgedOneSidedFramesAreRefused) {
   h.magic = tcp::kFrameMagic;
   h.version = tcp::kFrameVersion;
   h.type = tcp::Type::kGet;
-  h.len = sizeof(tcp::GetReq) + 8;
+  h.len = sizeof(tcp::RmaReq) + 8;
   std::vector<char> junk(64, 7);
   EXPECT_EQ(forged_frame(e, victim, h, junk.data(), h.len), 1u);
   // Aimed at the team's endpoint and rank, over the attacker's own
   // connection: no link of that connection, nothing read or sent.
   const uint64_t frames = victim.stats().tx_frames;
-  h.len = sizeof(tcp::GetReq);
+  h.len = sizeof(tcp::RmaReq);
   h.dst_ep = 1;
   h.src_rank = 1;
-  const tcp::GetReq q{reinterpret_cast<uintptr_t>(junk.data()), 0, 64};
+  const tcp::RmaReq q{reinterpret_cast<uintptr_t>(junk.data()), 0, 64};
   EXPECT_EQ(forged_frame(e, victim, h, &q, sizeof(q), 0.2), 0u);
   EXPECT_LE(victim.stats().tx_frames - frames, 8u);  // pings, goodbyes
   h.type = tcp::Type::kGetData;
