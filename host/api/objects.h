@@ -311,19 +311,22 @@ struct ucc_team {
   // (what the engine's links conclude from the same addresses).
   bool hierarchical;
   bool one_host;           // every member on one host (the linear rules' test)
+  uint32_t cpu_share;      // members sharing this member's CPUs (at connect)
   ucc::host::MboxKey key;  // what our request and messages carry
   uint32_t req_slot;
   uint64_t req_nonce;    // our open request, 0 while none
   uint64_t* peer_nonce;  // team rank -> that member's request, 0 unknown
   uint8_t* boot_bits;    // team rank -> kSent/kGot bits per phase
   // Its memory, by lifetime (platform/base/arena.h): the members' eps
-  // (team_join) until destroy; what creation exchanges (addrs, oks,
-  // peer_nonce, boot_bits: team_join) and a split's stage and members
-  // (team_split.cc) until creation ends, so that a member of a team of
-  // thousands keeps no one's addresses past it; the request pool (reqs,
-  // varr) until the object is reused, so that stale request handles read
-  // dead requests, not freed memory.
+  // (team_join) until destroy; the members' addresses (addrs) until the
+  // engine has connected to them, so that a member of a team of thousands
+  // holds them only for that moment (docs/scale.md); what the rest of
+  // creation exchanges (oks, peer_nonce, boot_bits: team_join) and a
+  // split's stage and members (team_split.cc) until creation ends; the
+  // request pool (reqs, varr) until the object is reused, so that stale
+  // request handles read dead requests, not freed memory.
   ucc::base::Arena boot_mem;
+  ucc::base::Arena addr_mem;
   ucc::base::Arena exch_mem;
   ucc::base::Arena split_mem;
   ucc::base::Arena pool_mem;

@@ -74,6 +74,7 @@ ucc_team* team_alloc(ucc_context*) {
   }
   memset(static_cast<void*>(t), 0, sizeof(*t));
   new (&t->boot_mem) base::Arena;
+  new (&t->addr_mem) base::Arena;
   new (&t->exch_mem) base::Arena;
   new (&t->split_mem) base::Arena;
   new (&t->pool_mem) base::Arena;
@@ -104,6 +105,7 @@ void team_free(ucc_context* ctx, ucc_team* t, uint32_t magic) {
 }
 
 void team_exchange_done(ucc_team* t) {
+  t->addr_mem.release();
   t->exch_mem.release();
   t->split_mem.release();
   t->addrs = nullptr;
@@ -163,7 +165,10 @@ ucc_status_t team_join(ucc_team* t, uint32_t size, uint32_t rank) {
     if (pass == 0 && !t->boot_mem.commit()) return UCC_ERR_NO_MEMORY;
   }
   for (int pass = 0; pass < 2; ++pass) {
-    t->addrs = t->exch_mem.take<off::TeamAddr>(size);
+    t->addrs = t->addr_mem.take<off::TeamAddr>(size);
+    if (pass == 0 && !t->addr_mem.commit()) return UCC_ERR_NO_MEMORY;
+  }
+  for (int pass = 0; pass < 2; ++pass) {
     t->oks = t->exch_mem.take<Confirm>(size);
     t->peer_nonce = t->exch_mem.take<uint64_t>(size);  // mailbox boot
     t->boot_bits = t->exch_mem.take<uint8_t>(size);
@@ -453,6 +458,11 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       t->my_ok =
           ucc::host::Confirm{ucc::host::kConfirmMagic, connected ? 1u : 0u,
                              digest(t->addrs, t->size)};
+      t->cpu_share = t->excluded ? 0 : cpu_sharers(t->addrs, t->size, t->rank);
+      // The engine has what it needs of the addresses: they go now, not
+      // after the confirmation, which waits for every member.
+      t->addr_mem.release();
+      t->addrs = nullptr;
       t->state = ucc_team::State::kConfirm;
     }
       [[fallthrough]];
@@ -477,8 +487,7 @@ ucc_status_t ucc_team_create_test(ucc_team_h t) {
       ucc::host::mbox_end(t);
       if (!t->excluded) {
         t->ctx->engine->team_seal(t->eng_idx);
-        ucc::host::context_fit_spin(t->ctx,
-                                    cpu_sharers(t->addrs, t->size, t->rank));
+        ucc::host::context_fit_spin(t->ctx, t->cpu_share);
       }
       ucc::host::team_exchange_done(t);
       t->state = ucc_team::State::kReady;

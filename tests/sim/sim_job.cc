@@ -16,11 +16,12 @@ ucc_status_t oob_allgather(void* sbuf, void* rbuf, size_t len, void* coll_info,
   const size_t all = len * static_cast<size_t>(j.n);
   // Every rank asks for the same length in the same call; the first to
   // come sizes the buffer (the actors run one at a time).
-  if (j.oob_buf.size() < all) j.oob_buf.resize(all);
-  memcpy(j.oob_buf.data() + len * static_cast<size_t>(ro->rank), sbuf, len);
-  j.barrier->wait();
-  memcpy(rbuf, j.oob_buf.data(), all);
-  j.barrier->wait();
+  std::vector<char>& b = j.oob_buf[ro->round % 2];
+  if (b.size() < all) b.resize(all);
+  memcpy(b.data() + len * static_cast<size_t>(ro->rank), sbuf, len);
+  j.barrier->wait();  // every rank's part is in
+  ro->rbuf = rbuf;
+  ro->len = all;
   if (ro->rank == 0) {
     ++j.oob_rounds;
     j.oob_bytes += len;
@@ -32,7 +33,14 @@ ucc_status_t oob_allgather(void* sbuf, void* rbuf, size_t len, void* coll_info,
 }
 
 ucc_status_t oob_test(void* req) {
-  return req != nullptr ? UCC_OK : UCC_ERR_INVALID_PARAM;
+  if (req == nullptr) return UCC_ERR_INVALID_PARAM;
+  auto* ro = static_cast<RankOob*>(req);
+  if (ro->rbuf != nullptr) {
+    memcpy(ro->rbuf, ro->job->oob_buf[ro->round % 2].data(), ro->len);
+    ro->rbuf = nullptr;
+    ++ro->round;
+  }
+  return UCC_OK;
 }
 ucc_status_t oob_free(void*) { return UCC_OK; }
 

@@ -30,7 +30,10 @@ struct Job {
   // What the OOB carried: rounds, and bytes per rank over them.
   uint64_t oob_rounds = 0;
   uint64_t oob_bytes = 0;
-  std::vector<char> oob_buf;  // n * len of the allgather under way
+  // n * len of the allgathers under way: round k in oob_buf[k % 2] (a
+  // rank posts round k + 1 only after taking round k's result, so round
+  // k + 2 never overwrites what a rank has still to take).
+  std::vector<char> oob_buf[2];
 
   // The simulated seconds a Bruck allgather of len bytes per rank takes.
   double allgather_s(size_t len) const;
@@ -40,6 +43,14 @@ struct Job {
 struct RankOob {
   Job* job;
   int rank;
+  // This rank's allgathers so far, and the one to finish at its test:
+  // its result is copied into `rbuf` then, not when every rank has
+  // contributed, so that the ranks of a big job do not all hold the
+  // whole result at one moment (the library frees it soon after;
+  // docs/scale.md).
+  uint64_t round = 0;
+  void* rbuf = nullptr;
+  size_t len = 0;
 };
 
 // The OOB for a rank, ready for the context's and the team's params.
