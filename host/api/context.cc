@@ -74,17 +74,20 @@ ucc_status_t context_wireup(ucc_context* ctx) {
   memcpy(mine.host, ctx->settings.link.host, sizeof(mine.host));
   Status ms = ctx->mbox.open(n, ctx->oob.oob_ep, &mine.mbox);
   if (ucc::off::failed(ms)) mine.mbox = ucc::host::MailboxAddr{};
-  // Both arrays before the first exchange: a rank that cannot take part
-  // must fail before the others wait for it.
-  ucc::base::Arena scratch;
+  // Every array before the first exchange: a rank that cannot take part
+  // must fail before the others wait for it. The eps' information goes as
+  // soon as the mailbox has taken its host's part, before the second
+  // exchange, which waits for every ep: a rank of a job of thousands holds
+  // it only for that moment.
+  ucc::base::Arena scratch, st_mem;
   EpInfo* all = nullptr;
   ucc::host::MailboxAddr* addrs = nullptr;
   int32_t* sts = nullptr;
   for (int pass = 0; pass < 2; ++pass) {
     all = scratch.take<EpInfo>(n);
     addrs = scratch.take<ucc::host::MailboxAddr>(n);
-    sts = scratch.take<int32_t>(n);
-    if (pass == 0 && !scratch.commit()) break;
+    sts = st_mem.take<int32_t>(n);
+    if (pass == 0 && (!scratch.commit() || !st_mem.commit())) break;
   }
   ucc_status_t st = UCC_ERR_NO_MEMORY;
   if (all != nullptr && addrs != nullptr && sts != nullptr)
@@ -98,6 +101,7 @@ ucc_status_t context_wireup(ucc_context* ctx) {
     }
     if (my_st == UCC_OK && ucc::off::failed(ctx->mbox.attach(addrs)))
       my_st = UCC_ERR_NO_MESSAGE;
+    scratch.release();
     st = oob_allgather(ctx->oob, &my_st, sts, sizeof(int32_t));
     if (st == UCC_OK) st = static_cast<ucc_status_t>(my_st);
     for (uint32_t i = 0; st == UCC_OK && i < n; ++i) {

@@ -109,14 +109,21 @@ Status Mailbox::open(uint32_t n_eps, uint32_t my_ep, MailboxAddr* out) {
 
 Status Mailbox::attach(const MailboxAddr* all) {
   if (seg_ == nullptr || peers_) return Status::kInvalidParam;
-  if (!peers_.init(n_eps_)) return Status::kNoMemory;
+  // An ep on another host (an all-zero address): nothing to map, nothing
+  // to send it, no entry.
+  auto elsewhere = [&](uint32_t i) {
+    return i != my_ep_ && all[i].magic == 0 && all[i].pid == 0 &&
+           all[i].bytes == 0;
+  };
+  uint32_t here = 0;
+  for (uint32_t i = 0; i < n_eps_; ++i) here += elsewhere(i) ? 0 : 1;
+  if (!peers_.init(here)) return Status::kNoMemory;
+  uint32_t k = 0;
   for (uint32_t i = 0; i < n_eps_; ++i) {
     const MailboxAddr a = all[i];
-    // An ep on another host: nothing to map, nothing to send it.
-    if (i != my_ep_ && a.magic == 0 && a.pid == 0 && a.bytes == 0) {
-      peers_[i].pid = -1;
-      continue;
-    }
+    if (elsewhere(i)) continue;
+    Peer& pe = peers_[k++];
+    pe.ep = i;
     if (a.magic != kMboxMagic || a.n_eps != n_eps_ || a.bytes != seg_bytes_ ||
         a.pid <= 0 || a.fd < 0 ||
         (i == my_ep_ && (a.pid != getpid() || a.fd != fd_))) {
@@ -127,9 +134,9 @@ Status Mailbox::attach(const MailboxAddr* all) {
           a.fd);
       return Status::kError;
     }
-    peers_[i].pid = a.pid;
+    pe.pid = a.pid;
     if (i == my_ep_) {
-      peers_[i].base = seg_;
+      pe.base = seg_;
       continue;
     }
     // A sealed memfd of our own user and exactly this size (segment.h).
@@ -137,8 +144,8 @@ Status Mailbox::attach(const MailboxAddr* all) {
     if (failed(seg_open_peer(a.pid, a.fd, a.bytes,
                              static_cast<int64_t>(geteuid()), "mailbox", &p)))
       return Status::kError;
-    peers_[i].base = static_cast<char*>(p);
-    peers_[i].bytes = a.bytes;
+    pe.base = static_cast<char*>(p);
+    pe.bytes = a.bytes;
     MboxHeader h;
     memcpy(&h, p, sizeof(h));
     if (h.magic != kMboxMagic || h.version != kMboxVersion ||
@@ -162,7 +169,7 @@ void Mailbox::seal() {
 
 void Mailbox::close() {
   if (peers_) {
-    for (uint32_t i = 0; i < n_eps_; ++i)
+    for (size_t i = 0; i < peers_.size(); ++i)
       if (peers_[i].bytes != 0) munmap(peers_[i].base, peers_[i].bytes);
     peers_.release();
   }
@@ -173,8 +180,22 @@ void Mailbox::close() {
   seal();
 }
 
+const Mailbox::Peer* Mailbox::find(uint32_t ep) const {
+  if (!peers_ || ep >= n_eps_) return nullptr;
+  size_t lo = 0, hi = peers_.size();  // entries by ep, ascending
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (peers_[mid].ep < ep)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < peers_.size() && peers_[lo].ep == ep ? &peers_[lo] : nullptr;
+}
+
 int32_t Mailbox::pid_of(uint32_t ep) const {
-  return peers_ && ep < n_eps_ ? peers_[ep].pid : -1;
+  const Peer* p = find(ep);
+  return p != nullptr ? p->pid : -1;
 }
 
 Status Mailbox::request_open(const MboxKey& key, uint32_t* slot,
@@ -220,7 +241,7 @@ void Mailbox::request_close(uint32_t slot) {
 uint64_t Mailbox::request_find(uint32_t peer, const MboxKey& key,
                                uint32_t max_stage) const {
   if (!reachable(peer)) return 0;
-  char* base = peers_[peer].base;
+  char* base = find(peer)->base;
   for (uint32_t i = 0; i < kMboxRequests; ++i) {
     RequestEntry* e = request(base, i);
     // L1 pairs with S2.
@@ -242,8 +263,9 @@ Status Mailbox::send(uint32_t peer, uint64_t nonce, uint32_t tag,
                      const void* payload, uint32_t len) {
   if (!reachable(peer) || len > kMboxPayload || nonce == 0)
     return Status::kInvalidParam;
+  char* const base = find(peer)->base;
   for (uint32_t i = 0; i < kMboxCells; ++i) {
-    Cell* c = cell(peers_[peer].base, my_ep_, i);
+    Cell* c = cell(base, my_ep_, i);
     // W1 pairs with R2: the owner is done with the cell's old contents.
     if (c->state.load(base::acquire_of(base::kMboxReuse)) != 0) continue;
     c->tag = tag;

@@ -90,7 +90,8 @@ class Mailbox {
   int32_t pid_of(uint32_t ep) const;
   // Whether ep `ep`'s segment is mapped (it is on this host).
   bool reachable(uint32_t ep) const {
-    return peers_ && ep < n_eps_ && peers_[ep].base != nullptr;
+    const Peer* p = find(ep);
+    return p != nullptr && p->base != nullptr;
   }
 
   // Opens a request for `key` at stage 1: kOk with *slot and *nonce;
@@ -119,11 +120,15 @@ class Mailbox {
             uint32_t* len);
 
  private:
+  // The eps of this host (ourselves included), by ep: a context of
+  // thousands of eps keeps an entry for its host's few only.
   struct Peer {
+    uint32_t ep;
+    int32_t pid;
     char* base;
     size_t bytes;  // 0 for our own segment (not a separate mapping)
-    int32_t pid;
   };
+  const Peer* find(uint32_t ep) const;
 
   bool own_request_open(uint64_t nonce) const;
 
@@ -133,7 +138,7 @@ class Mailbox {
   uint32_t n_eps_ = 0;
   uint32_t my_ep_ = 0;
   uint64_t next_nonce_ = 1;
-  base::Array<Peer> peers_;  // n_eps_, from attach
+  base::Array<Peer> peers_;  // this host's eps, from attach
 };
 
 }  // namespace ucc::host
