@@ -65,7 +65,10 @@ class ShmFabric final : public InboxFabric {
   // local peers stuck waiting for us give up.
   void fail() override;
   uint32_t attention() const override {
-    return seg_header(seg_)->attention.load(std::memory_order_acquire);
+    // (Never opened: a team whose net carries every rank, links.cc.)
+    return seg_ == nullptr
+               ? 0
+               : seg_header(seg_)->attention.load(std::memory_order_acquire);
   }
   uint64_t events() const override { return events_; }
   // The process that created the peer's segment (from its address,

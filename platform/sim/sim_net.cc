@@ -103,7 +103,9 @@ class SimFabric final : public Fabric {
     ids_.assign(cfg_.nranks, 0);
     uint64_t n = 0;
     for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-      if (!mine[r] || r == cfg_.rank) continue;
+      // Ourselves too: the simulated net carries every rank's messages
+      // (Net::carries_local), those to ourselves included.
+      if (!mine[r]) continue;
       SimAddr a;
       memcpy(&a, addrs[r].bytes, sizeof(a));
       if (addrs[r].kind != kSimAddrMagic || a.nranks != cfg_.nranks ||

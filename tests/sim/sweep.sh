@@ -14,7 +14,10 @@
 # engine's rates are fixed (--copy-gbs 40 --reduce-gbs 17, measured on the
 # development VM) so that runs repeat, and each size runs its checked
 # iteration and one timed one (SWEEP_ITERS, "-n 1 -w 0"): simulated time
-# repeats itself, and the real time is what bounds a sweep.
+# repeats itself, and the real time is what bounds a sweep. From about
+# 11,000 ranks one process maps more regions than Linux's default
+# vm.max_map_count (65,530; 5.8 per member): raise it first
+# (sysctl -w vm.max_map_count=262144; docs/scale.md, "16,384 ranks").
 set -euo pipefail
 build=${1:?usage: sweep.sh BUILD OUTDIR [PLATFORM]}
 out=${2:?usage: sweep.sh BUILD OUTDIR [PLATFORM]}
