@@ -19,6 +19,7 @@
 #include <atomic>
 
 #include "verbs_loop_internal.h"
+#include "verbs_loop_nic.h"
 
 namespace verbs_loop {
 namespace {
@@ -235,7 +236,12 @@ Outcome Execute(LoopQp* q, SendWqe& w) {
                         w.opcode != IBV_WR_RDMA_READ, lc->bounce);
     if (err != 0) {
       SharedGuard g(&f->lock);
-      if (err == ESRCH) return {false, IBV_WC_RETRY_EXC_ERR};
+      // The peer's process is gone: with the NIC (verbs_loop_nic.h),
+      // which refuses any process no longer its client, EPERM, when the
+      // NIC saw the peer leave before our post saw its liveness entry
+      // cleared. Hardware retries a dead peer until retry is exceeded.
+      if (err == ESRCH || (err == EPERM && nic::Enabled()))
+        return {false, IBV_WC_RETRY_EXC_ERR};
       if (f->qps[peer_slot].qpn == peer_qpn) SetErrLocked(f, peer_slot);
       return {false, rdma ? IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_OP_ERR};
     }
