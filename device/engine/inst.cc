@@ -86,7 +86,6 @@ Status cache_dst(CollRun& r, const AlgInfo& alg, void* mem) {
   r.cache = mem;
   r.cache_bytes = static_cast<uint32_t>(n);
   r.cache_src = same || inl;
-  r.cache_inline = inl;
   return Status::kOk;
 }
 
@@ -290,10 +289,11 @@ UCC_HOT uint64_t Engine::step(Team& t, Inst& in, uint64_t now) {
 UCC_HOT void Engine::alg_ended(Team& t, Inst& in, Status st, bool tell) {
   CollRun& r = in.run;
   if (r.cache != nullptr) {
-    // The result leaves the cache in one write (inline: into the result
-    // area, which the completion word will point to); a run that fails
-    // before its algorithm ends leaves the user's dst as it was.
-    if (st == Status::kOk && r.cache_inline) {
+    // The result leaves the cache in one write (inline, where the cache
+    // came from the descriptor: into the result area, which the
+    // completion word will point to); a run that fails before its
+    // algorithm ends leaves the user's dst as it was.
+    if (st == Status::kOk && (in.d.flags & off::kDescInline) != 0) {
       memcpy(ch_->result(in.d.comp_slot), r.cache, r.cache_bytes);
       in.res_inline = true;
     } else if (st == Status::kOk &&

@@ -114,7 +114,6 @@ struct CollRun {
   void* cache = nullptr;
   uint32_t cache_bytes = 0;
   bool cache_src = false;
-  bool cache_inline = false;  // came from the descriptor, goes to the channel
   // Engine memory of this run for partial results (EngineConfig::
   // wide_scratch bytes on wide teams, else none): the algorithms that
   // need it (reduce_scatter_halving.cc) run only where it holds them.
@@ -124,7 +123,6 @@ struct CollRun {
     cache = nullptr;
     cache_bytes = 0;
     cache_src = false;
-    cache_inline = false;
   }
 
   const off::BufRef& ref(Buf b) const {

@@ -84,11 +84,13 @@ Status Links::connect(const off::TeamAddr* addrs) {
     pick = scratch.take<bool>(n);
     if (pass == 0 && !scratch.commit()) return Status::kNoMemory;
   }
-  for (uint32_t r = 0; r < n; ++r) {
-    fa[r] = fabric_addr(addrs[r].local);
-    pick[r] = !mem_.remote[r] && r != cfg_.rank;
+  if (!all_net) {
+    for (uint32_t r = 0; r < n; ++r) {
+      fa[r] = fabric_addr(addrs[r].local);
+      pick[r] = !mem_.remote[r] && r != cfg_.rank;
+    }
+    st = shm_.connect(fa, pick);
   }
-  if (!all_net) st = shm_.connect(fa, pick);
   if (ok(st) && any_remote) {
     for (uint32_t r = 0; r < n && ok(st); ++r) {
       fa[r] = fabric_addr(addrs[r].net);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -181,16 +182,12 @@ void Mailbox::close() {
 }
 
 const Mailbox::Peer* Mailbox::find(uint32_t ep) const {
-  if (!peers_ || ep >= n_eps_) return nullptr;
-  size_t lo = 0, hi = peers_.size();  // entries by ep, ascending
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (peers_[mid].ep < ep)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < peers_.size() && peers_[lo].ep == ep ? &peers_[lo] : nullptr;
+  if (!peers_) return nullptr;
+  const Peer* begin = peers_.data();
+  const Peer* end = begin + peers_.size();  // by ep, ascending
+  const Peer* p = std::lower_bound(
+      begin, end, ep, [](const Peer& a, uint32_t e) { return a.ep < e; });
+  return p != end && p->ep == ep ? p : nullptr;
 }
 
 int32_t Mailbox::pid_of(uint32_t ep) const {
@@ -240,8 +237,9 @@ void Mailbox::request_close(uint32_t slot) {
 
 uint64_t Mailbox::request_find(uint32_t peer, const MboxKey& key,
                                uint32_t max_stage) const {
-  if (!reachable(peer)) return 0;
-  char* base = find(peer)->base;
+  const Peer* p = find(peer);
+  if (p == nullptr || p->base == nullptr) return 0;
+  char* base = p->base;
   for (uint32_t i = 0; i < kMboxRequests; ++i) {
     RequestEntry* e = request(base, i);
     // L1 pairs with S2.
@@ -261,9 +259,10 @@ uint64_t Mailbox::request_find(uint32_t peer, const MboxKey& key,
 
 Status Mailbox::send(uint32_t peer, uint64_t nonce, uint32_t tag,
                      const void* payload, uint32_t len) {
-  if (!reachable(peer) || len > kMboxPayload || nonce == 0)
+  const Peer* p = find(peer);
+  if (p == nullptr || p->base == nullptr || len > kMboxPayload || nonce == 0)
     return Status::kInvalidParam;
-  char* const base = find(peer)->base;
+  char* const base = p->base;
   for (uint32_t i = 0; i < kMboxCells; ++i) {
     Cell* c = cell(base, my_ep_, i);
     // W1 pairs with R2: the owner is done with the cell's old contents.

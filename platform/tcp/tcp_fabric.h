@@ -170,6 +170,9 @@ class TcpFabric final : public InboxFabric {
     uint32_t access;
   };
 
+  // The registration a peer's request names (key, `access` right, bounds,
+  // at most kRmaMaxOp), or kMaxRmaRegs when it may not.
+  uint32_t allowed(const RmaReq& q, uint32_t access) const;
   // Queues a get or a put (op) on peer's link once its local side is
   // checked against `reg` (which must grant `need`).
   Status post_rma(uint32_t peer, const Link::Get& op, const RmaReg& reg,

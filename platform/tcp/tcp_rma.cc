@@ -134,16 +134,19 @@ Status TcpFabric::put(uint32_t peer, const void* local, const RmaReg& reg,
                   reg, 0, ticket);
 }
 
-char* TcpFabric::put_target(const RmaReq& q, uint32_t* handle) const {
+uint32_t TcpFabric::allowed(const RmaReq& q, uint32_t access) const {
   const uint32_t h = q.rkey & 0xffu;
-  *handle = kMaxRmaRegs;
-  if (h >= kMaxRmaRegs || regs_[h].key != q.rkey || regs_[h].key == 0 ||
-      (regs_[h].access & kRmaRemoteWrite) == 0 || q.len == 0 ||
-      q.len > kRmaMaxOp ||
-      !rma_covers(regs_[h].addr, regs_[h].len, q.addr, q.len))
-    return nullptr;
-  *handle = h;
-  return reinterpret_cast<char*>(q.addr);
+  return h < kMaxRmaRegs && regs_[h].key == q.rkey && regs_[h].key != 0 &&
+                 (regs_[h].access & access) != 0 && q.len <= kRmaMaxOp &&
+                 rma_covers(regs_[h].addr, regs_[h].len, q.addr, q.len)
+             ? h
+             : kMaxRmaRegs;
+}
+
+// (A put's request carries at least one byte: Conn::begin_rma, place_put.)
+char* TcpFabric::put_target(const RmaReq& q, uint32_t* handle) const {
+  *handle = allowed(q, kRmaRemoteWrite);
+  return *handle != kMaxRmaRegs ? reinterpret_cast<char*>(q.addr) : nullptr;
 }
 
 bool TcpFabric::on_put(Link& l, uint32_t handle) {
@@ -155,11 +158,9 @@ bool TcpFabric::on_put(Link& l, uint32_t handle) {
 
 bool TcpFabric::on_get(Link& l, const RmaReq& q) {
   if (l.ans_tail - l.ans_head == kMaxGets) return false;
-  const uint32_t h = q.rkey & 0xffu;
+  const uint32_t h = allowed(q, kRmaRemoteRead);
   Link::Answer a{nullptr, 0, kMaxRmaRegs, false};
-  if (h < kMaxRmaRegs && regs_[h].key == q.rkey && regs_[h].key != 0 &&
-      (regs_[h].access & kRmaRemoteRead) != 0 && q.len <= kRmaMaxOp &&
-      rma_covers(regs_[h].addr, regs_[h].len, q.addr, q.len))
+  if (h != kMaxRmaRegs)
     a = Link::Answer{reinterpret_cast<const char*>(q.addr), q.len, h, false};
   l.answers[l.ans_tail++ % kMaxGets] = a;
   net_->kick(&l);
