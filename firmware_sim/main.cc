@@ -115,7 +115,7 @@ int query(const char* path, uint16_t type) {
         "registered %llu\nregistrations %llu\n"
         "wire_tx_frames %llu\nwire_rx_frames %llu\nwire_tx_bytes %llu\n"
         "wire_retransmits %llu\nwire_bad_frames %llu\nwire_dup_rx %llu\n"
-        "wire_injected %llu\nforeign_reaches %llu\n"
+        "wire_injected %llu\nforeign_reaches %llu\nforeign_copies %llu\n"
         "tcp_mem_clients %llu\ntcp_mem_requests %llu\n",
         sr.clients, static_cast<unsigned long long>(sr.teams),
         static_cast<unsigned long long>(sr.descriptors),
@@ -131,6 +131,7 @@ int query(const char* path, uint16_t type) {
         static_cast<unsigned long long>(sr.wire_dup_rx),
         static_cast<unsigned long long>(sr.wire_injected),
         static_cast<unsigned long long>(sr.foreign_reaches),
+        static_cast<unsigned long long>(sr.foreign_copies),
         static_cast<unsigned long long>(sr.tcp_mem_clients),
         static_cast<unsigned long long>(sr.tcp_mem_requests));
     // Transfers to hosts' memory by step: count, bytes, total ns.

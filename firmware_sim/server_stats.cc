@@ -25,6 +25,7 @@ bool Server::on_stats(Client& c, const Msg& m) {
   sr.registered = s.registered;
   sr.registrations = s.registrations;
   sr.foreign_reaches = plat::foreign_reaches();
+  sr.foreign_copies = plat::foreign_copies();
   sr.tcp_mem_clients = s.tcp_mem_clients;
   sr.tcp_mem_requests = s.tcp_mem_requests;
   static_assert(sizeof(sr.step_n) == sizeof(s.steps.n));

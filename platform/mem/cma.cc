@@ -18,7 +18,7 @@ bool cma_transfer(pid_t pid, bool to_remote, uint64_t remote, void* local,
   // The kernel moves at most about 2 GiB per call and stops early at a
   // page it cannot reach: loop, and let the next call report the error.
   constexpr uint64_t kMaxCall = uint64_t{1} << 30;
-  note_foreign_reach(pid);
+  note_foreign_copy(pid);
   uint64_t done = 0;
   while (done < len) {
     uint64_t n = len - done < kMaxCall ? len - done : kMaxCall;

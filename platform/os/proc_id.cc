@@ -42,6 +42,7 @@ const char* stat_state(pid_t pid, char* buf, size_t n) {
 
 namespace {
 std::atomic<uint64_t> g_foreign{0};
+std::atomic<uint64_t> g_foreign_copies{0};
 }  // namespace
 
 void note_foreign_reach(pid_t pid) {
@@ -49,6 +50,15 @@ void note_foreign_reach(pid_t pid) {
 }
 
 uint64_t foreign_reaches() { return g_foreign.load(std::memory_order_relaxed); }
+
+void note_foreign_copy(pid_t pid) {
+  note_foreign_reach(pid);
+  if (pid != getpid()) g_foreign_copies.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t foreign_copies() {
+  return g_foreign_copies.load(std::memory_order_relaxed);
+}
 
 ProcId proc_id(pid_t pid) {
   note_foreign_reach(pid);

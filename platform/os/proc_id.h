@@ -44,4 +44,12 @@ bool process_exited(pid_t pid);
 void note_foreign_reach(pid_t pid);
 uint64_t foreign_reaches();
 
+// Of those, the calls that copy another process's memory (cross-memory
+// attach, platform/mem/cma.h): what the engine pays per collective for
+// data in the ranks. The others are looks at /proc, such as the daemon's
+// check every 100 ms that a client is still the process that said hello,
+// and they come by the clock, not by the collective.
+void note_foreign_copy(pid_t pid);
+uint64_t foreign_copies();
+
 }  // namespace ucc::plat

@@ -1,9 +1,11 @@
 // Inline data in emu mode (docs/offload.md, "Inline data"): an allreduce
 // of up to UCC_OFFLOAD_INLINE bytes (default 32) carries its input in the
-// descriptor and gets its result back in the channel, so the daemon makes
-// no call into the ranks' processes for it. Each test has a daemon of its
-// own (emu_daemon.h), whose count of such calls (foreign_reaches) then
-// counts this test's ranks alone:
+// descriptor and gets its result back in the channel, so the daemon copies
+// nothing out of or into the ranks' memory for it. Each test has a daemon of
+// its own (emu_daemon.h), whose count of such copies (foreign_copies) then
+// counts this test's ranks alone. (Not foreign_reaches: that also counts
+// the daemon's look at /proc/<pid> every 100 ms, which a slow machine
+// meets inside a round.)
 //
 //   - after a first round (registrations), allreduces of 1 to 32 bytes,
 //     in place and not, one request posted again with new inputs, leave
@@ -145,10 +147,10 @@ bool measure(const char* inline_bytes, uint64_t* small, uint64_t* past) {
       FILE* f = fopen((d.sock + ".counts").c_str(), "w");
       if (f == nullptr) return 8;
       fprintf(f, "%llu %llu\n",
-              static_cast<unsigned long long>(s1.foreign_reaches -
-                                              s0.foreign_reaches),
-              static_cast<unsigned long long>(s2.foreign_reaches -
-                                              s1.foreign_reaches));
+              static_cast<unsigned long long>(s1.foreign_copies -
+                                              s0.foreign_copies),
+              static_cast<unsigned long long>(s2.foreign_copies -
+                                              s1.foreign_copies));
       fclose(f);
     }
     return 0;

@@ -268,6 +268,9 @@ struct StatsReply {
   uint64_t step_n[7];
   uint64_t step_bytes[7];
   uint64_t step_ns[7];
+  // Of foreign_reaches, the copies of another process's memory (cross-
+  // memory attach); the rest are looks at /proc/<pid>, some by the clock.
+  uint64_t foreign_copies;
 };
 
 static_assert(std::is_trivially_copyable_v<Hello>);
