@@ -149,7 +149,8 @@ class SimFabric final : public Fabric {
     p->reserved = nullptr;
     ++p->out;
     ++events_;
-    charge(world().costs.send_s_per_byte, len);  // the copy into the slot
+    // The copy into the slot, and the post.
+    charge(world().costs.send_s_per_byte, len, world().costs.send_s_per_msg);
     World& w = world();
     SimFabric* to = w.fabs[ids_[peer] - 1];
     if (to == nullptr) {  // it left: nothing will release the message
@@ -201,7 +202,8 @@ class SimFabric final : public Fabric {
     it->second.pend[i] = nullptr;
     ++events_;
     // The copy (or reduction) out of the slot, then the slot is free.
-    charge(world().costs.recv_s_per_byte, m->hdr.len);
+    charge(world().costs.recv_s_per_byte, m->hdr.len,
+           world().costs.recv_s_per_msg);
     drop(m);
   }
 
@@ -244,10 +246,10 @@ class SimFabric final : public Fabric {
   uint32_t id() const { return id_; }
 
  private:
-  // The engine's work on `bytes`, in simulated time (the member's actor
-  // sleeps; others run meanwhile).
-  void charge(double s_per_byte, uint32_t bytes) {
-    owed_ += s_per_byte * bytes;
+  // The engine's work on a message of `bytes`, in simulated time (the
+  // member's actor sleeps; others run meanwhile).
+  void charge(double s_per_byte, uint32_t bytes, double s_per_msg) {
+    owed_ += s_per_byte * bytes + s_per_msg;
     if (owed_ < kTick) return;
     sg4::this_actor::sleep_for(owed_);
     owed_ = 0;

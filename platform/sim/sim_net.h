@@ -19,7 +19,7 @@
 //   - the engine's per-byte work is charged in simulated time at the
 //     rates given by set_costs(): the sender's copy into the slot when
 //     it commits, the receiver's copy or reduction out of it when it
-//     releases;
+//     releases; so is a cost per message at each end, where given;
 //   - a slot is the sender's again the moment the receiver releases it
 //     while the sender has others free; once it has none, the credit
 //     travels back as a message of its own (a trip across the network,
@@ -51,6 +51,13 @@ struct Costs {
   // this machine: ucc_simperf --calibrate).
   double send_s_per_byte = 0;
   double recv_s_per_byte = 0;
+  // Seconds per message, whatever its length: the engine's (and its
+  // NIC's) work to post one message and to take one in, charged to the
+  // sender at commit and to the receiver at release, so that a member's
+  // messages leave and are taken one after the other. 0 by default (a
+  // model of bytes alone).
+  double send_s_per_msg = 0;
+  double recv_s_per_msg = 0;
   // An idle member's longest wait for a message, in simulated seconds: it
   // then passes through the engine once more (a timer, a control
   // message) and waits again.

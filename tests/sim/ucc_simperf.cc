@@ -50,6 +50,8 @@ struct Options {
   int ppn = 1;
   double copy_gbs = 0;    // 0: measured here at start
   double reduce_gbs = 0;  // 0: measured here at start
+  double send_msg_us = 0;  // per message, at its sender and receiver
+  double recv_msg_us = 0;
   double limit_s = 100;   // simulated seconds one collective may take
 };
 
@@ -228,6 +230,8 @@ void print_header(const Run& run, ucc_team_h team) {
       "# %-20s copy %.2f GB/s, reduce %.2f GB/s (per byte, charged "
       "at each message's two ends)\n",
       "Engine work:", run.opt.copy_gbs, run.opt.reduce_gbs);
+  std::printf("# %-20s %.3f us to send, %.3f us to take one\n",
+              "Per message:", run.opt.send_msg_us, run.opt.recv_msg_us);
   std::printf("# %-20s %d warmup + %d timed, in simulated time\n",
               "Iterations:", warmup_of(cfg), iters_of(cfg));
   std::printf("# %-20s one iteration per size\n", "Result check:");
@@ -364,7 +368,7 @@ int usage(const char* why) {
   std::fprintf(
       stderr,
       "usage: ucc_simperf --platform FILE.xml -N RANKS [--ppn K]\n"
-      "         [--copy-gbs X] [--reduce-gbs X] [--limit S]\n"
+      "         [--copy-gbs X] [--reduce-gbs X] [--msg-us S[,R]] [--limit S]\n"
       "         [ucc_perftest's -c -d -o -b -e -f -n -w -r -i -F -v]\n"
       "         [SimGrid's --cfg=... --log=...]\n"
       "  --platform  a SimGrid platform (tests/sim/platforms/*.xml)\n"
@@ -372,6 +376,8 @@ int usage(const char* why) {
       "  --ppn       ranks per host (default 1)\n"
       "  --copy-gbs, --reduce-gbs  the engine's per-byte work, GB/s\n"
       "              (default: measured on this machine at start)\n"
+      "  --msg-us    the engine's work per message, us: S to send one, R\n"
+      "              to take one (R defaults to S; default 0: bytes only)\n"
       "  --limit     simulated seconds one collective may take (100)\n");
   return 1;
 }
@@ -437,6 +443,14 @@ int main(int argc, char** argv) {
       run.opt.copy_gbs = atof(argv[++i]);
     } else if (a == "--reduce-gbs" && more) {
       run.opt.reduce_gbs = atof(argv[++i]);
+    } else if (a == "--msg-us" && more) {
+      const char* v = argv[++i];
+      char* end = nullptr;
+      run.opt.send_msg_us = strtod(v, &end);
+      run.opt.recv_msg_us =
+          end != nullptr && *end == ',' ? atof(end + 1) : run.opt.send_msg_us;
+      if (end == v || run.opt.send_msg_us < 0 || run.opt.recv_msg_us < 0)
+        return sim::usage("--msg-us takes S or S,R, microseconds, >= 0");
     } else if (a == "--limit" && more) {
       run.opt.limit_s = atof(argv[++i]);
     } else if (a == "-h" || a == "--help") {
@@ -464,6 +478,8 @@ int main(int argc, char** argv) {
   costs.send_s_per_byte = 1e-9 / run.opt.copy_gbs;
   costs.recv_s_per_byte =
       1e-9 / (run.cfg.coll->reduction ? run.opt.reduce_gbs : run.opt.copy_gbs);
+  costs.send_s_per_msg = run.opt.send_msg_us * 1e-6;
+  costs.recv_s_per_msg = run.opt.recv_msg_us * 1e-6;
   ucc::plat::sim::set_costs(costs);
   ucc::plat::sim::install();
   setenv("UCC_NET", "sim", 1);
