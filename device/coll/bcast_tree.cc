@@ -1,5 +1,6 @@
 // Broadcast down a tree, pipelined in slot-sized segments; the tree is
-// binomial (depth log2 n) or flat (the root sends to every rank itself).
+// binomial (depth log2 n), 4-nomial (depth log4 n, up to three children
+// per digit place) or flat (the root sends to every rank itself).
 //
 // Words: "segment" is one message's worth of the vector (the fabric's slot
 // size). The root sends each segment to its children in order; every other
@@ -144,7 +145,7 @@ struct TreeBcast : TreeWalk {
         if (in == nullptr) return failed(err) ? err : Status::kInProgress;
       }
       for (; child < nchildren; ++child) {
-        uint32_t c = child_rank<Tree>(run, child);
+        uint32_t c = child_rank<Tree>(run, send_index<Tree>(child));
         void* out = run.reserve(c);
         if (out == nullptr) return Status::kInProgress;
         Status st = root ? run.copy_in(out, Buf::kSrc, off, len)
@@ -205,8 +206,8 @@ struct TreeBcast : TreeWalk {
       if (failed(st)) return st;
       complete = st == Status::kOk;
     }
-    for (uint32_t i = 0; i < nchildren; ++i) {
-      Status st = feed(run, i);
+    for (uint32_t k = 0; k < nchildren; ++k) {
+      Status st = feed(run, send_index<Tree>(k));
       if (failed(st)) return st;
       if (st != Status::kOk) complete = false;
     }
@@ -346,6 +347,7 @@ struct TreeBcast : TreeWalk {
 }  // namespace
 
 const AlgInfo kBcastBinomial = make_alg_sends<TreeBcast<pat::BinomialTree>>();
+const AlgInfo kBcastKnomial = make_alg_sends<TreeBcast<pat::KnomialTree<4>>>();
 const AlgInfo kBcastLinear = make_alg_sends<TreeBcast<pat::FlatTree>>();
 // Fanout descriptors carry count 0: one empty message down each tree edge.
 const AlgInfo kFanoutBinomial = make_alg<TreeBcast<pat::BinomialTree>>();

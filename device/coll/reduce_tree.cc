@@ -1,5 +1,6 @@
 // Reduce up a tree, pipelined in slot-sized segments; the tree is binomial
-// (depth log2 n) or flat (every rank sends to the root, which combines).
+// (depth log2 n), 4-nomial (depth log4 n) or flat (every rank sends to the
+// root, which combines).
 //
 // For each segment a non-root rank waits for all its children's messages,
 // then reserves the message towards its parent and accumulates into it:
@@ -101,6 +102,8 @@ struct TreeReduce : TreeWalk {
 }  // namespace
 
 const AlgInfo kReduceBinomial = make_alg_sends<TreeReduce<pat::BinomialTree>>();
+const AlgInfo kReduceKnomial =
+    make_alg_sends<TreeReduce<pat::KnomialTree<4>>>();
 const AlgInfo kReduceLinear = make_alg_sends<TreeReduce<pat::FlatTree>>();
 // Fanin descriptors carry count 0: one empty message up each tree edge.
 const AlgInfo kFaninBinomial = make_alg<TreeReduce<pat::BinomialTree>>();

@@ -78,7 +78,52 @@ constexpr uint32_t flat_child(uint32_t /*rank*/, uint32_t root, uint32_t n,
   return real_rank(i + 1, root, n);
 }
 
-// The two tree shapes as types, for algorithms written once for both.
+// --- K-nomial tree rooted at `root` ----------------------------------------
+// The binomial tree in base k: v's parent clears v's lowest nonzero base-k
+// digit; v's children are v + j k^i for j = 1..k-1 at every digit place
+// k^i below that digit (every place for the root) that stays below n.
+// Depth ceil(log_k n) where the binomial tree's is ceil(log2 n), for up to
+// k - 1 children per place instead of one: fewer rounds of latency, more
+// sends per rank. Children numbered nearest first (place by place, j
+// rising), as the binomial tree's.
+//
+// knomial_place(v, k): k^i of v's lowest nonzero digit; for v = 0 a
+// place past every rank (the root's children span all places).
+constexpr uint64_t knomial_place(uint32_t v, uint32_t k) {
+  uint64_t m = 1;
+  if (v == 0) return uint64_t{1} << 32;
+  while ((v / m) % k == 0) m *= k;
+  return m;
+}
+constexpr uint32_t knomial_parent(uint32_t rank, uint32_t root, uint32_t n,
+                                  uint32_t k) {
+  const uint32_t v = vrank(rank, root, n);
+  const uint64_t m = knomial_place(v, k);
+  return real_rank(static_cast<uint32_t>(v - ((v / m) % k) * m), root, n);
+}
+constexpr uint32_t knomial_nchildren(uint32_t rank, uint32_t root, uint32_t n,
+                                     uint32_t k) {
+  const uint32_t v = vrank(rank, root, n);
+  const uint64_t lim = knomial_place(v, k);
+  uint32_t c = 0;
+  for (uint64_t m = 1; m < lim && v + m < n; m *= k)
+    for (uint32_t j = 1; j < k && v + j * m < n; ++j) ++c;
+  return c;
+}
+constexpr uint32_t knomial_child(uint32_t rank, uint32_t root, uint32_t n,
+                                 uint32_t k, uint32_t i) {
+  const uint32_t v = vrank(rank, root, n);
+  const uint64_t lim = knomial_place(v, k);
+  for (uint64_t m = 1; m < lim && v + m < n; m *= k) {
+    for (uint32_t j = 1; j < k && v + j * m < n; ++j) {
+      if (i == 0) return real_rank(static_cast<uint32_t>(v + j * m), root, n);
+      --i;
+    }
+  }
+  return rank;  // past the last child: not called
+}
+
+// The tree shapes as types, for algorithms written once for all.
 struct BinomialTree {
   static constexpr uint32_t parent(uint32_t rank, uint32_t root, uint32_t n) {
     return tree_parent(rank, root, n);
@@ -90,6 +135,23 @@ struct BinomialTree {
   static constexpr uint32_t child(uint32_t rank, uint32_t root, uint32_t n,
                                   uint32_t i) {
     return tree_child(rank, root, n, i);
+  }
+};
+// Of radix K (the algorithms take 4: half the binomial tree's depth, up
+// to three sends per digit place; docs/scale.md, "K-nomial trees").
+template <uint32_t K>
+struct KnomialTree {
+  static_assert(K >= 2);
+  static constexpr uint32_t parent(uint32_t rank, uint32_t root, uint32_t n) {
+    return knomial_parent(rank, root, n, K);
+  }
+  static constexpr uint32_t nchildren(uint32_t rank, uint32_t root,
+                                      uint32_t n) {
+    return knomial_nchildren(rank, root, n, K);
+  }
+  static constexpr uint32_t child(uint32_t rank, uint32_t root, uint32_t n,
+                                  uint32_t i) {
+    return knomial_child(rank, root, n, K, i);
   }
 };
 struct FlatTree {

@@ -27,6 +27,7 @@ enum class From : uint8_t {
   kRabMinToPerRank,
   kRabMinToFoldPerRank,
   kBelowAlltoallBruckMax,
+  kBelowKnomialMax,
   kBelowAlltoallHierMax,
   kBelowAllgatherHierMax,
   kFitsScratch
@@ -99,6 +100,15 @@ struct Row {
 // pairwise one up to 32 KiB blocks and about as fast above (at 8 ranks on
 // 2 cores, from 4 MiB blocks, 0.92-1.15x its time by spell;
 // docs/perf/small_teams.md).
+//
+// 4-nomial trees for bcast and reduce on wide teams without the
+// node-aware shape (When::kWideFlat), below UCC_KNOMIAL_MAX bytes: depth
+// log4 n instead of log2 n, for up to three sends per digit place. With
+// the engine's sends costing 0.2 us each (simulated, one rank per host on
+// the HDR fat tree, docs/scale.md) it is ahead up to 16 KiB at 256 and
+// 1,024 ranks (8 B at 1,024: 6.8 against 9.4 us), behind from 32 KiB,
+// where the root's three times as many sends of each segment cost more
+// than the rounds saved.
 //
 // Bruck's allgather on wide teams (UCC_WIDE_RANKS ranks or more): at
 // scale each of the ring's n - 1 steps (n / ppn - 1 for the node-aware
@@ -224,6 +234,7 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
     case From::kBelowLinearMax:
     case From::kBelowWideMax:
     case From::kBelowAlltoallBruckMax:
+    case From::kBelowKnomialMax:
     case From::kBelowAlltoallHierMax:
     case From::kBelowAllgatherHierMax:
     case From::kFitsScratch:
@@ -241,7 +252,7 @@ uint8_t per_rank_of(From f) {
 
 bool bounded(From f) {
   return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
-         f == From::kBelowAlltoallBruckMax ||
+         f == From::kBelowAlltoallBruckMax || f == From::kBelowKnomialMax ||
          f == From::kBelowAlltoallHierMax ||
          f == From::kBelowAllgatherHierMax || per_rank_of(f) != 0;
 }
@@ -251,6 +262,7 @@ bool bounded(From f) {
 uint32_t ceiling(const off::EngineConfig& cfg, From f) {
   if (f == From::kBelowWideMax) return cfg.wide_max;
   if (f == From::kBelowAlltoallBruckMax) return cfg.alltoall_bruck_max;
+  if (f == From::kBelowKnomialMax) return cfg.knomial_max;
   if (f == From::kBelowAlltoallHierMax) return cfg.alltoall_hier_max;
   if (f == From::kBelowAllgatherHierMax) return cfg.allgather_hier_max;
   if (f == From::kFitsScratch) return cfg.wide_scratch;

@@ -258,6 +258,7 @@ bool valid(Knob k, const char* v) {
       return parse_size(v, &u) && u <= off::kMaxWideRanks;
     case Knob::kWideMax:
     case Knob::kAlltoallBruckMax:
+    case Knob::kKnomialMax:
     case Knob::kAlltoallHierMax:
     case Knob::kAllgatherHierMax:
     case Knob::kAllreduceRingPerRank:
@@ -568,6 +569,7 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.wide_ranks = static_cast<uint32_t>(num(Knob::kWideRanks));
   e.wide_max = static_cast<uint32_t>(num(Knob::kWideMax));
   e.alltoall_bruck_max = static_cast<uint32_t>(num(Knob::kAlltoallBruckMax));
+  e.knomial_max = static_cast<uint32_t>(num(Knob::kKnomialMax));
   e.alltoall_hier_max = static_cast<uint32_t>(num(Knob::kAlltoallHierMax));
   e.allgather_hier_max = static_cast<uint32_t>(num(Knob::kAllgatherHierMax));
   e.wide_scratch = static_cast<uint32_t>(num(Knob::kWideScratch));

@@ -64,6 +64,7 @@ enum class Knob : uint8_t {
   kWideRanks,
   kWideMax,
   kAlltoallBruckMax,
+  kKnomialMax,
   kAlltoallHierMax,
   kAllgatherHierMax,
   kWideScratch,

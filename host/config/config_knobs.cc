@@ -216,6 +216,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "0: only below UCC_WIDE_MAX) go by Bruck's algorithm, ceil(log2 n) "
      "rounds of about n / 2 blocks, instead of the pairwise exchange's "
      "n - 1 steps (docs/scale.md)"},
+    {"KNOMIAL_MAX", "16K", Scope::kContext,
+     "On teams of UCC_WIDE_RANKS ranks or more without several ranks on "
+     "some of several hosts, bcast and reduce vectors of fewer bytes (at "
+     "most 4G; 0: never) go down and up a 4-nomial tree (knomial: depth "
+     "log4 n, up to three sends per digit place) instead of the binomial "
+     "tree's log2 n rounds (docs/scale.md)"},
     {"ALLTOALL_HIER_MAX", "256K", Scope::kContext,
      "On teams with several ranks on some of several hosts, alltoall "
      "blocks of fewer bytes (at most 4G; 0: never) go by the node-aware "
@@ -260,12 +266,14 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "several of its ranks; linear: fan-in to rank 0 and fan-out, see "
      "UCC_LINEAR_RANKS and UCC_HOST_CPUS)"},
     {"BCAST_ALG", "auto", Scope::kContext,
-     "Bcast algorithm: auto, binomial, cma, hier, linear (cma: single copy, "
-     "where UCC_CMA allows it; elsewhere the default; hier: node-aware; "
-     "linear: flat tree, see UCC_LINEAR_RANKS)"},
+     "Bcast algorithm: auto, binomial, cma, hier, knomial, linear (cma: "
+     "single copy, where UCC_CMA allows it; elsewhere the default; hier: "
+     "node-aware; knomial: 4-nomial tree, see UCC_KNOMIAL_MAX; linear: flat "
+     "tree, see UCC_LINEAR_RANKS)"},
     {"REDUCE_ALG", "auto", Scope::kContext,
-     "Reduce algorithm: auto, binomial, hier, linear (hier: node-aware; "
-     "linear: flat tree, see UCC_LINEAR_RANKS)"},
+     "Reduce algorithm: auto, binomial, hier, knomial, linear (hier: "
+     "node-aware; knomial: 4-nomial tree, as for bcast; linear: flat tree, "
+     "see UCC_LINEAR_RANKS)"},
     {"ALLREDUCE_ALG", "auto", Scope::kContext,
      "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
      "hier_ring (node-aware: leaders, or the ring host by host), "

@@ -100,6 +100,12 @@ const Config kConfigs[] = {
       {"UCC_REDUCE_ALG", "binomial"}},
      false,
      {"barrier", "bcast", "reduce"}},
+    // The 4-nomial trees at every team size (by default only wide teams
+    // without the node-aware shape run them, below UCC_WIDE_MAX).
+    {"knomial",
+     {{"UCC_BCAST_ALG", "knomial"}, {"UCC_REDUCE_ALG", "knomial"}},
+     false,
+     {"bcast", "reduce"}},
     // The linear exchanges at every team size and block size (by default
     // only one-host teams of 4 to 8 ranks below 64 KiB run them; alltoall
     // below 1 MiB), and the

@@ -57,6 +57,36 @@ TEST(Patterns, BinomialTreeIsASpanningTree) {
   expect_spanning_tree<pat::BinomialTree>(7);  // ceil(log2 70)
 }
 
+TEST(Patterns, KnomialTreeIsASpanningTree) {
+  expect_spanning_tree<pat::KnomialTree<4>>(4);  // ceil(log4 70)
+  expect_spanning_tree<pat::KnomialTree<3>>(4);  // ceil(log3 70)
+  expect_spanning_tree<pat::KnomialTree<2>>(7);
+  // Radix 2 is the binomial tree, child for child.
+  for (uint32_t n = 1; n <= 70; ++n)
+    for (uint32_t r = 0; r < n; ++r) {
+      ASSERT_EQ(pat::KnomialTree<2>::nchildren(r, 3 % n, n),
+                pat::BinomialTree::nchildren(r, 3 % n, n));
+      for (uint32_t i = 0; i < pat::BinomialTree::nchildren(r, 3 % n, n); ++i)
+        EXPECT_EQ(pat::KnomialTree<2>::child(r, 3 % n, n, i),
+                  pat::BinomialTree::child(r, 3 % n, n, i));
+    }
+  // Radix 4 over 20 ranks from root 0: the root's children 1, 2, 3, 4,
+  // 8, 12, 16; rank 4's 5, 6, 7; rank 16's 17, 18, 19; rank 6 a leaf.
+  using K4 = pat::KnomialTree<4>;
+  const uint32_t want[] = {1, 2, 3, 4, 8, 12, 16};
+  ASSERT_EQ(K4::nchildren(0, 0, 20), 7u);
+  for (uint32_t i = 0; i < 7; ++i) EXPECT_EQ(K4::child(0, 0, 20, i), want[i]);
+  EXPECT_EQ(K4::nchildren(4, 0, 20), 3u);
+  EXPECT_EQ(K4::child(4, 0, 20, 2), 7u);
+  EXPECT_EQ(K4::nchildren(16, 0, 20), 3u);
+  EXPECT_EQ(K4::nchildren(6, 0, 20), 0u);
+  EXPECT_EQ(K4::parent(7, 0, 20), 4u);
+  EXPECT_EQ(K4::parent(12, 0, 20), 0u);
+  EXPECT_EQ(K4::parent(13, 0, 20), 12u);
+  // Rooted elsewhere: virtual ranks from the root on.
+  EXPECT_EQ(K4::parent(1, 5, 20), 5u);  // v 16 -> v 0, the root
+}
+
 TEST(Patterns, FlatTreeIsASpanningTreeOfDepthOne) {
   expect_spanning_tree<pat::FlatTree>(1);
   // The root's children in rank order after it, wrapping around.

@@ -168,6 +168,26 @@ void in_place_runs_pairwise(uint8_t id, bool hier, uint32_t n) {
   }
 }
 
+// Bcast and reduce on wide flat teams: the 4-nomial tree below
+// UCC_KNOMIAL_MAX, then the binomial one; node-aware teams the node-aware
+// trees; narrow ones the binomial tree; 0 turns it off.
+TEST(Select, KnomialTreesOnWideFlatTeamsBelowTheirBound) {
+  off::EngineConfig cfg;
+  for (CollType c : {CollType::kBcast, CollType::kReduce}) {
+    auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
+      return picked(cfg, c, bytes, hier, wide);
+    };
+    cfg.knomial_max = 16 * 1024;
+    EXPECT_EQ(pick(8, false, 64), "knomial");
+    EXPECT_EQ(pick(cfg.knomial_max - 1, false, 64), "knomial");
+    EXPECT_EQ(pick(cfg.knomial_max, false, 64), "binomial");
+    EXPECT_EQ(pick(8, true, 64), "hier");
+    EXPECT_EQ(pick(8, false, 0), "binomial");  // narrow
+    cfg.knomial_max = 0;
+    EXPECT_EQ(pick(8, false, 64), "binomial");
+  }
+}
+
 // Alltoall on wide teams: Bruck below UCC_WIDE_MAX on every shape, below
 // UCC_ALLTOALL_BRUCK_MAX on flat ones, then the pairwise exchange; in
 // place always the pairwise exchange (dev::select_alg).
