@@ -101,14 +101,18 @@ struct Row {
 // 2 cores, from 4 MiB blocks, 0.92-1.15x its time by spell;
 // docs/perf/small_teams.md).
 //
-// 4-nomial trees for bcast and reduce on wide teams without the
-// node-aware shape (When::kWideFlat), below UCC_KNOMIAL_MAX bytes: depth
-// log4 n instead of log2 n, for up to three sends per digit place. With
-// the engine's sends costing 0.2 us each (simulated, one rank per host on
-// the HDR fat tree, docs/scale.md) it is ahead up to 16 KiB at 256 and
+// 4-nomial trees for bcast and reduce on wide teams (When::kWide), below
+// UCC_KNOMIAL_MAX bytes, before the node-aware trees: depth log4 n
+// instead of log2 n, for up to three sends per digit place. With the
+// engine's sends costing 0.2 us each (simulated on the HDR fat tree,
+// docs/scale.md), one rank per host, it is ahead up to 16 KiB at 256 and
 // 1,024 ranks (8 B at 1,024: 6.8 against 9.4 us), behind from 32 KiB,
 // where the root's three times as many sends of each segment cost more
-// than the rounds saved.
+// than the rounds saved. With 8 ranks per host it is ahead of the
+// node-aware trees up to 4 KiB at 64 to 4,096 ranks (4,096: bcast 8 B
+// 6.9 against 9.0 us): its lowest digit places fall within a host where
+// ranks are numbered host by host, and the leaders' binomial tree among
+// the hosts is the deeper one.
 //
 // Bruck's allgather on wide teams (UCC_WIDE_RANKS ranks or more): at
 // scale each of the ring's n - 1 steps (n / ppn - 1 for the node-aware

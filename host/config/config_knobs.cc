@@ -217,11 +217,10 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "rounds of about n / 2 blocks, instead of the pairwise exchange's "
      "n - 1 steps (docs/scale.md)"},
     {"KNOMIAL_MAX", "16K", Scope::kContext,
-     "On teams of UCC_WIDE_RANKS ranks or more without several ranks on "
-     "some of several hosts, bcast and reduce vectors of fewer bytes (at "
-     "most 4G; 0: never) go down and up a 4-nomial tree (knomial: depth "
-     "log4 n, up to three sends per digit place) instead of the binomial "
-     "tree's log2 n rounds (docs/scale.md)"},
+     "On teams of UCC_WIDE_RANKS ranks or more, bcast and reduce vectors "
+     "of fewer bytes (at most 4G; 0: never) go down and up a 4-nomial "
+     "tree (knomial: depth log4 n, up to three sends per digit place) "
+     "instead of the binomial or node-aware trees (docs/scale.md)"},
     {"ALLTOALL_HIER_MAX", "256K", Scope::kContext,
      "On teams with several ranks on some of several hosts, alltoall "
      "blocks of fewer bytes (at most 4G; 0: never) go by the node-aware "

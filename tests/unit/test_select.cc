@@ -168,10 +168,10 @@ void in_place_runs_pairwise(uint8_t id, bool hier, uint32_t n) {
   }
 }
 
-// Bcast and reduce on wide flat teams: the 4-nomial tree below
-// UCC_KNOMIAL_MAX, then the binomial one; node-aware teams the node-aware
-// trees; narrow ones the binomial tree; 0 turns it off.
-TEST(Select, KnomialTreesOnWideFlatTeamsBelowTheirBound) {
+// Bcast and reduce on wide teams of either shape: the 4-nomial tree
+// below UCC_KNOMIAL_MAX, then the binomial one (flat) or the node-aware
+// trees; narrow ones the binomial or node-aware trees; 0 turns it off.
+TEST(Select, KnomialTreesOnWideTeamsBelowTheirBound) {
   off::EngineConfig cfg;
   for (CollType c : {CollType::kBcast, CollType::kReduce}) {
     auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
@@ -181,10 +181,13 @@ TEST(Select, KnomialTreesOnWideFlatTeamsBelowTheirBound) {
     EXPECT_EQ(pick(8, false, 64), "knomial");
     EXPECT_EQ(pick(cfg.knomial_max - 1, false, 64), "knomial");
     EXPECT_EQ(pick(cfg.knomial_max, false, 64), "binomial");
-    EXPECT_EQ(pick(8, true, 64), "hier");
+    EXPECT_EQ(pick(8, true, 64), "knomial");
+    EXPECT_EQ(pick(cfg.knomial_max, true, 64), "hier");
     EXPECT_EQ(pick(8, false, 0), "binomial");  // narrow
+    EXPECT_EQ(pick(8, true, 0), "hier");
     cfg.knomial_max = 0;
     EXPECT_EQ(pick(8, false, 64), "binomial");
+    EXPECT_EQ(pick(8, true, 64), "hier");
   }
 }
 
