@@ -180,6 +180,30 @@ constexpr uint32_t dissem_to(uint32_t rank, uint32_t n, uint32_t round) {
 constexpr uint32_t dissem_from(uint32_t rank, uint32_t n, uint32_t round) {
   return mod(static_cast<int64_t>(rank) - (int64_t{1} << round), n);
 }
+// Of radix k: ceil(log_k n) rounds; in the round of distance d = k^i a
+// rank signals rank + j d and hears from rank - j d, for every j = 1..k-1
+// with j d < n (the last round may have fewer). Every distance j k^i is
+// another, so no two signals of one barrier share a pair of ranks in the
+// same direction; after the round of d a rank has heard from the ranks
+// within (j_max + 1) d - 1 behind it, all of them after the last.
+constexpr uint32_t kdissem_rounds(uint32_t n, uint32_t k) {
+  uint32_t r = 0;
+  for (uint64_t span = 1; span < n; span *= k) ++r;
+  return r;
+}
+constexpr uint32_t kdissem_peers(uint32_t n, uint32_t k, uint64_t d) {
+  const uint64_t j = (n - 1) / d;
+  return j < k - 1 ? static_cast<uint32_t>(j) : k - 1;
+}
+// The j-th (1-based) peer's rank in the round of distance d.
+constexpr uint32_t kdissem_to(uint32_t rank, uint32_t n, uint64_t d,
+                              uint32_t j) {
+  return mod(static_cast<int64_t>(rank) + static_cast<int64_t>(j * d), n);
+}
+constexpr uint32_t kdissem_from(uint32_t rank, uint32_t n, uint64_t d,
+                                uint32_t j) {
+  return mod(static_cast<int64_t>(rank) - static_cast<int64_t>(j * d), n);
+}
 
 // --- Recursive doubling with a fold for non-powers of two -----------------
 // p = largest power of two <= n, rem = n - p. Among the first 2*rem ranks

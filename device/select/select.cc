@@ -101,6 +101,12 @@ struct Row {
 // 2 cores, from 4 MiB blocks, 0.92-1.15x its time by spell;
 // docs/perf/small_teams.md).
 //
+// The barrier's dissemination of radix 4 on wide teams, before the
+// node-aware barrier: half the rounds for three signals each way per
+// round; ahead at every wide team simulated, 16 to 4,096 ranks, one or 8
+// per host (4,096: 11.2 against 15.2 us flat, 10.6 against 12.3 for the
+// node-aware one at 8 per host; docs/scale.md).
+//
 // 4-nomial trees for bcast and reduce on wide teams (When::kWide), below
 // UCC_KNOMIAL_MAX bytes, before the node-aware trees: depth log4 n
 // instead of log2 n, for up to three sends per digit place. With the

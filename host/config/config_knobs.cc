@@ -260,9 +260,11 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "doubling; on hierarchical teams the hosts' leaders do the same "
      "below UCC_ALLREDUCE_RING_MIN (hier_rabenseifner)"},
     {"BARRIER_ALG", "auto", Scope::kContext,
-     "Barrier algorithm: auto, dissemination, rd, hier, linear (hier: "
-     "node-aware, the default where a team spans hosts and some host has "
-     "several of its ranks; linear: fan-in to rank 0 and fan-out, see "
+     "Barrier algorithm: auto, dissemination, kdissemination, rd, hier, "
+     "linear (kdissemination: of radix 4, the default on teams of "
+     "UCC_WIDE_RANKS ranks or more; hier: node-aware, the default where a "
+     "narrower team spans hosts and some host has several of its ranks; "
+     "linear: fan-in to rank 0 and fan-out, see "
      "UCC_LINEAR_RANKS and UCC_HOST_CPUS)"},
     {"BCAST_ALG", "auto", Scope::kContext,
      "Bcast algorithm: auto, binomial, cma, hier, knomial, linear (cma: "

@@ -100,12 +100,15 @@ const Config kConfigs[] = {
       {"UCC_REDUCE_ALG", "binomial"}},
      false,
      {"barrier", "bcast", "reduce"}},
-    // The 4-nomial trees at every team size (by default only wide teams
-    // without the node-aware shape run them, below UCC_WIDE_MAX).
+    // The 4-nomial trees and the barrier's dissemination of radix 4 at
+    // every team size (by default only wide teams run them; the trees
+    // below UCC_KNOMIAL_MAX).
     {"knomial",
-     {{"UCC_BCAST_ALG", "knomial"}, {"UCC_REDUCE_ALG", "knomial"}},
+     {{"UCC_BARRIER_ALG", "kdissemination"},
+      {"UCC_BCAST_ALG", "knomial"},
+      {"UCC_REDUCE_ALG", "knomial"}},
      false,
-     {"bcast", "reduce"}},
+     {"barrier", "bcast", "reduce"}},
     // The linear exchanges at every team size and block size (by default
     // only one-host teams of 4 to 8 ranks below 64 KiB run them; alltoall
     // below 1 MiB), and the

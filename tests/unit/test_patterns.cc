@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "device/run/patterns.h"
@@ -130,6 +131,54 @@ TEST(Patterns, PairwiseIsSymmetricAndComplete) {
       EXPECT_EQ(partners.size(), n);
     }
   }
+}
+
+// Radix k: every rank hears, through others, from every rank after
+// ceil(log_k n) rounds; the signals of a round pair up (j-th to and
+// from); no rank signals itself, and no pair of ranks carries two
+// signals of one barrier in the same direction.
+TEST(Patterns, KaryDisseminationReachesEveryone) {
+  for (uint32_t k = 2; k <= 5; ++k) {
+    for (uint32_t n = 1; n <= 70; ++n) {
+      const uint32_t rounds = pat::kdissem_rounds(n, k);
+      uint64_t span = 1;
+      for (uint32_t i = 0; i < rounds; ++i) span *= k;
+      ASSERT_GE(span, n);
+      ASSERT_LT(span / k, n > 1 ? n : 2u);
+      std::vector<std::vector<bool>> knows(n, std::vector<bool>(n, false));
+      std::set<std::pair<uint32_t, uint32_t>> pairs;
+      for (uint32_t r = 0; r < n; ++r) knows[r][r] = true;
+      uint64_t d = 1;
+      for (uint32_t i = 0; i < rounds; ++i, d *= k) {
+        auto next = knows;
+        const uint32_t np = pat::kdissem_peers(n, k, d);
+        ASSERT_GE(np, 1u);
+        ASSERT_LE(np, k - 1);
+        for (uint32_t r = 0; r < n; ++r) {
+          for (uint32_t j = 1; j <= np; ++j) {
+            const uint32_t from = pat::kdissem_from(r, n, d, j);
+            const uint32_t to = pat::kdissem_to(r, n, d, j);
+            ASSERT_NE(to, r);
+            EXPECT_EQ(pat::kdissem_to(from, n, d, j), r);
+            EXPECT_TRUE(pairs.insert({r, to}).second)
+                << "k=" << k << " n=" << n << " " << r << "->" << to;
+            for (uint32_t x = 0; x < n; ++x)
+              if (knows[from][x]) next[r][x] = true;
+          }
+        }
+        knows = next;
+      }
+      for (uint32_t r = 0; r < n; ++r)
+        for (uint32_t x = 0; x < n; ++x)
+          EXPECT_TRUE(knows[r][x]) << "k=" << k << " n=" << n;
+    }
+  }
+  // Radix 2 is the plain dissemination's schedule.
+  for (uint32_t n = 2; n <= 70; ++n)
+    for (uint32_t i = 0; i < pat::ceil_log2(n); ++i)
+      for (uint32_t r = 0; r < n; ++r)
+        EXPECT_EQ(pat::kdissem_to(r, n, uint64_t{1} << i, 1),
+                  pat::dissem_to(r, n, i));
 }
 
 TEST(Patterns, DisseminationReachesEveryone) {

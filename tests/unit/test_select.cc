@@ -191,6 +191,19 @@ TEST(Select, KnomialTreesOnWideTeamsBelowTheirBound) {
   }
 }
 
+// The barrier on wide teams of either shape: dissemination of radix 4;
+// narrower ones dissemination or (node-aware) hier.
+TEST(Select, KaryDisseminationOnWideTeams) {
+  off::EngineConfig cfg;
+  auto pick = [&](bool hier, uint32_t wide) {
+    return picked(cfg, CollType::kBarrier, 0, hier, wide);
+  };
+  EXPECT_EQ(pick(false, 64), "kdissemination");
+  EXPECT_EQ(pick(true, 64), "kdissemination");
+  EXPECT_EQ(pick(false, 0), "dissemination");
+  EXPECT_EQ(pick(true, 0), "hier");
+}
+
 // Alltoall on wide teams: Bruck below UCC_WIDE_MAX on every shape, below
 // UCC_ALLTOALL_BRUCK_MAX on flat ones, then the pairwise exchange; in
 // place always the pairwise exchange (dev::select_alg).
