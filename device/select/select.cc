@@ -144,7 +144,12 @@ struct Row {
 // (select_alg).
 //
 // Allreduce on wide teams without the node-aware shape (one rank per
-// host, at scale): recursive doubling below UCC_ALLREDUCE_RABENSEIFNER_MIN,
+// host, at scale): the radix-4 recursive exchange (`knomial`) below
+// UCC_WIDE_MAX, half recursive doubling's rounds for three messages each
+// way per round (1,024 simulated ranks, 0.2 us per message: 8 B 9.6
+// against 11.2 us; even at 2 KiB, behind at 4 KiB; docs/scale.md); with 8
+// ranks per host no better than the node-aware one, which stays there.
+// Recursive doubling from there below UCC_ALLREDUCE_RABENSEIFNER_MIN,
 // Rabenseifner's algorithm from there up to UCC_ALLREDUCE_RING_PER_RANK
 // bytes per rank (a power of two ranks) or UCC_ALLREDUCE_RING_PER_RANK_FOLD
 // (other sizes), then the ring. The ring's 2 (n - 1) steps each cost a

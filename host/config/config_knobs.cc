@@ -209,7 +209,9 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "Bruck's algorithms, reduce_scatter blocks by recursive halving where "
      "they fit UCC_WIDE_SCRATCH, on every team of UCC_WIDE_RANKS ranks or "
      "more, before the node-aware rings and the pairwise exchange (0: "
-     "only on teams without the node-aware shape)"},
+     "only on teams without the node-aware shape); on such teams without "
+     "the node-aware shape, allreduce vectors of fewer bytes go by the "
+     "recursive exchange of radix 4 (knomial)"},
     {"ALLTOALL_BRUCK_MAX", "1K", Scope::kContext,
      "On teams of UCC_WIDE_RANKS ranks or more without several ranks on "
      "some of several hosts, alltoall blocks of fewer bytes (at most 4G; "
@@ -276,7 +278,9 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "node-aware; knomial: 4-nomial tree, as for bcast; linear: flat tree, "
      "see UCC_LINEAR_RANKS)"},
     {"ALLREDUCE_ALG", "auto", Scope::kContext,
-     "Allreduce algorithm: auto, rd (recursive doubling), ring, hier, "
+     "Allreduce algorithm: auto, rd (recursive doubling), knomial "
+     "(recursive exchange of radix 4, the default below UCC_WIDE_MAX on "
+     "wide teams without the node-aware shape), ring, hier, "
      "hier_ring (node-aware: leaders, or the ring host by host), "
      "rabenseifner (reduce-scatter by recursive halving, allgather by "
      "recursive doubling), hier_rabenseifner (node-aware, Rabenseifner's "

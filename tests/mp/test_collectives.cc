@@ -61,6 +61,17 @@ const std::vector<const char*> kAllreduceOnly = {"allreduce", "inflight"};
 const Config kConfigs[] = {
     {"default", {}, false, {}},
     {"rd", {{"UCC_ALLREDUCE_ALG", "rd"}}, false, kAllreduceOnly},
+    // Radix 4: teams made wide from 2 ranks, so that they have the
+    // scratch its rounds need (else every round is a pair's); a group of
+    // four at 4 and 5 ranks (5: with a fold), a group and a pair at 8;
+    // vectors beyond a slot (4 KiB: 1000 float32 go in groups, 1000
+    // float64 and 4099 of any type in pairs).
+    {"allreduce_knomial",
+     {{"UCC_ALLREDUCE_ALG", "knomial"},
+      {"UCC_WIDE_RANKS", "2"},
+      {"UCC_SHM_SEG_SIZE", "4K"}},
+     false,
+     kAllreduceOnly},
     {"ring", {{"UCC_ALLREDUCE_ALG", "ring"}}, false, kAllreduceOnly},
     // Rabenseifner's: the reduce-scatter's halves and the allgather's
     // windows are balanced blocks of the vector, empty ones where count

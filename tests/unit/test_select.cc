@@ -191,6 +191,22 @@ TEST(Select, KnomialTreesOnWideTeamsBelowTheirBound) {
   }
 }
 
+// Small allreduces on wide flat teams: the recursive exchange of radix 4
+// below UCC_WIDE_MAX, recursive doubling from there; node-aware teams and
+// narrow ones keep theirs.
+TEST(Select, AllreduceKnomialOnWideFlatTeams) {
+  off::EngineConfig cfg;
+  auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
+    return picked(cfg, CollType::kAllreduce, bytes, hier, wide);
+  };
+  ASSERT_LT(cfg.wide_max, cfg.allreduce_rab_min);
+  EXPECT_EQ(pick(8, false, 64), "knomial");
+  EXPECT_EQ(pick(cfg.wide_max - 1, false, 64), "knomial");
+  EXPECT_EQ(pick(cfg.wide_max, false, 64), "rd");
+  EXPECT_EQ(pick(8, true, 64), "hier");
+  EXPECT_EQ(pick(8, false, 0), "rd");
+}
+
 // The barrier on wide teams of either shape: dissemination of radix 4;
 // narrower ones dissemination or (node-aware) hier.
 TEST(Select, KaryDisseminationOnWideTeams) {
@@ -322,7 +338,8 @@ TEST(Select, AllreduceRingThresholdGrowsWithWideTeams) {
   const uint64_t per = cfg.allreduce_ring_per_rank;
   const uint64_t rab = cfg.allreduce_rab_min;
   ASSERT_LT(rab, 64 * per);
-  EXPECT_EQ(pick(8, false, 64), "rd");
+  EXPECT_EQ(pick(8, false, 64), "knomial");  // below UCC_WIDE_MAX
+  EXPECT_EQ(pick(cfg.wide_max, false, 64), "rd");
   EXPECT_EQ(pick(rab - 1, false, 64), "rd");
   EXPECT_EQ(pick(rab, false, 64), "rabenseifner");
   EXPECT_EQ(pick(cfg.allreduce_ring_min, false, 64), "rabenseifner");
@@ -350,12 +367,13 @@ TEST(Select, AllreduceRingThresholdGrowsWithWideTeams) {
   const off::CollCaps& cc =
       caps.coll[static_cast<size_t>(CollType::kAllreduce)];
   off::SelectRange r[2 * off::kMaxRules + 1];
-  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 256, r, 13), 3u);
-  EXPECT_EQ(r[1].from, rab);
-  EXPECT_EQ(r[2].from, 256 * per);
-  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 96, r, 13), 3u);
-  EXPECT_EQ(r[1].from, rab);
-  EXPECT_EQ(r[2].from, 96 * fold);
+  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 256, r, 13), 4u);
+  EXPECT_EQ(r[1].from, cfg.wide_max);
+  EXPECT_EQ(r[2].from, rab);
+  EXPECT_EQ(r[3].from, 256 * per);
+  ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 96, r, 13), 4u);
+  EXPECT_EQ(r[2].from, rab);
+  EXPECT_EQ(r[3].from, 96 * fold);
   ASSERT_EQ(off::select_ranges(cc, false, false, false, false, 0, r, 13), 2u);
   EXPECT_EQ(r[1].from, cfg.allreduce_ring_min);
   // Off: the ring from UCC_ALLREDUCE_RING_MIN on every team.

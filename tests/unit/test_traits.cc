@@ -182,7 +182,8 @@ TEST(Traits, AlgorithmCatalogue) {
   EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 4)->name, "hier_ring");
   EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 5)->name, "rabenseifner");
   EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 6)->name, "hier_rabenseifner");
-  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 7), nullptr);
+  EXPECT_STREQ(find_alg_id(CollType::kAllreduce, 7)->name, "knomial");
+  EXPECT_EQ(find_alg_id(CollType::kAllreduce, 8), nullptr);
   EXPECT_EQ(find_alg_id(CollType::kCount, 1), nullptr);
 }
 
