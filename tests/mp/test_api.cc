@@ -152,13 +152,14 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
     ucc_coll_caps_t caps{};
     check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLREDUCE, UCC_DT_FLOAT32,
                          UCC_OP_SUM, UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
-              caps.supported && caps.n_algs == 6 &&
+              caps.supported && caps.n_algs == 7 &&
               std::strcmp(caps.alg_names[0], "rd") == 0 &&
               std::strcmp(caps.alg_names[1], "ring") == 0 &&
               std::strcmp(caps.alg_names[2], "hier") == 0 &&
               std::strcmp(caps.alg_names[3], "hier_ring") == 0 &&
               std::strcmp(caps.alg_names[4], "rabenseifner") == 0 &&
               std::strcmp(caps.alg_names[5], "hier_rabenseifner") == 0 &&
+              std::strcmp(caps.alg_names[6], "knomial") == 0 &&
               caps.max_team_size > 0 && caps.max_count > 0,
           "query allreduce float32 sum");
     check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_ALLREDUCE, UCC_DT_FLOAT32,
@@ -181,7 +182,7 @@ TEST(Api, AttributesAndConfigurationOfOneRank) {
           "query bcast on cuda memory: not supported");
     check(ucc_coll_query(w.ctx, UCC_COLL_TYPE_BARRIER, 0, UCC_OP_LAST,
                          UCC_MEMORY_TYPE_HOST, &caps) == UCC_OK &&
-              caps.supported && caps.n_algs == 4,
+              caps.supported && caps.n_algs == 5,
           "query barrier");
     check(ucc_coll_query(w.ctx, static_cast<ucc_coll_type_t>(3), UCC_DT_INT8,
                          UCC_OP_SUM, UCC_MEMORY_TYPE_HOST,
