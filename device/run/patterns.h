@@ -110,17 +110,15 @@ constexpr uint32_t knomial_nchildren(uint32_t rank, uint32_t root, uint32_t n,
     for (uint32_t j = 1; j < k && v + j * m < n; ++j) ++c;
   return c;
 }
+// Only the last children can be missing (v + j k^i past n leaves every
+// later one past n too), so child i (i < nchildren) is v + j k^p with
+// p = i / (k - 1), j = i % (k - 1) + 1.
 constexpr uint32_t knomial_child(uint32_t rank, uint32_t root, uint32_t n,
                                  uint32_t k, uint32_t i) {
-  const uint32_t v = vrank(rank, root, n);
-  const uint64_t lim = knomial_place(v, k);
-  for (uint64_t m = 1; m < lim && v + m < n; m *= k) {
-    for (uint32_t j = 1; j < k && v + j * m < n; ++j) {
-      if (i == 0) return real_rank(static_cast<uint32_t>(v + j * m), root, n);
-      --i;
-    }
-  }
-  return rank;  // past the last child: not called
+  uint64_t m = 1;
+  for (uint32_t p = i / (k - 1); p > 0; --p) m *= k;
+  const uint64_t c = vrank(rank, root, n) + (i % (k - 1) + 1) * m;
+  return real_rank(static_cast<uint32_t>(c), root, n);
 }
 
 // The tree shapes as types, for algorithms written once for all.

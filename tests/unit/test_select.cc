@@ -125,6 +125,13 @@ std::string picked(const off::EngineConfig& cfg, CollType coll, uint64_t bytes,
   return a != nullptr ? std::string(a->name) : std::string("none");
 }
 
+// picked() for one collective under `cfg` (read at each call).
+auto picker(const off::EngineConfig& cfg, CollType coll) {
+  return [&cfg, coll](uint64_t bytes, bool hier, uint32_t wide) {
+    return picked(cfg, coll, bytes, hier, wide);
+  };
+}
+
 TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
   off::EngineConfig cfg;
   auto pick = [&](uint64_t bytes, bool hier, bool wide) {
@@ -174,9 +181,7 @@ void in_place_runs_pairwise(uint8_t id, bool hier, uint32_t n) {
 TEST(Select, KnomialTreesOnWideTeamsBelowTheirBound) {
   off::EngineConfig cfg;
   for (CollType c : {CollType::kBcast, CollType::kReduce}) {
-    auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
-      return picked(cfg, c, bytes, hier, wide);
-    };
+    auto pick = picker(cfg, c);
     cfg.knomial_max = 16 * 1024;
     EXPECT_EQ(pick(8, false, 64), "knomial");
     EXPECT_EQ(pick(cfg.knomial_max - 1, false, 64), "knomial");
@@ -196,9 +201,7 @@ TEST(Select, KnomialTreesOnWideTeamsBelowTheirBound) {
 // narrow ones keep theirs.
 TEST(Select, AllreduceKnomialOnWideFlatTeams) {
   off::EngineConfig cfg;
-  auto pick = [&](uint64_t bytes, bool hier, uint32_t wide) {
-    return picked(cfg, CollType::kAllreduce, bytes, hier, wide);
-  };
+  auto pick = picker(cfg, CollType::kAllreduce);
   ASSERT_LT(cfg.wide_max, cfg.allreduce_rab_min);
   EXPECT_EQ(pick(8, false, 64), "knomial");
   EXPECT_EQ(pick(cfg.wide_max - 1, false, 64), "knomial");
