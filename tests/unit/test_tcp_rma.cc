@@ -165,7 +165,9 @@ TEST(TcpRma, PutsWriteRegisteredBytesInOrderWithGets) {
 // Puts while a third of them break their connection once written, every
 // write is cut short and payloads carry checksums: each put not
 // acknowledged is sent again on the next connection, and the target ends
-// with exactly the bytes put.
+// with exactly the bytes put. The draws are seeded by the engine's random
+// instance, so the run is not repeatable: 64 puts or more leave a chance
+// of 0.7^64 (1e-10) that none breaks, where 16 left 0.3%.
 TEST(TcpRma, PutsSurviveBrokenConnections) {
   plat::TcpConfig c = ucct::quick();
   c.fault_drop = 0.3;
@@ -181,7 +183,7 @@ TEST(TcpRma, PutsSurviveBrokenConnections) {
   ASSERT_EQ(p.t.fab[1]->mem_reg(target.data(), n, plat::kRmaRemoteWrite, &rt),
             Status::kOk);
   uint64_t ticket = 0;
-  const uint32_t piece = 65536;
+  const uint32_t piece = 16384;
   for (size_t at = 0; at < n; at += piece)
     ASSERT_EQ(ucct::post_until_taken(p.progress(),
                                      [&] {
