@@ -67,18 +67,20 @@ struct Engines {
 
 // A team of `ranks` ranks, rank r in engine r mod n, every rank reaching
 // the ranks of other engines over TCP (ranks of one engine would share a
-// host, hence memory).
+// host, hence memory). `rma`: the members' memory may be registered
+// for one-sided operations (FabricConfig::rma).
 struct Team {
   Engines* e = nullptr;
   std::vector<plat::Fabric*> fab;
   std::vector<plat::FabricAddr> addrs;
-  bool open(Engines& en, uint32_t ranks, uint32_t slot, uint32_t nslots) {
+  bool open(Engines& en, uint32_t ranks, uint32_t slot, uint32_t nslots,
+            bool rma = false) {
     e = &en;
     addrs.resize(ranks);
     const uint32_t n = static_cast<uint32_t>(en.nets.size());
     for (uint32_t r = 0; r < ranks; ++r) {
       fab.push_back(en.nets[r % n]->open(
-          plat::FabricConfig{ranks, r, slot, nslots}, &addrs[r]));
+          plat::FabricConfig{ranks, r, slot, nslots, rma}, &addrs[r]));
       if (fab[r] == nullptr) return false;
     }
     for (uint32_t r = 0; r < ranks; ++r) {

@@ -23,6 +23,7 @@ namespace {
 using ucct::Engines;
 using ucct::exchange;
 using ucct::quick;
+using ucct::Status;
 using ucct::Team;
 namespace plat = ucc::plat;
 namespace tcp = ucc::plat::tcp;
@@ -392,6 +393,71 @@ TEST(TcpAuth, ForgedOneSidedFramesAreRefused) {
   EXPECT_EQ(forged_frame(e, victim, h, junk.data(), 64, 0.2), 0u);
   EXPECT_FALSE(t.fab[0]->peer_lost());
   EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
+}
+
+// One-sided writes (kPut) from a connection that proved the key but
+// holds no link of ours, naming a registration it learnt (its address
+// and key, as a member of the team would know them): a request with no
+// bytes, or more than any put carries, is refused before a byte lands; a
+// well-formed put aimed at the team's endpoint and rank is read and
+// dropped, the memory untouched and nothing answered; an acknowledgement
+// it was never owed is dropped, one with a payload refused. The team's
+// own puts into the same registration go on.
+TEST(TcpAuth, ForgedOneSidedWritesAreRefused) {
+  plat::TcpConfig cfg = quick();
+  cfg.zcopy_min = 4096;
+  Engines e(2, cfg);
+  Team t;
+  ASSERT_TRUE(t.open(e, 2, 4096, 4, /*rma=*/true));
+  ASSERT_TRUE(exchange(e, t, 4, 4096, 10));
+  tcp::TcpNet& victim = *e.nets[0];
+  const size_t n = 8192;
+  std::vector<uint8_t> target(n, 0x11), src = ucct::rma_pattern(n, 3);
+  plat::RmaReg rt{}, rs{};
+  ASSERT_EQ(t.fab[0]->mem_reg(target.data(), n, plat::kRmaRemoteWrite, &rt),
+            Status::kOk);
+  ASSERT_EQ(t.fab[1]->mem_reg(src.data(), n, plat::kRmaLocal, &rs),
+            Status::kOk);
+  tcp::Hdr h{};
+  h.magic = tcp::kFrameMagic;
+  h.version = tcp::kFrameVersion;
+  h.type = tcp::Type::kPut;
+  h.dst_ep = 1;  // the team's endpoint and a member's rank
+  h.src_rank = 1;
+  tcp::RmaReq q{rt.addr, rt.rkey, 64};
+  std::vector<char> body(sizeof(q) + 64, 0x66);
+  memcpy(body.data(), &q, sizeof(q));
+  h.len = sizeof(q);  // a request and no bytes
+  EXPECT_EQ(forged_frame(e, victim, h, body.data(), h.len), 1u);
+  h.len = sizeof(q) + plat::kRmaMaxOp + 1;  // more than a put carries
+  EXPECT_EQ(forged_frame(e, victim, h, nullptr, 0), 1u);
+  const uint64_t frames = victim.stats().tx_frames;
+  const uint64_t in = victim.stats().puts_in;
+  h.len = static_cast<uint32_t>(body.size());
+  EXPECT_EQ(forged_frame(e, victim, h, body.data(), body.size(), 0.2), 0u);
+  EXPECT_EQ(target, std::vector<uint8_t>(n, 0x11));
+  EXPECT_EQ(victim.stats().puts_in, in);
+  EXPECT_LE(victim.stats().tx_frames - frames, 8u);  // pings, goodbyes
+  h.type = tcp::Type::kPutAck;
+  h.len = 0;
+  EXPECT_EQ(forged_frame(e, victim, h, nullptr, 0, 0.2), 0u);
+  h.len = 8;
+  EXPECT_EQ(forged_frame(e, victim, h, body.data(), 8), 1u);
+  EXPECT_FALSE(t.fab[0]->peer_lost());
+  EXPECT_FALSE(t.fab[1]->peer_lost());
+  uint64_t ticket = 0;
+  ASSERT_EQ(ucct::post_until_taken([&] { e.progress(); },
+                                   [&] {
+                                     return t.fab[1]->put(0, src.data(), rs,
+                                                          rt.addr, rt.rkey, n,
+                                                          &ticket);
+                                   }),
+            Status::kOk);
+  EXPECT_TRUE(ucct::rma_wait([&] { e.progress(); }, t.fab[1], 0, ticket));
+  EXPECT_EQ(target, src);
+  EXPECT_TRUE(exchange(e, t, 10, 4096, 10));
+  t.fab[0]->mem_dereg(rt.handle);
+  t.fab[1]->mem_dereg(rs.handle);
 }
 
 }  // namespace
