@@ -88,6 +88,9 @@ class SimFabric final : public Fabric {
     get_ = mbox_->get_async<Msg>(&got_);
   }
   ~SimFabric() override {
+    // Sends still on their way finish without us.
+    for (size_t i = sends_head_; i < sends_.size(); ++i)
+      if (sends_[i] != nullptr && !sends_[i]->test()) sends_[i]->detach();
     if (get_ != nullptr) get_->cancel();
     mbox_->set_receiver(nullptr);
     for (auto& kv : peers_) {
@@ -160,7 +163,7 @@ class SimFabric final : public Fabric {
     }
     ++w.ctr.messages;
     w.ctr.bytes += len;
-    to->mbox_->put_init(m, uint64_t{len} + kWireHeader)->detach();
+    send(to, m, uint64_t{len} + kWireHeader);
   }
 
   uint32_t rx_poll(uint32_t peer) override {
@@ -218,6 +221,7 @@ class SimFabric final : public Fabric {
     // the costliest part of a pass).
     const double now = sg4::Engine::get_clock();
     if (now == missed_at_) return 0;
+    reap_sends();
     uint64_t n = 0;
     while (get_ != nullptr && get_->test()) {
       Msg* m = got_;
@@ -300,12 +304,36 @@ class SimFabric final : public Fabric {
         c->hdr = MsgHdr{};
         c->buf = nullptr;
         ++w.ctr.credits;
-        from->mbox_->put_init(c, kWireHeader)->detach();
+        send(from, c, kWireHeader);
       } else {
         from->credit(cfg_.rank);
       }
     }
     recycle(m, cfg_.slot_size);
+  }
+  // A message on its way to `to`'s mailbox. Not detached: SimGrid 3.32
+  // files every detached comm in one list of the whole simulation and
+  // walks all of it as each one finishes (CommImpl::finish), which made
+  // a run's real time grow with the square of its ranks (docs/scale.md).
+  // Ours are kept here, oldest first, and let go once done (reap_sends).
+  void send(SimFabric* to, Msg* m, uint64_t bytes) {
+    sends_.push_back(to->mbox_->put_async(m, bytes));
+  }
+  // Lets go of the sends that have arrived, oldest first: each test()
+  // of a finished one takes it off our actor's own list, which holds only
+  // our sends under way. One still on its way stops the walk (the ones
+  // behind it wait for a later pass).
+  void reap_sends() {
+    while (sends_head_ < sends_.size() && sends_[sends_head_]->test())
+      sends_[sends_head_++] = nullptr;
+    if (sends_head_ == sends_.size()) {
+      sends_.clear();
+      sends_head_ = 0;
+    } else if (sends_head_ >= 64 && 2 * sends_head_ >= sends_.size()) {
+      sends_.erase(sends_.begin(),
+                   sends_.begin() + static_cast<std::ptrdiff_t>(sends_head_));
+      sends_head_ = 0;
+    }
   }
   // Every slot towards `peer` is in use.
   bool starved(uint32_t peer) const {
@@ -322,6 +350,8 @@ class SimFabric final : public Fabric {
   sg4::Mailbox* mbox_ = nullptr;
   sg4::CommPtr get_;
   Msg* got_ = nullptr;
+  std::vector<sg4::CommPtr> sends_;  // ours under way, oldest first
+  size_t sends_head_ = 0;            // the first not known to be done
   std::vector<uint32_t> ids_;  // peers' fabric ids by team rank; 0: none
   std::unordered_map<uint32_t, Peer> peers_;
   uint32_t attention_ = 0;
