@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
@@ -89,8 +90,8 @@ class SimFabric final : public Fabric {
   }
   ~SimFabric() override {
     // Sends still on their way finish without us.
-    for (size_t i = sends_head_; i < sends_.size(); ++i)
-      if (sends_[i] != nullptr && !sends_[i]->test()) sends_[i]->detach();
+    for (sg4::CommPtr& c : sends_)
+      if (!c->test()) c->detach();
     if (get_ != nullptr) get_->cancel();
     mbox_->set_receiver(nullptr);
     for (auto& kv : peers_) {
@@ -324,16 +325,7 @@ class SimFabric final : public Fabric {
   // our sends under way. One still on its way stops the walk (the ones
   // behind it wait for a later pass).
   void reap_sends() {
-    while (sends_head_ < sends_.size() && sends_[sends_head_]->test())
-      sends_[sends_head_++] = nullptr;
-    if (sends_head_ == sends_.size()) {
-      sends_.clear();
-      sends_head_ = 0;
-    } else if (sends_head_ >= 64 && 2 * sends_head_ >= sends_.size()) {
-      sends_.erase(sends_.begin(),
-                   sends_.begin() + static_cast<std::ptrdiff_t>(sends_head_));
-      sends_head_ = 0;
-    }
+    while (!sends_.empty() && sends_.front()->test()) sends_.pop_front();
   }
   // Every slot towards `peer` is in use.
   bool starved(uint32_t peer) const {
@@ -350,8 +342,7 @@ class SimFabric final : public Fabric {
   sg4::Mailbox* mbox_ = nullptr;
   sg4::CommPtr get_;
   Msg* got_ = nullptr;
-  std::vector<sg4::CommPtr> sends_;  // ours under way, oldest first
-  size_t sends_head_ = 0;            // the first not known to be done
+  std::deque<sg4::CommPtr> sends_;  // ours under way, oldest first
   std::vector<uint32_t> ids_;  // peers' fabric ids by team rank; 0: none
   std::unordered_map<uint32_t, Peer> peers_;
   uint32_t attention_ = 0;
