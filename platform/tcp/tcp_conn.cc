@@ -66,6 +66,7 @@ bool Conn::begin_frame() {
   in.pre = in.pre_at = 0;
   in.link = nullptr;
   in.dup = false;
+  in.drop_sum = 0;
   in.need = h.len;
   if (state != State::kReady && h.type != Type::kHello) return false;
   // (kReady from here on, but for hellos.) The answerer writes nothing but
@@ -155,10 +156,16 @@ bool Conn::end_frame() {
     case Type::kPutAck:
       return end_rma(h);
     case Type::kData: {
-      // Credits of a frame dropped whole are not believed where payloads
-      // carry checksums (that one was not checked); they come again.
-      if ((h.flags & kSummed) == 0 || in.dst != nullptr)
-        take_credits_in(l, h.nslots);
+      // A frame dropped whole (a resend we have) is checked by the sum of
+      // the bytes that went by before its credits are believed: the
+      // sender counts them given, and may owe no other frame.
+      if ((h.flags & kSummed) != 0 && in.dst == nullptr &&
+          in.drop_sum != h.body_crc) {
+        bad_why = "a frame's payload failed its checksum";
+        bad_sum = true;
+        return false;
+      }
+      take_credits_in(l, h.nslots);
       if (in.dst == nullptr) return true;  // dropped
       const auto* mh = reinterpret_cast<const MsgHdr*>(in.dst);
       // The header inside must say what the frame carries.
@@ -203,6 +210,11 @@ bool Conn::on_bye(const Hdr& h) {
 }
 
 void Conn::take_in(const char* src, uint32_t n) {
+  // A data frame dropped (a resend we have): summed as it goes by, so
+  // that the credits riding on it may be believed (end_frame).
+  if (in.dst == nullptr && in.hdr.type == Type::kData &&
+      (in.hdr.flags & kSummed) != 0)
+    in.drop_sum = crc32c(in.drop_sum, src, n);
   if (in.pre_at < in.pre) {
     const uint32_t k = n < in.pre - in.pre_at ? n : in.pre - in.pre_at;
     memcpy(in.small + in.pre_at, src, k);

@@ -112,6 +112,7 @@ struct Conn {
     uint32_t need = 0;
     Link* link = nullptr;
     bool dup = false;
+    uint32_t drop_sum = 0;    // a dropped data frame's bytes (take_in)
     uint32_t put_handle = 0;  // kPut: the registration it lands in
     uint8_t small[kSmall];
     alignas(64) unsigned char buf[kInBuf];

@@ -39,6 +39,9 @@ struct Faults {
   const char* name;
   uint32_t split, delay_us;
   double drop;
+  // Every payload checksummed (UCC_NET_CHECKSUM): a resent frame that is
+  // dropped is summed too, or the credits riding on it would be lost.
+  bool checksum = false;
 };
 
 class TcpFaultsTest : public ::testing::TestWithParam<Faults> {};
@@ -49,6 +52,7 @@ TEST_P(TcpFaultsTest, EveryMessageArrivesWholeAndInOrder) {
   cfg.fault_split = f.split;
   cfg.fault_delay_us = f.delay_us;
   cfg.fault_drop = f.drop;
+  cfg.checksum = f.checksum;
   // 3 engines, 5 ranks: some pairs share an engine's connection.
   Engines e(3, cfg);
   {
@@ -83,7 +87,8 @@ INSTANTIATE_TEST_SUITE_P(
     Tcp, TcpFaultsTest,
     ::testing::Values(Faults{"clean", 0, 0, 0}, Faults{"split", 7, 0, 0},
                       Faults{"delay", 0, 200, 0}, Faults{"drop", 0, 0, 0.02},
-                      Faults{"all", 13, 50, 0.01}),
+                      Faults{"all", 13, 50, 0.01},
+                      Faults{"summed_drop", 13, 0, 0.02, true}),
     [](const ::testing::TestParamInfo<Faults>& i) { return i.param.name; });
 
 TEST(Tcp, BigSlotsAndManyRanks) {
