@@ -310,6 +310,94 @@ struct NodeRingPlan {
   Status finish(CollRun&) { return Status::kOk; }
 };
 
+// --- reduce_scatter (equal blocks): vectors of up to kRsByAllreduceMax
+// bytes by the node-aware allreduce above, of the whole vector in the
+// run's scratch (engine memory: CollRun::scratch), each rank then keeping
+// its block; larger ones by the ring host by host. The ring's n - 1
+// lockstep steps each wait on a neighbour, where the allreduce takes
+// three phases (reduce within the host, recursive doubling among the
+// hosts' leaders, bcast within the host), and with more ranks than cores
+// each wait can be a trip through the scheduler. Across 2 hosts x 2 ranks
+// and 4 x 2 on 2 cores it was 1.3-1.9x faster than the ring up to 16 KiB
+// vectors, 1.0-1.25x at 32 KiB, behind from 64 KiB (docs/perf/hosts.md,
+// "Reduce_scatter of small vectors by the node-aware allreduce"). Every rank
+// decides alike: the vector's size and the scratch's are the same everywhere.
+
+inline constexpr uint64_t kRsByAllreduceMax = kSmallScratch;
+
+struct ReduceScatterPlan {
+  Place at;
+  NodeRingPlan<&kReduceScatterRing> ring;
+  bool small = false;
+  uint32_t phase = 0;
+  uint64_t total = 0;  // the whole vector, elements
+  Status failure = Status::kOk;
+
+  void init(CollRun& run) {
+    at.init(run, run.rank);
+    ring.init(run);
+    total = 0;
+    for (uint32_t p = 0; p < run.size; ++p) {
+      const uint64_t end = run.src_off[p] + run.src_cnt[p];
+      if (end > total) total = end;
+    }
+    const uint64_t bytes = total * run.esize;
+    small = bytes != 0 && bytes <= kRsByAllreduceMax &&
+            bytes <= run.scratch_bytes && run.scratch != nullptr;
+  }
+
+  // Phase ph over the scratch's vector: dst there, and src too (`both`).
+  void on_scratch(const CollRun& run, Phase* ph, bool both) const {
+    ph->d.count = total;
+    ph->run.cache = run.scratch;
+    ph->run.cache_bytes = static_cast<uint32_t>(total * run.esize);
+    ph->run.cache_src = both;
+  }
+
+  bool next(CollRun& run, uint32_t step, Phase* ph) {
+    if (!small) return ring.next(run, step, ph);
+    const off::BufRef src = run.d->src;
+    for (; phase < 3; ++phase) {
+      if (phase == 0 && at.nsize > 1) {
+        at.in_node(run, ph, &kReduceBinomial, off::CollType::kReduce, 0, src,
+                   src);
+        on_scratch(run, ph, false);
+      } else if (phase == 0) {
+        // Alone on the node: the leaders' phase starts from our input.
+        failure = run.copy_in(run.scratch, Buf::kSrc, 0, total * run.esize);
+        if (failed(failure)) return false;
+        continue;
+      } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
+        at.among_leaders(run, ph, &kAllreduceRecursiveDoubling,
+                         off::CollType::kAllreduce, 0, src, src);
+        on_scratch(run, ph, true);
+      } else if (phase == 2 && at.nsize > 1) {
+        at.in_node(run, ph, &kBcastBinomial, off::CollType::kBcast, 0, src,
+                   src);
+        on_scratch(run, ph, true);
+      } else {
+        continue;
+      }
+      ++phase;
+      return true;
+    }
+    return false;
+  }
+
+  Status finish(CollRun& run) {
+    if (!small) return ring.finish(run);
+    if (failed(failure)) return failure;
+    const uint32_t me = run.rank;
+    const uint64_t es = run.esize;
+    const uint64_t cnt = run.src_cnt[me];
+    const auto* mine =
+        static_cast<const char*>(run.scratch) + run.src_off[me] * es;
+    Status st = run.copy_out(Buf::kDst, run.dst_off[me] * es, mine, cnt * es);
+    if (failed(st)) return st;
+    return run.finish_avg(Buf::kDst, run.dst_off[me] * es, cnt);
+  }
+};
+
 template <typename Plan>
 constexpr AlgInfo make_hier() {
   return AlgInfo{&alg_start<Phased<Plan>, kMaxAlgState>,
@@ -326,8 +414,7 @@ const AlgInfo kAllreduceHierRabenseifner = make_hier<AllreducePlan<true>>();
 const AlgInfo kAllreduceHierRing = make_hier<NodeRingPlan<&kAllreduceRing>>();
 const AlgInfo kAllgatherHier = make_hier<NodeRingPlan<&kAllgatherRing>>();
 const AlgInfo kAllgathervHier = make_hier<NodeRingPlan<&kAllgatherRing>>();
-const AlgInfo kReduceScatterHier =
-    make_hier<NodeRingPlan<&kReduceScatterRing>>();
+const AlgInfo kReduceScatterHier = make_hier<ReduceScatterPlan>();
 const AlgInfo kReduceScattervHier =
     make_hier<NodeRingPlan<&kReduceScattervRing>>();
 

@@ -112,7 +112,8 @@ Status Engine::team_open(uint32_t size, uint32_t rank, uint32_t* idx,
   const size_t nvec = size <= Team::kArrayRanks ? 8 * size_t{size} : 0;
   const size_t per_inst = size_t{cfg_.slot_size} + kCacheBytes;
   const bool need_bounce = env_.mem.needs_bounce();
-  const uint32_t scratch_bytes = off::wide_scratch(cfg_, size);
+  uint32_t scratch_bytes = off::wide_scratch(cfg_, size);
+  if (scratch_bytes == 0 && size >= 3) scratch_bytes = kSmallScratch;
   uint64_t* blocks = nullptr;
   char* bounce = nullptr;
   char* scratch = nullptr;

@@ -47,6 +47,10 @@ enum class Buf : uint8_t { kSrc, kDst };
 // inline descriptor (kDescInline) fills it from the descriptor and leaves
 // it for the channel's result area instead: no access to user memory.
 inline constexpr uint32_t kCacheBytes = 16384;
+// Scratch of each running collective of a team of 3 ranks or more that
+// is not wide (CollRun::scratch; wide teams have EngineConfig::
+// wide_scratch): the node-aware reduce_scatter's small vectors (hier.cc).
+inline constexpr uint32_t kSmallScratch = 32768;
 
 // memcpy for the few bytes of a small collective without a library call:
 // two possibly overlapping word moves cover 1 to 16 bytes (both loaded

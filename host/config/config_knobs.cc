@@ -296,7 +296,9 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "block to its rank at once; bruck: Bruck's log2 n rounds, not in "
      "place, where the pairwise exchange runs)"},
     {"REDUCE_SCATTER_ALG", "auto", Scope::kContext,
-     "Reduce-scatter algorithm: auto, ring, hier (node-aware ring), "
+     "Reduce-scatter algorithm: auto, ring, hier (node-aware: the "
+     "node-aware allreduce up to 32 KiB vectors, then the ring host by "
+     "host), "
      "linear (every rank sends each block to its rank at once), halving "
      "(recursive halving, where the vector fits UCC_WIDE_SCRATCH; "
      "elsewhere the choice without it)"},
