@@ -1,7 +1,8 @@
 // Pairwise exchange: alltoall, alltoallv and allgatherv; one-sided
 // alltoallv (below).
 //
-// In step s (0 <= s < n) rank r exchanges with partner (s - r) mod n: it
+// In step s (0 <= s < n) rank r exchanges with partner r XOR s on teams of
+// a power of two, (s - r) mod n on others (pat::pair_partner): it
 // sends the block of its src meant for the partner and receives the
 // partner's block into its place in dst (the run's block tables say where
 // those are; for allgatherv every partner gets the same block, ours). The

@@ -131,6 +131,14 @@ TEST(Patterns, PairwiseIsSymmetricAndComplete) {
       EXPECT_EQ(partners.size(), n);
     }
   }
+  // Powers of two: an aligned block of 2^k ranks (a host's) pairs within
+  // itself in steps below 2^k and across blocks from there on.
+  for (uint32_t n = 2; n <= 64; n *= 2)
+    for (uint32_t b = 1; b <= n; b *= 2)
+      for (uint32_t r = 0; r < n; ++r)
+        for (uint32_t s = 0; s < n; ++s)
+          EXPECT_EQ(pat::pair_partner(r, n, s) / b == r / b, s < b)
+              << "n " << n << " block " << b << " rank " << r << " step " << s;
 }
 
 // Radix k: every rank hears, through others, from every rank after
