@@ -240,6 +240,39 @@ struct ReducePlan {
 
 inline constexpr uint32_t kRabLeaders = 4;
 
+// The node-aware allreduce's phases over (src, dst), from *phase on: 0
+// reduce to the leader, 1 the leaders' allreduce by `leaders`, 2 bcast
+// from the leader. kPhase: the next one this rank runs is set up in *ph
+// (*phase is past it); kAlone: phase 0 finds us alone on the node, where
+// the caller starts the leaders' phase from its input itself; kDone: no
+// phase is left for this rank.
+enum class ArNext : uint8_t { kPhase, kAlone, kDone };
+
+ArNext allreduce_next(const Place& at, const CollRun& run, uint32_t* phase,
+                      Phase* ph, const AlgInfo* leaders, const off::BufRef& src,
+                      const off::BufRef& dst) {
+  for (; *phase < 3; ++*phase) {
+    if (*phase == 0 && at.nsize == 1) {
+      ++*phase;
+      return ArNext::kAlone;
+    }
+    if (*phase == 0) {
+      at.in_node(run, ph, &kReduceBinomial, off::CollType::kReduce, 0, src,
+                 dst);
+    } else if (*phase == 1 && at.leader() && at.nm->nnodes > 1) {
+      at.among_leaders(run, ph, leaders, off::CollType::kAllreduce, 0, dst,
+                       dst);
+    } else if (*phase == 2 && at.nsize > 1) {
+      at.in_node(run, ph, &kBcastBinomial, off::CollType::kBcast, 0, dst, dst);
+    } else {
+      continue;
+    }
+    ++*phase;
+    return ArNext::kPhase;
+  }
+  return ArNext::kDone;
+}
+
 template <bool kRab>
 struct AllreducePlan {
   Place at;
@@ -248,37 +281,18 @@ struct AllreducePlan {
   void init(CollRun& run) { at.init(run, run.rank); }
 
   bool next(CollRun& run, uint32_t, Phase* ph) {
-    const off::BufRef src = run.d->src;
-    const off::BufRef dst = run.d->dst;
-    for (; phase < 3; ++phase) {
-      if (phase == 0 && at.nsize > 1) {
-        at.in_node(run, ph, &kReduceBinomial, off::CollType::kReduce, 0, src,
-                   dst);
-      } else if (phase == 0) {
-        // Alone on the node: the leaders' phase starts from our dst.
-        Status st =
-            run.copy_uu(Buf::kDst, 0, Buf::kSrc, 0, run.d->count * run.esize);
-        if (failed(st)) {
-          failure = st;
-          return false;
-        }
-        continue;
-      } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
-        const bool rab = kRab && at.nm->nnodes >= kRabLeaders;
-        at.among_leaders(
-            run, ph,
-            rab ? &kAllreduceRabenseifner : &kAllreduceRecursiveDoubling,
-            off::CollType::kAllreduce, 0, dst, dst);
-      } else if (phase == 2 && at.nsize > 1) {
-        at.in_node(run, ph, &kBcastBinomial, off::CollType::kBcast, 0, dst,
-                   dst);
-      } else {
-        continue;
-      }
-      ++phase;
-      return true;
+    const bool rab = kRab && at.nm->nnodes >= kRabLeaders;
+    const AlgInfo* leaders =
+        rab ? &kAllreduceRabenseifner : &kAllreduceRecursiveDoubling;
+    for (;;) {
+      const ArNext a =
+          allreduce_next(at, run, &phase, ph, leaders, run.d->src, run.d->dst);
+      if (a != ArNext::kAlone) return a == ArNext::kPhase;
+      // Alone on the node: the leaders' phase starts from our dst.
+      failure =
+          run.copy_uu(Buf::kDst, 0, Buf::kSrc, 0, run.d->count * run.esize);
+      if (failed(failure)) return false;
     }
-    return false;
   }
   Status finish(CollRun& run) {
     if (failed(failure)) return failure;
@@ -342,8 +356,8 @@ struct ReduceScatterPlan {
       if (end > total) total = end;
     }
     const uint64_t bytes = total * run.esize;
-    small = bytes != 0 && bytes <= kRsByAllreduceMax &&
-            bytes <= run.scratch_bytes && run.scratch != nullptr;
+    small =
+        bytes != 0 && bytes <= kRsByAllreduceMax && bytes <= run.scratch_bytes;
   }
 
   // Phase ph over the scratch's vector: dst there, and src too (`both`).
@@ -356,32 +370,21 @@ struct ReduceScatterPlan {
 
   bool next(CollRun& run, uint32_t step, Phase* ph) {
     if (!small) return ring.next(run, step, ph);
-    const off::BufRef src = run.d->src;
-    for (; phase < 3; ++phase) {
-      if (phase == 0 && at.nsize > 1) {
-        at.in_node(run, ph, &kReduceBinomial, off::CollType::kReduce, 0, src,
-                   src);
-        on_scratch(run, ph, false);
-      } else if (phase == 0) {
-        // Alone on the node: the leaders' phase starts from our input.
-        failure = run.copy_in(run.scratch, Buf::kSrc, 0, total * run.esize);
-        if (failed(failure)) return false;
-        continue;
-      } else if (phase == 1 && at.leader() && at.nm->nnodes > 1) {
-        at.among_leaders(run, ph, &kAllreduceRecursiveDoubling,
-                         off::CollType::kAllreduce, 0, src, src);
-        on_scratch(run, ph, true);
-      } else if (phase == 2 && at.nsize > 1) {
-        at.in_node(run, ph, &kBcastBinomial, off::CollType::kBcast, 0, src,
-                   src);
-        on_scratch(run, ph, true);
-      } else {
-        continue;
+    // Every phase's dst is the scratch (on_scratch); the reduce reads the
+    // user's input, the later phases the scratch alone.
+    for (;;) {
+      const ArNext a =
+          allreduce_next(at, run, &phase, ph, &kAllreduceRecursiveDoubling,
+                         run.d->src, run.d->src);
+      if (a == ArNext::kPhase) {
+        on_scratch(run, ph, phase > 1);
+        return true;
       }
-      ++phase;
-      return true;
+      if (a == ArNext::kDone) return false;
+      // Alone on the node: the leaders' phase starts from our input.
+      failure = run.copy_in(run.scratch, Buf::kSrc, 0, total * run.esize);
+      if (failed(failure)) return false;
     }
-    return false;
   }
 
   Status finish(CollRun& run) {

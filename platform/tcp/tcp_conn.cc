@@ -125,10 +125,15 @@ bool Conn::end_frame() {
   TcpStats& s = net->counters();
   ++s.rx_frames;
   Link* l = in.link;
-  // The payload is checked before anything in it is used.
-  if ((h.flags & kSummed) != 0 && in.dst != nullptr &&
-      crc32c(crc32c(0, in.small, in.pre), in.dst, h.len - in.pre) !=
-          h.body_crc) {
+  // The payload is checked before anything in it is used; a data frame
+  // dropped whole (a resend we have) by the sum of the bytes that went by
+  // (take_in), since its credits are believed: the sender counts them
+  // given, and may owe no other frame.
+  if ((h.flags & kSummed) != 0 &&
+      (in.dst != nullptr || h.type == Type::kData) &&
+      (in.dst != nullptr
+           ? crc32c(crc32c(0, in.small, in.pre), in.dst, h.len - in.pre)
+           : in.drop_sum) != h.body_crc) {
     bad_why = "a frame's payload failed its checksum";
     bad_sum = true;
     return false;
@@ -156,15 +161,6 @@ bool Conn::end_frame() {
     case Type::kPutAck:
       return end_rma(h);
     case Type::kData: {
-      // A frame dropped whole (a resend we have) is checked by the sum of
-      // the bytes that went by before its credits are believed: the
-      // sender counts them given, and may owe no other frame.
-      if ((h.flags & kSummed) != 0 && in.dst == nullptr &&
-          in.drop_sum != h.body_crc) {
-        bad_why = "a frame's payload failed its checksum";
-        bad_sum = true;
-        return false;
-      }
       take_credits_in(l, h.nslots);
       if (in.dst == nullptr) return true;  // dropped
       const auto* mh = reinterpret_cast<const MsgHdr*>(in.dst);
