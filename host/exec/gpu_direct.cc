@@ -86,9 +86,14 @@ GpuDirectTeam* team_state(ucc_team* team) {
   auto* t = static_cast<GpuDirectTeam*>(calloc(1, sizeof(GpuDirectTeam)));
   if (t == nullptr) return nullptr;
   t->fd = -1;
-  const long pg = sysconf(_SC_PAGESIZE);
-  const size_t want = size_t{team->nreqs} * kSlotBytes;
-  t->page_bytes = static_cast<uint32_t>((want + pg - 1) / pg * pg);
+  // The words of every request slot, then their block tables (pages of
+  // a memfd are made when first written: only v-collectives' are).
+  const size_t pg = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t words = size_t{team->nreqs} * kSlotBytes;
+  const size_t tables = size_t{team->nreqs} * kVTableBytes;
+  t->words_bytes = static_cast<uint32_t>((words + pg - 1) / pg * pg);
+  t->page_bytes =
+      static_cast<uint32_t>(t->words_bytes + (tables + pg - 1) / pg * pg);
   t->tokens_bytes = size_t{team->nreqs} * (team->size + 1) * kTokenBytes;
   t->fd = memfd_create("ucc-gpu-flags", MFD_CLOEXEC);
   struct stat sb {};
@@ -102,7 +107,11 @@ GpuDirectTeam* team_state(ucc_team* team) {
     t->dev = sb.st_dev;
     t->tokens = static_cast<uint8_t*>(calloc(1, t->tokens_bytes));
     t->peers = static_cast<PeerPage*>(calloc(team->size, sizeof(PeerPage)));
-    ok = t->page != nullptr && t->tokens != nullptr && t->peers != nullptr;
+    t->vblk = static_cast<uint64_t*>(
+        calloc(size_t{4} * team->size * team->size, sizeof(uint64_t)));
+    t->vside = static_cast<VSide*>(calloc(1, sizeof(VSide)));
+    ok = t->page != nullptr && t->tokens != nullptr && t->peers != nullptr &&
+         t->vblk != nullptr && t->vside != nullptr;
   }
   if (!ok) {
     UCC_ERROR("GPU direct: cannot make the team's flag page (%s)",
@@ -117,21 +126,29 @@ GpuDirectTeam* team_state(ucc_team* team) {
 
 // Whether the direct path takes this collective, whatever its memory: the
 // collectives, datatypes and ops it has, untagged, on the whole team.
+// A v-collective's count is this rank's own and may be 0 where the
+// others' are not: it takes the path all the same.
 bool coll_applies(const off::CollDesc& d, uint32_t n) {
   if (d.flags & (off::kDescTagged | off::kDescOneSided)) return false;
-  if (d.set_size != 0 || d.count == 0 || n < 2 || n > gpu::kMaxPeers)
-    return false;
+  if (d.set_size != 0 || n < 2 || n > gpu::kMaxPeers) return false;
+  if (d.count == 0 && !is_v(d.coll)) return false;
   switch (d.coll) {
     case off::CollType::kAllreduce:
     case off::CollType::kReduce:
     case off::CollType::kReduceScatter:
+    case off::CollType::kReduceScatterv:
       return gpu::kernel_reduces(d.dtype, d.op);
     case off::CollType::kAllgather:
     case off::CollType::kBcast:
     case off::CollType::kGather:
     case off::CollType::kScatter:
       return true;
+    case off::CollType::kAllgatherv:
+    case off::CollType::kGatherv:
+    case off::CollType::kScatterv:
+      return true;
     case off::CollType::kAlltoall:
+    case off::CollType::kAlltoallv:
       return !(d.flags & off::kDescInPlace);
     default:
       return false;
@@ -150,7 +167,7 @@ bool check_tokens(GpuDirectTeam& t, Request* r, const Token* tok) {
   for (uint32_t p = 0; p < n; ++p) {
     const Token& k = tok[p];
     if (k.magic != kTokenMagic || k.seq != r->gd.seq ||
-        k.slot >= k.flag_bytes / kSlotBytes) {
+        k.flag_words > k.flag_bytes || k.slot >= k.flag_words / kSlotBytes) {
       UCC_ERROR(
           "GPU direct: rank %u's token for collective %llu does not fit "
           "(magic %#x, collective %llu, slot %u; did every rank declare the "
@@ -174,7 +191,7 @@ void tell_failed(GpuDirectTeam& t, Request* r, const Token* tok) {
   if (!r->gd.worker) return;
   for (uint32_t p = 0; p < r->team->size; ++p) {
     if (p == r->team->rank || t.peers[p].map == nullptr ||
-        tok[p].slot >= t.peers[p].bytes / kSlotBytes)
+        tok[p].slot >= t.peers[p].words / kSlotBytes)
       continue;
     slot_at(t.peers[p].map, tok[p].slot)
         ->failed.store(r->gd.seq, std::memory_order_release);
@@ -225,6 +242,17 @@ ucc_status_t gpu_direct_init(ucc_context* ctx, ucc_team* team, Request* r,
       return UCC_OK;
     if (cuctx != nullptr && c != cuctx) return UCC_OK;
     cuctx = c;
+  }
+  // A v-collective whose sides are all empty here: the buffers' context
+  // is the one this context's GPU work runs in, else the thread's.
+  if (cuctx == nullptr && is_v(d->coll) &&
+      (declared[0] != kMemHost || declared[1] != kMemHost) &&
+      cu::driver_in_process()) {
+    const cu::Driver* dr = cu::driver();
+    cuctx = ctx->gpu.cuctx;
+    if (cuctx == nullptr && dr != nullptr && dr->direct &&
+        dr->ctx_get_current != nullptr && dr->ctx_get_current(&cuctx) != 0)
+      cuctx = nullptr;
   }
   if (cuctx == nullptr) return UCC_OK;
   GpuDirectCtx* g = context_state(ctx);
@@ -388,7 +416,7 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
         return fail(UCC_OK);
       const PeerPage& wp = t.peers[0];
       if (gave_up(slot_at(t.page, r->index), q.seq) ||
-          (wp.map != nullptr && tok[0].slot < wp.bytes / kSlotBytes &&
+          (wp.map != nullptr && tok[0].slot < wp.words / kSlotBytes &&
            gave_up(slot_at(wp.map, tok[0].slot), q.seq))) {
         UCC_ERROR("GPU direct: the worker gave up collective %llu",
                   static_cast<unsigned long long>(q.seq));
@@ -441,6 +469,8 @@ void gpu_direct_team_fini(ucc_team* team) {
   if (t->fd >= 0) close(t->fd);
   free(t->tokens);
   free(t->peers);
+  free(t->vblk);
+  free(t->vside);
   free(t);
   team->gd = nullptr;
 }

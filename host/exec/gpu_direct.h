@@ -25,15 +25,22 @@
 //             src and written its dst); the worker: `done` completed.
 // A flag page is a memfd of this rank's (one 64-byte slot per request of
 // the team) that the worker maps and registers with the driver: peers
-// poll their own memory, the worker's host polls the ready words.
+// poll their own memory, the worker's host polls the ready words. After
+// the words, a block table per request slot: a v-collective's sides with
+// displacements, block by block, each block in an allocation of its own
+// or not (IPC handle, offset, length), written before the token goes out
+// and read by the worker after the exchange (256 bytes of token would not
+// hold 32 blocks and their allocations).
 //
-// Chosen at ucc_collective_init (gpu_direct_init) for allreduce (dtypes
-// and ops the kernels take: gpu_kernels.h), allgather, alltoall and bcast
-// when every GPU side is device memory of one CUDA context, the team is on
-// one host with 2..32 ranks, the collective is neither tagged nor on an
-// active set, and UCC_GPU_DIRECT is not "no"; everything else is staged
-// (gpu_stage.h). Every rank of a collective must see the same choice:
-// ranks must declare the same memory types (docs/gpu.md).
+// Chosen at ucc_collective_init (gpu_direct_init) for allreduce, reduce,
+// reduce_scatter(v) (dtypes and ops the kernels take: gpu_kernels.h),
+// allgather(v), alltoall(v) (not in place), bcast, gather(v) and
+// scatter(v) when every GPU side is device memory of one CUDA context, the
+// team is on one host with 2..32 ranks, the collective is neither tagged
+// nor on an active set, and UCC_GPU_DIRECT is not "no"; everything else
+// is staged (gpu_stage.h). Every rank of a collective must see the same
+// choice: ranks must declare the same memory types (docs/gpu.md); a
+// v-collective's rank whose blocks are all empty takes the path too.
 #pragma once
 
 #include <ucc/api/ucc.h>

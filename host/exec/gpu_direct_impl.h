@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "device/gpu/gpu_kernels.h"
 #include "host/exec/gpu_direct.h"
 #include "platform/cuda/cuda_driver.h"
 
@@ -42,7 +43,12 @@ struct Token {
   uint64_t dst_base, dst_off, dst_size;
   cu::IpcHandle src_h;
   cu::IpcHandle dst_h;
-  uint8_t reserved[32];
+  // The flag page's words (kSlotBytes a slot), which the worker registers
+  // with the GPU; the block tables (VTable) follow them.
+  uint32_t flag_words;
+  uint32_t pad;
+  uint64_t src_len, dst_len;  // bytes of this rank's sides
+  uint8_t reserved[8];
 };
 // The tokens lie in arrays, each kTokenBytes long.
 static_assert(sizeof(Token) == kTokenBytes);
@@ -59,6 +65,34 @@ struct Slot {
 };
 static_assert(sizeof(Slot) <= kSlotBytes);
 constexpr size_t kDoneAt = 8;  // Slot::done's offset, for the GPU's write
+
+// A v-collective's side, block by block (v-collectives only): each block
+// lies in one allocation of the owner's, which may differ from block to
+// block (a NULL buffer with absolute addresses as displacements: a list
+// of tensors). The owner writes it into its flag page's table of the
+// request slot before its token goes out; the worker copies it out after
+// the exchange and checks every entry (untrusted, like the token).
+struct VAlloc {
+  cu::IpcHandle h;
+  uint64_t base, size;  // in the owner's space
+};
+struct VBlock {
+  uint64_t off;    // inside alloc[this.alloc]
+  uint64_t len;    // bytes (0: an empty block, no allocation)
+  uint32_t alloc;  // index into VSide::alloc
+  uint32_t pad;
+};
+struct VSide {
+  uint32_t nalloc;
+  uint32_t nblk;  // the team's size, or 0: not a v side of this rank's
+  VAlloc alloc[gpu::kMaxPeers];
+  VBlock blk[gpu::kMaxPeers];
+};
+struct VTable {
+  VSide side[2];  // src, dst
+};
+// A slot's table, kVTableBytes apart after the words.
+constexpr size_t kVTableBytes = (sizeof(VTable) + 63) / 64 * 64;
 
 // This process's allocations whose IPC handles it has made, by the
 // driver's buffer id (never reused, unlike an address).
@@ -115,6 +149,7 @@ struct PeerPage {
   uint64_t ino, dev;
   uint8_t* map;  // nullptr until mapped
   uint32_t bytes;
+  uint32_t words;     // bytes of the page's words (registered for the GPU)
   cu::CuDevPtr dptr;  // the mapping as the GPU addresses it (0: not
                       // registered: a peer's view of the worker's page)
 };
@@ -124,10 +159,15 @@ struct GpuDirectTeam {
   int fd;
   uint8_t* page;  // this rank's flag page
   uint32_t page_bytes;
+  uint32_t words_bytes;  // its words; the block tables follow
   uint64_t ino, dev;
   uint8_t* tokens;  // nreqs * (size + 1) tokens, pinned by nothing
   size_t tokens_bytes;
   PeerPage* peers;  // size entries; the worker's
+  // The worker's v-collective scratch: 4 * size * size block addresses
+  // and lengths, and one table copied out of a page.
+  uint64_t* vblk;
+  gd::VSide* vside;
 };
 
 namespace gd {
@@ -136,6 +176,16 @@ inline const cu::Driver& drv() { return *cu::driver(); }
 
 inline Slot* slot_at(uint8_t* page, uint32_t slot) {
   return reinterpret_cast<Slot*>(page + size_t{slot} * kSlotBytes);
+}
+
+// Where slot `slot`'s block table lies in a page whose words take
+// `words` bytes, if the page's `bytes` hold it: nullptr otherwise.
+inline uint8_t* vtable_at(uint8_t* page, uint32_t bytes, uint32_t words,
+                          uint32_t slot) {
+  const uint64_t at = uint64_t{words} + uint64_t{slot} * kVTableBytes;
+  if (page == nullptr || words > bytes || at + kVTableBytes > bytes)
+    return nullptr;
+  return page + at;
 }
 
 // Token i of r's exchange (i = team size: this rank's own, sent).
@@ -149,6 +199,11 @@ bool map_peer_page(PeerPage& pp, const Token& t, bool for_gpu);
 bool fill_token(GpuDirectCtx& g, GpuDirectTeam& t, Request* r, Token* k);
 bool resolve(GpuDirectCtx& g, GpuDirectReq& q, const Token& k, bool dst,
              uint64_t bytes, uint64_t* out);
+// The same for [off, off + bytes) of an allocation a block table names.
+bool resolve_in(GpuDirectCtx& g, GpuDirectReq& q, uint32_t pid, const VAlloc& a,
+                uint64_t off, uint64_t bytes, uint64_t* out);
+// Whether the direct path's collective is a v-collective.
+bool is_v(off::CollType c);
 
 // gpu_work.cc: the worker queues the collective's data movement on its
 // stream, then the peers' flags and its own `done`. False (logged) on a

@@ -6,6 +6,7 @@
 #include "host/api/objects.h"
 #include "host/coll/request.h"
 #include "host/exec/gpu_direct_impl.h"
+#include "offload/vectors.h"
 #include "platform/os/log.h"
 
 namespace ucc::host::gd {
@@ -75,20 +76,197 @@ class Copies {
 
 // One reduction kernel over `count` elements (ReduceArgs), whose last
 // block raises the peers' flags.
+// (`raise` false: none, a later kernel on the stream will.)
 cu::CuResult reduce(const GpuDirectCtx& g, cu::CuStream s,
                     const off::CollDesc& u, uint32_t n, uint64_t count,
-                    gpu::ReduceArgs& a, const Request* r, const Token* tok) {
+                    gpu::ReduceArgs& a, const Request* r, const Token* tok,
+                    bool raise = true) {
   a.nsrc = n;
   a.count = count;
   a.op = static_cast<uint32_t>(u.op);
   a.div = u.op == off::ROp::kAvg ? n : 0;
   a.counter = g.counter;
   peer_flags(r, tok, n, &a.flags);
+  if (!raise) a.flags.n = 0;
   void* params[] = {&a};
   const bool pairs = off::rop_is_loc(u.op);
   return drv().launch_kernel(
       (pairs ? g.loc_fn : g.reduce_fn)[static_cast<int>(u.dtype)],
       blocks_for(count), 1, 1, 256, 1, 1, 0, s, params, nullptr);
+}
+
+// Rank p's table of its v side `dst` for this collective, copied out of
+// its flag page (the worker's own: its own page) and checked, its blocks
+// resolved into addr[0, n) and len[0, n). False (logged) when it does not
+// fit or a block cannot be reached.
+bool v_row(GpuDirectCtx& g, Request* r, const Token* tok, uint32_t p, bool dst,
+           uint64_t* addr, uint64_t* len) {
+  GpuDirectTeam& t = *r->team->gd;
+  const uint32_t n = r->team->size;
+  const bool me = p == r->team->rank;
+  const PeerPage& pp = t.peers[p];
+  const uint8_t* vt =
+      me ? vtable_at(t.page, t.page_bytes, t.words_bytes, tok[p].slot)
+         : vtable_at(pp.map, pp.bytes, pp.words, tok[p].slot);
+  VSide& vs = *t.vside;
+  if (vt != nullptr) memcpy(&vs, vt + (dst ? sizeof(VSide) : 0), sizeof(VSide));
+  bool ok = vt != nullptr && vs.nblk == n && vs.nalloc <= gpu::kMaxPeers;
+  for (uint32_t j = 0; ok && j < n; ++j) {
+    const VBlock& b = vs.blk[j];
+    len[j] = b.len;
+    addr[j] = 0;
+    if (b.len == 0) continue;
+    if (b.alloc >= vs.nalloc) {
+      ok = false;
+      break;
+    }
+    ok = resolve_in(g, r->gd, tok[p].pid, vs.alloc[b.alloc], b.off, b.len,
+                    &addr[j]);
+  }
+  if (!ok)
+    UCC_ERROR("GPU direct: rank %u's blocks of its %s do not fit", p,
+              dst ? "dst" : "src");
+  return ok;
+}
+
+bool disagree(uint32_t p, uint32_t q, uint32_t j) {
+  UCC_ERROR(
+      "GPU direct: ranks %u and %u disagree on the length of block %u (the "
+      "counts arrays differ)",
+      p, q, j);
+  return false;
+}
+
+// A v-collective's copies, one copy engine call per block that is not
+// empty (the blocks' lengths differ, which the copy kernel's do not).
+// Every length is checked before the first copy is queued: ranks whose
+// arrays disagree get an error and untouched buffers.
+bool queue_v(GpuDirectCtx& g, Request* r, const Token* tok, cu::CuStream s,
+             cu::CuResult* cr) {
+  const off::CollDesc& u = r->gd.user;
+  const uint32_t n = r->team->size, me = r->team->rank;
+  const bool in_place = (u.flags & off::kDescInPlace) != 0;
+  // Rows of n blocks: every rank's dst, every rank's src (addresses,
+  // lengths).
+  const size_t nn = size_t{n} * n;
+  uint64_t* const da = r->team->gd->vblk;
+  uint64_t* const dl = da + nn;
+  uint64_t* const sa = dl + nn;
+  uint64_t* const sl = sa + nn;
+  auto copy = [&](uint64_t from, uint64_t to, uint64_t len) {
+    if (len != 0 && *cr == cu::kSuccess)
+      *cr = drv().memcpy_dtod_async(to, from, len, s);
+  };
+  switch (u.coll) {
+    case off::CollType::kAllgatherv: {
+      // Rank p's block into block p of every rank's dst; in place it is
+      // already in block p of its own. sa[p]: where it comes from.
+      for (uint32_t q = 0; q < n; ++q)
+        if (!v_row(g, r, tok, q, true, da + q * n, dl + q * n)) return false;
+      for (uint32_t p = 0; p < n; ++p) {
+        const uint64_t len = dl[me * n + p];
+        for (uint32_t q = 0; q < n; ++q)
+          if (dl[q * n + p] != len) return disagree(me, q, p);
+        sa[p] = da[p * n + p];
+        if (in_place) continue;
+        if (tok[p].src_len != len) return disagree(p, me, p);
+        if (len != 0 && !resolve(g, r->gd, tok[p], false, len, &sa[p]))
+          return false;
+      }
+      for (uint32_t p = 0; p < n; ++p)
+        for (uint32_t q = 0; q < n; ++q)
+          if (!(in_place && p == q)) copy(sa[p], da[q * n + p], dl[me * n + p]);
+      return true;
+    }
+    case off::CollType::kAlltoallv: {
+      // Block q of rank p's src into block p of rank q's dst.
+      for (uint32_t q = 0; q < n; ++q)
+        if (!v_row(g, r, tok, q, true, da + q * n, dl + q * n) ||
+            !v_row(g, r, tok, q, false, sa + q * n, sl + q * n))
+          return false;
+      for (uint32_t p = 0; p < n; ++p)
+        for (uint32_t q = 0; q < n; ++q)
+          if (sl[p * n + q] != dl[q * n + p]) return disagree(p, q, q);
+      for (uint32_t p = 0; p < n; ++p)
+        for (uint32_t q = 0; q < n; ++q)
+          copy(sa[p * n + q], da[q * n + p], sl[p * n + q]);
+      return true;
+    }
+    case off::CollType::kGatherv:
+    case off::CollType::kScatterv: {
+      // Rank p's buffer (da[p]) to or from block p of the root's; the
+      // root's own block stays where it is in place (its token says so).
+      const bool gather = u.coll == off::CollType::kGatherv;
+      const uint32_t root = u.root;
+      if (root >= n || !v_row(g, r, tok, root, gather, sa, sl)) return false;
+      const bool keep = (tok[root].flags & kTokInPlace) != 0;
+      for (uint32_t p = 0; p < n; ++p) {
+        da[p] = 0;
+        if (keep && p == root) continue;
+        if ((gather ? tok[p].src_len : tok[p].dst_len) != sl[p])
+          return disagree(p, root, p);
+        if (sl[p] != 0 && !resolve(g, r->gd, tok[p], !gather, sl[p], &da[p]))
+          return false;
+      }
+      for (uint32_t p = 0; p < n; ++p) {
+        if (keep && p == root) continue;
+        if (gather)
+          copy(da[p], sa[p], sl[p]);
+        else
+          copy(sa[p], da[p], sl[p]);
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// Reduce_scatterv: block p of every rank's vector (packed in rank order
+// by the counts, which every rank gives alike) reduced into rank p's dst
+// (in place: into block p of rank p's vector, which is its dst), one
+// kernel per block that is not empty, the last raising the peers' flags
+// (*flagged).
+bool queue_rsv(GpuDirectCtx& g, Request* r, const Token* tok, cu::CuStream s,
+               cu::CuResult* cr, bool* flagged) {
+  const off::CollDesc& u = r->gd.user;
+  const uint32_t n = r->team->size;
+  const bool in_place = (u.flags & off::kDescInPlace) != 0;
+  const uint64_t es = off::elem_size(u);
+  const uint64_t vec = u.count * es;
+  const bool wide = (u.flags & off::kDescCount64) != 0;
+  const auto* counts = reinterpret_cast<const void*>(u.dst_counts);
+  // da[p]: rank p's vector (src, or dst in place); dl[p]: its dst.
+  uint64_t* const da = r->team->gd->vblk;
+  uint64_t* const dl = da + n;
+  uint64_t last = n, at = 0;
+  for (uint32_t p = 0; p < n; ++p) {
+    const uint64_t c = counts != nullptr ? off::vec_entry(counts, wide, p) : 0;
+    const uint64_t want = in_place ? vec : c * es;
+    if (tok[p].dst_len != want || (!in_place && tok[p].src_len != vec))
+      return disagree(p, r->team->rank, p);
+    if ((vec != 0 && !resolve(g, r->gd, tok[p], in_place, vec, &da[p])) ||
+        (!in_place && c != 0 && !resolve(g, r->gd, tok[p], true, want, &dl[p])))
+      return false;
+    if (in_place) dl[p] = da[p] + at * es;
+    if (c != 0) last = p;
+    at += c;
+  }
+  if (at != u.count) return disagree(0, r->team->rank, n - 1);
+  at = 0;
+  for (uint32_t p = 0; p < n && *cr == cu::kSuccess; ++p) {
+    const uint64_t c = off::vec_entry(counts, wide, p);
+    if (c != 0) {
+      gpu::ReduceArgs a{};
+      for (uint32_t i = 0; i < n; ++i) a.src[i] = da[i] + at * es;
+      a.dst[0] = dl[p];
+      a.ndst = 1;
+      *cr = reduce(g, s, u, n, c, a, r, tok, p == last);
+      *flagged = p == last;
+    }
+    at += c;
+  }
+  return true;
 }
 
 // The worker queues the collective's data movement on its stream.
@@ -107,6 +285,15 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
   cu::CuResult cr = cu::kSuccess;
   bool flagged = false;  // the work itself raises the peers' flags
   switch (u.coll) {
+    case off::CollType::kAllgatherv:
+    case off::CollType::kAlltoallv:
+    case off::CollType::kGatherv:
+    case off::CollType::kScatterv:
+      if (!queue_v(g, r, tok, s, &cr)) return false;
+      break;
+    case off::CollType::kReduceScatterv:
+      if (!queue_rsv(g, r, tok, s, &cr, &flagged)) return false;
+      break;
     case off::CollType::kAllreduce:
     case off::CollType::kReduceScatter: {
       // Allreduce: every rank's src into every rank's dst. Reduce_scatter:

@@ -89,6 +89,7 @@ void load() {
   d.direct &= optional(lib, "cuMemAlloc_v2", &d.mem_alloc);
   d.direct &= optional(lib, "cuMemFree_v2", &d.mem_free);
   d.direct &= optional(lib, "cuMemsetD32_v2", &d.memset_d32);
+  optional(lib, "cuCtxGetCurrent", &d.ctx_get_current);
   optional(lib, "cuMemGetHandleForAddressRange",
            &d.mem_get_handle_for_address_range);
   if (!d.direct)

@@ -33,6 +33,7 @@ struct Driver {
   CuResult (*pointer_get_attribute)(void* data, int attribute, CuDevPtr ptr);
   CuResult (*ctx_push)(CuCtx ctx);
   CuResult (*ctx_pop)(CuCtx* ctx);
+  CuResult (*ctx_get_current)(CuCtx* ctx);  // optional: nullptr
   CuResult (*stream_create)(CuStream* s, unsigned flags);
   CuResult (*stream_destroy)(CuStream s);
   CuResult (*stream_synchronize)(CuStream s);

@@ -224,6 +224,11 @@ Res cuDevicePrimaryCtxRetain(void** ctx, int) {
   return kOk;
 }
 Res cuCtxSetCurrent(void*) { return kOk; }
+Res cuCtxGetCurrent(void** ctx) {
+  if (ctx == nullptr) return kInvalidValue;
+  *ctx = &g_ctx_token;
+  return kOk;
+}
 Res cuCtxPushCurrent_v2(void* ctx) {
   return ctx == &g_ctx_token ? kOk : kInvalidValue;
 }
