@@ -36,6 +36,8 @@ struct Api {
   Res (*host_alloc)(void**, size_t, unsigned);
   Res (*host_free)(void*);
   Res (*error_string)(Res, const char**);
+  Res (*ipc_get)(void*, DevPtr);                   // optional
+  Res (*address_range)(DevPtr*, size_t*, DevPtr);  // optional
 };
 
 Api g_api{};
@@ -77,6 +79,10 @@ bool load(const char** why) {
   ok &= sym(lib, "cuMemHostAlloc", &a.host_alloc);
   ok &= sym(lib, "cuMemFreeHost", &a.host_free);
   ok &= sym(lib, "cuGetErrorString", &a.error_string);
+  a.ipc_get =
+      reinterpret_cast<decltype(a.ipc_get)>(dlsym(lib, "cuIpcGetMemHandle"));
+  a.address_range = reinterpret_cast<decltype(a.address_range)>(
+      dlsym(lib, "cuMemGetAddressRange_v2"));
   if (!ok) {
     *why = "libcuda.so.1 lacks entry points the tests use";
     return false;
@@ -208,6 +214,18 @@ bool to_device_async(uint64_t dev, const void* src, size_t bytes,
 
 bool dtod_async(uint64_t dst, uint64_t src, size_t bytes, void* stream) {
   return check(g_api.dtod_async(dst, src, bytes, stream), "cuMemcpyDtoDAsync");
+}
+
+bool ipc_handle(uint64_t dev, void* handle, uint64_t* base, uint64_t* size) {
+  DevPtr b = 0;
+  size_t sz = 0;
+  if (g_api.ipc_get == nullptr || g_api.address_range == nullptr ||
+      !check(g_api.address_range(&b, &sz, dev), "cuMemGetAddressRange") ||
+      !check(g_api.ipc_get(handle, b), "cuIpcGetMemHandle"))
+    return false;
+  *base = b;
+  *size = sz;
+  return true;
 }
 
 void* host_alloc(size_t bytes) {

@@ -43,6 +43,9 @@ bool to_host_async(void* dst, uint64_t dev, size_t bytes, void* stream);
 bool to_device_async(uint64_t dev, const void* src, size_t bytes,
                      void* stream);
 bool dtod_async(uint64_t dst, uint64_t src, size_t bytes, void* stream);
+// The IPC handle (64 bytes into `handle`) of the allocation holding
+// `dev`, its base and size; false where the driver has no IPC.
+bool ipc_handle(uint64_t dev, void* handle, uint64_t* base, uint64_t* size);
 // Pinned host memory (for asynchronous copies).
 void* host_alloc(size_t bytes);
 void host_free(void* p);
