@@ -124,34 +124,66 @@ GpuDirectTeam* team_state(ucc_team* team) {
   return t;
 }
 
+// Why the direct path leaves a collective to staging (GpuDirectReq::why),
+// said once per process and reason (gpu_direct_say_staged).
+enum Why : uint8_t {
+  kTaken,
+  kOff,
+  kHosts,
+  kTagged,
+  kSet,
+  kTeamSize,
+  kArith,
+  kInPlace,
+  kOther,
+  kMemory,
+  kSecondCtx,
+  kNoKernels,
+  kWhyCount
+};
+constexpr const char* kWhyText[kWhyCount] = {
+    "",
+    "UCC_GPU_DIRECT=no",
+    "teams that span hosts",
+    "tagged and one-sided collectives",
+    "collectives on active sets",
+    "teams of one rank or of more than 32",
+    "datatypes and ops without GPU arithmetic (128-bit and 80-bit floats)",
+    "in-place alltoall and alltoallv",
+    "empty collectives",
+    "managed memory, or sides that are not device memory",
+    "buffers of a second CUDA context",
+    "collectives without kernels (an earlier line says why)"};
+std::atomic<uint32_t> g_said{0};
+
 // Whether the direct path takes this collective, whatever its memory: the
-// collectives, datatypes and ops it has, untagged, on the whole team.
-// A v-collective's count is this rank's own and may be 0 where the
-// others' are not: it takes the path all the same.
-bool coll_applies(const off::CollDesc& d, uint32_t n) {
-  if (d.flags & (off::kDescTagged | off::kDescOneSided)) return false;
-  if (d.set_size != 0 || n < 2 || n > gpu::kMaxPeers) return false;
-  if (d.count == 0 && !is_v(d.coll)) return false;
+// collectives, datatypes and ops it has, untagged, on the whole team
+// (kTaken), else why not. A v-collective's count is this rank's own and
+// may be 0 where the others' are not: it takes the path all the same.
+Why coll_applies(const off::CollDesc& d, uint32_t n) {
+  if (d.flags & (off::kDescTagged | off::kDescOneSided)) return kTagged;
+  if (d.set_size != 0) return kSet;
+  if (n < 2 || n > gpu::kMaxPeers) return kTeamSize;
+  if (d.count == 0 && !is_v(d.coll)) return kOther;
   switch (d.coll) {
     case off::CollType::kAllreduce:
     case off::CollType::kReduce:
     case off::CollType::kReduceScatter:
     case off::CollType::kReduceScatterv:
-      return gpu::kernel_reduces(d.dtype, d.op);
+      return gpu::kernel_reduces(d.dtype, d.op) ? kTaken : kArith;
     case off::CollType::kAllgather:
     case off::CollType::kBcast:
     case off::CollType::kGather:
     case off::CollType::kScatter:
-      return true;
     case off::CollType::kAllgatherv:
     case off::CollType::kGatherv:
     case off::CollType::kScatterv:
-      return true;
+      return kTaken;
     case off::CollType::kAlltoall:
     case off::CollType::kAlltoallv:
-      return !(d.flags & off::kDescInPlace);
+      return (d.flags & off::kDescInPlace) ? kInPlace : kTaken;
     default:
-      return false;
+      return kOther;
   }
 }
 
@@ -224,8 +256,11 @@ ucc_status_t gpu_direct_init(ucc_context* ctx, ucc_team* team, Request* r,
                              off::CollDesc* d) {
   GpuDirectReq& q = r->gd;
   q.on = false;
-  if (!ctx->settings.gpu_direct || !team->one_host) return UCC_OK;
-  if (!coll_applies(*d, team->size)) return UCC_OK;
+  q.why = !ctx->settings.gpu_direct ? kOff
+          : !team->one_host         ? kHosts
+                                    : coll_applies(*d, team->size);
+  if (q.why != kTaken) return UCC_OK;
+  q.why = kMemory;
   // Every side this collective names must be device memory of one context.
   const uint8_t declared[2] = {d->src.mem_type, d->dst.mem_type};
   const off::BufRef* side[2] = {&d->src, &d->dst};
@@ -235,7 +270,11 @@ ucc_status_t gpu_direct_init(ucc_context* ctx, ucc_team* team, Request* r,
     if (declared[i] == kMemHost) return UCC_OK;
     if (declared[i] == kMemUnknown && !cu::driver_in_process()) return UCC_OK;
     const cu::Driver* dr = cu::driver();
-    if (dr == nullptr || !dr->direct) return UCC_OK;
+    if (dr == nullptr) return UCC_OK;
+    if (!dr->direct) {  // said when the driver loaded
+      q.why = kNoKernels;
+      return UCC_OK;
+    }
     cu::CuCtx c = nullptr;
     if (cu::classify(*dr, reinterpret_cast<const void*>(side[i]->addr), &c) !=
         cu::MemKind::kDevice)
@@ -255,6 +294,7 @@ ucc_status_t gpu_direct_init(ucc_context* ctx, ucc_team* team, Request* r,
       cuctx = nullptr;
   }
   if (cuctx == nullptr) return UCC_OK;
+  q.why = kNoKernels;
   GpuDirectCtx* g = context_state(ctx);
   if (g == nullptr || !load_kernels(ctx, *g, cuctx)) return UCC_OK;
   // The context's stream (the worker's work runs there), made once.
@@ -267,6 +307,7 @@ ucc_status_t gpu_direct_init(ucc_context* ctx, ucc_team* team, Request* r,
     }
     ctx->gpu.cuctx = cuctx;
   }
+  q.why = kSecondCtx;
   if (ctx->gpu.cuctx != cuctx) return UCC_OK;  // a second GPU: staged
   GpuDirectTeam* t = team_state(team);
   if (t == nullptr) return UCC_ERR_NO_MEMORY;
@@ -301,7 +342,19 @@ ucc_status_t gpu_direct_init(ucc_context* ctx, ucc_team* team, Request* r,
   x.src_counts = x.src_displs = x.dst_counts = x.dst_displs = 0;
   *d = x;
   q.on = true;
+  q.why = kTaken;
   return UCC_OK;
+}
+
+void gpu_direct_say_staged(const Request* r) {
+  const uint8_t why = r->gd.why;
+  if (why == kTaken || why >= kWhyCount) return;
+  const uint32_t bit = 1u << why;
+  if (g_said.fetch_or(bit, std::memory_order_relaxed) & bit) return;
+  UCC_INFO(
+      "GPU buffers staged through host memory: the direct path does not take "
+      "%s (said once)",
+      kWhyText[why]);
 }
 
 ucc_status_t gpu_direct_post(ucc_context* ctx, Request* r) {

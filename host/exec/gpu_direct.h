@@ -76,6 +76,7 @@ struct GpuDirectReq {
   plat::cuda::CuEvent done_ev;
   uint16_t refs[72];  // IPC cache entries this collective holds
   uint8_t nrefs;
+  uint8_t why;  // gpu_direct.cc: Why the path was not taken (0: taken)
 };
 
 // At ucc_collective_init, after lowering and before staging: takes the
@@ -84,6 +85,10 @@ struct GpuDirectReq {
 // when the path applies and its resources cannot be had.
 ucc_status_t gpu_direct_init(ucc_context* ctx, ucc_team* team, Request* r,
                              off::CollDesc* d);
+// A collective whose GPU buffers are staged after all (gpu_stage.cc):
+// says why the direct path did not take it, at info level, once per
+// process and reason.
+void gpu_direct_say_staged(const Request* r);
 // At post, before the exchange is submitted: records the input event and
 // writes this rank's token. Never waits for the GPU.
 ucc_status_t gpu_direct_post(ucc_context* ctx, Request* r);

@@ -7,6 +7,7 @@
 #include "host/api/objects.h"
 #include "host/coll/coll_args.h"
 #include "host/coll/request.h"
+#include "host/exec/gpu_direct.h"
 #include "offload/coll_traits.h"
 #include "platform/os/log.h"
 
@@ -181,6 +182,7 @@ ucc_status_t gpu_stage(ucc_context* ctx, Request* r, off::CollDesc* d) {
     side[i]->key = 0;  // any ucc_mem_map registration named the GPU buffer
   }
   g.n = n;
+  gpu_direct_say_staged(r);
   return UCC_OK;
 }
 

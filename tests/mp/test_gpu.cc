@@ -3,6 +3,7 @@
 // reason, and the refusal cases run instead; the collectives suites run on
 // GPU buffers with UCCT_MEM=cuda (ctest gpu_*).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -231,6 +232,99 @@ TEST(Gpu, RefusedWithoutDriver) {
     ucc_ee_h ee = nullptr;
     EXPECT(ucc_ee_create(w.team, &ep, &ee) == UCC_ERR_NOT_SUPPORTED,
            "CUDA stream engine without a GPU: NOT_SUPPORTED");
+    return 0;
+  }));
+}
+
+// Staging where the direct path could have run says why, at info level,
+// once per process and reason: a float128 allreduce (no GPU arithmetic)
+// and an in-place alltoall, each twice, give two lines; a float32
+// allreduce, direct, none. Each rank's stderr goes to a file of its own.
+TEST(Gpu, StagedSaysWhyOnce) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(3, [](ucct::Rank& r) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/tmp/ucct-staged-%d.log",
+                  static_cast<int>(getpid()));
+    std::fflush(stderr);
+    const int saved = dup(2);
+    if (saved < 0 || std::freopen(path, "w", stderr) == nullptr) return 2;
+    int err = 0;
+    {
+      ucct::World w;
+      w.env.emplace_back("UCC_LOG_LEVEL", "info");
+      err = w.init(r) != UCC_OK || !ucct::gpu::init() ? 3 : 0;
+      constexpr size_t kN = 64;
+      const int n = 3;
+      uint64_t a = 0, b = 0;
+      if (err == 0 && !(ucct::gpu::alloc(kN * 16 * n, false, &a) &&
+                        ucct::gpu::alloc(kN * 16 * n, false, &b)))
+        err = 4;
+      std::vector<int32_t> in(kN * n), got(kN * n);
+      for (int round = 0; err == 0 && round < 2; ++round) {
+        // float128 zeros: the sum is zeros.
+        std::vector<uint8_t> zero(kN * 16, 0), out(kN * 16, 0xA5);
+        ucc_coll_args_t q =
+            allreduce_i32(reinterpret_cast<void*>(a),
+                          reinterpret_cast<void*>(b), kN, UCC_MEMORY_TYPE_CUDA);
+        q.src.info.datatype = q.dst.info.datatype = UCC_DT_FLOAT128;
+        if (!ucct::gpu::to_device(a, zero.data(), zero.size()) ||
+            !ucct::gpu::to_device(b, out.data(), out.size()) ||
+            w.run(q) != UCC_OK ||
+            !ucct::gpu::to_host(out.data(), b, out.size()) || out != zero)
+          err = 5;
+        // In-place alltoall: block q of rank p to block p of rank q.
+        for (int k = 0; k < n; ++k)
+          for (size_t i = 0; i < kN; ++i) in[k * kN + i] = r.rank * 100 + k;
+        ucc_coll_args_t t{};
+        t.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+        t.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+        t.coll_type = UCC_COLL_TYPE_ALLTOALL;
+        t.dst.info = {reinterpret_cast<void*>(a), kN * n, UCC_DT_INT32,
+                      UCC_MEMORY_TYPE_CUDA};
+        if (err == 0 && (!ucct::gpu::to_device(a, in.data(), in.size() * 4) ||
+                         w.run(t) != UCC_OK ||
+                         !ucct::gpu::to_host(got.data(), a, got.size() * 4)))
+          err = 6;
+        for (int k = 0; err == 0 && k < n; ++k)
+          if (got[k * kN] != k * 100 + r.rank) err = 7;
+        // Direct: no line.
+        ucc_coll_args_t d =
+            allreduce_i32(reinterpret_cast<void*>(a),
+                          reinterpret_cast<void*>(b), kN, UCC_MEMORY_TYPE_CUDA);
+        if (err == 0 && w.run(d) != UCC_OK) err = 8;
+      }
+      if (err == 0 && w.barrier() != UCC_OK) err = 9;
+      ucct::gpu::release(a);
+      ucct::gpu::release(b);
+    }
+    std::fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int lines = 0, arith = 0, in_place = 0;
+    if (FILE* f = std::fopen(path, "r")) {
+      char line[512];
+      while (std::fgets(line, sizeof line, f) != nullptr) {
+        if (std::strstr(line, "staged through host memory") == nullptr)
+          continue;
+        ++lines;
+        arith += std::strstr(line, "128-bit") != nullptr;
+        in_place += std::strstr(line, "in-place alltoall") != nullptr;
+      }
+      std::fclose(f);
+    }
+    unlink(path);
+    if (err != 0) {
+      std::fprintf(stderr, "rank %d: step %d failed\n", r.rank, err);
+      return 1;
+    }
+    if (lines != 2 || arith != 1 || in_place != 1) {
+      std::fprintf(stderr,
+                   "rank %d: %d staging lines (%d for the arithmetic, %d for "
+                   "in place), want one each\n",
+                   r.rank, lines, arith, in_place);
+      return 1;
+    }
     return 0;
   }));
 }
