@@ -35,6 +35,19 @@
 // borrowed place, and in place is fine (our block is already at its
 // place; phase 0 only reads it).
 //
+// Allgather by Bruck among the hosts (hier_bruck, wide teams): phase 0
+// runs Bruck's algorithm (bruck.cc) over R(0..hosts-1, L) instead of the
+// linear exchange: in round k, with d = 2^k and c = min(d, hosts - d), we
+// send the blocks of place L of hosts H .. H + c - 1 (mod hosts), held
+// at their places in dst, to R(H - d, L), and receive those of hosts
+// H + d .. H + d + c - 1 from R(H + d, L) into their places: ceil(log2
+// hosts) rounds where the exchange has hosts - 1 partners, and each block
+// crosses the network once per host. Phase 1 is the allgather's. The two
+// ranges of a round are disjoint, one partner sends to us per round and a
+// different one each round (d differs modulo hosts), so a round's stream
+// is the only one from its sender; we finish receiving a round before we
+// send the next, which sends what it brought.
+//
 // Each phase is a linear exchange of packed streams (exchange_linear.cc):
 // round j moves message j of every partner's stream, all at once as the
 // inboxes take them. In alltoall's phase 1 the places we send from are
@@ -57,8 +70,12 @@
 namespace ucc::dev {
 namespace {
 
-template <bool kAlltoall>
+enum class Kind : uint8_t { kAlltoall, kAllgather, kAllgatherBruck };
+
+template <Kind K>
 struct HierExchange {
+  static constexpr bool kAlltoall = K == Kind::kAlltoall;
+  static constexpr bool kBruck = K == Kind::kAllgatherBruck;
   // Partners we can track, in RoundSends' bitmaps.
   static constexpr uint32_t kMaxGroup = RoundSends::kMaxRanks;
   static constexpr uint32_t kWords = RoundSends::kWords;
@@ -75,6 +92,7 @@ struct HierExchange {
   uint32_t rxr = 0, rxleft = 0;  // likewise received
   uint64_t tx[kWords];           // bit p: round txr's send to p done
   uint64_t rx[kWords];           // bit p: round rxr's message from p taken
+  uint32_t dist = 0;             // Bruck's phase 0: 2^k of round k
   // Where the shape is not uniform: a flat algorithm runs instead.
   const AlgInfo* flat = nullptr;
   alignas(64) unsigned char flat_state[kFlatAlgState];
@@ -117,7 +135,12 @@ struct HierExchange {
           rest < len - pos ? static_cast<uint32_t>(rest) : len - pos;
       Buf b = Buf::kDst;
       uint64_t off;
-      if (phase == 0 && sending) {
+      if (kBruck && phase == 0) {
+        // Block i of the round's range: host me + i (sending) or me +
+        // dist + i (receiving), mod n.
+        const uint64_t g = (uint64_t{me} + (sending ? 0 : dist) + i) % n;
+        off = dst_at(run, rank_at(static_cast<uint32_t>(g), place));
+      } else if (phase == 0 && sending) {
         b = Buf::kSrc;  // allgather: every src block is ours
         off = src_at(run, rank_at(p, i));
       } else if (phase == 0) {
@@ -138,18 +161,78 @@ struct HierExchange {
     n = ph == 0 ? hosts : ppn;
     me = ph == 0 ? host : place;
     stream = uint64_t{ph == 0 ? (kAlltoall ? ppn : 1) : hosts} * block;
+    if (kBruck && ph == 0) {
+      dist = 1;
+      begin_round(run);
+      return;
+    }
     rounds = pat::nmsgs(stream, run.slot);
     txr = rxr = 0;
     txleft = due(tx);
     rxleft = due(rx);
   }
 
+  // Bruck's round (dist): one stream to R(me - dist), one from R(me +
+  // dist), of c blocks each.
+  void begin_round(const CollRun& run) {
+    const uint32_t c = dist < n - dist ? dist : n - dist;
+    stream = uint64_t{c} * block;
+    rounds = pat::nmsgs(stream, run.slot);
+    txr = rxr = 0;
+  }
+  uint32_t to() const { return me >= dist ? me - dist : me + n - dist; }
+  uint32_t from() const { return me + dist < n ? me + dist : me + dist - n; }
+
+  // Bruck's phase 0: its rounds, each sent and received whole before the
+  // next (which sends what it brought).
+  Status bruck(CollRun& run) {
+    while (dist < n) {
+      for (; txr < rounds; ++txr) {
+        void* m = run.reserve(member(to()));
+        if (m == nullptr) break;
+        const uint32_t len = msg_len(stream, run.slot, txr);
+        auto* out = static_cast<char*>(m);
+        Status st =
+            pieces(run, to(), true, uint64_t{txr} * run.slot, len,
+                   [&](Buf b, uint64_t off, uint32_t piece, uint32_t pos) {
+                     return run.copy_in(out + pos, b, off, piece);
+                   });
+        if (failed(st)) return st;
+        run.commit(member(to()), len);
+      }
+      for (; rxr < rounds; ++rxr) {
+        const uint32_t len = msg_len(stream, run.slot, rxr);
+        Status err = Status::kOk;
+        const void* m = run.peek(member(from()), len, &err);
+        if (m == nullptr) {
+          if (failed(err)) return err;
+          break;
+        }
+        const auto* msg = static_cast<const char*>(m);
+        Status st =
+            pieces(run, from(), false, uint64_t{rxr} * run.slot, len,
+                   [&](Buf b, uint64_t off, uint32_t piece, uint32_t pos) {
+                     return run.copy_out(b, off, msg + pos, piece);
+                   });
+        if (failed(st)) return st;
+        run.release(member(from()));
+      }
+      if (txr < rounds || rxr < rounds) return Status::kInProgress;
+      dist <<= 1;
+      if (dist < n) begin_round(run);
+    }
+    return Status::kOk;
+  }
+
   Status start(CollRun& run) {
     if (!fits(*run.d, 0, run.size, 0)) return Status::kNotSupported;
     nm = &run.port->links().nodes();
-    if (!nm->uniform() || nm->nnodes > kMaxGroup ||
+    // (Bruck's phase 0 tracks one partner a round: any number of hosts.)
+    if (!nm->uniform() || (!kBruck && nm->nnodes > kMaxGroup) ||
         nm->node_size[0] > kMaxGroup) {
-      flat = kAlltoall ? &kAlltoallPairwise : &kAllgatherRing;
+      flat = kAlltoall ? &kAlltoallPairwise
+             : kBruck  ? &kAllgatherBruck
+                       : &kAllgatherRing;
       return flat->start(flat_state, run);
     }
     const uint32_t r = run.tab(run.rank);
@@ -222,6 +305,11 @@ struct HierExchange {
 
   Status progress(CollRun& run) {
     if (flat != nullptr) return flat->progress(flat_state, run);
+    if (kBruck && phase == 0) {
+      Status st = bruck(run);
+      if (st != Status::kOk) return st;
+      begin(run, 1);
+    }
     for (;;) {
       for (;;) {
         Status st = send(run);
@@ -243,17 +331,18 @@ struct HierExchange {
   }
 };
 
-template <bool kAlltoall>
+template <Kind K>
 constexpr AlgInfo make_exchange() {
-  AlgInfo a{&alg_start<HierExchange<kAlltoall>, kMaxAlgState>,
-            &alg_progress<HierExchange<kAlltoall>>, false, true};
-  a.fits = &HierExchange<kAlltoall>::fits;
+  AlgInfo a{&alg_start<HierExchange<K>, kMaxAlgState>,
+            &alg_progress<HierExchange<K>>, false, true};
+  a.fits = &HierExchange<K>::fits;
   return a;
 }
 
 }  // namespace
 
-const AlgInfo kAlltoallHier = make_exchange<true>();
-const AlgInfo kAllgatherHierExchange = make_exchange<false>();
+const AlgInfo kAlltoallHier = make_exchange<Kind::kAlltoall>();
+const AlgInfo kAllgatherHierExchange = make_exchange<Kind::kAllgather>();
+const AlgInfo kAllgatherHierBruck = make_exchange<Kind::kAllgatherBruck>();
 
 }  // namespace ucc::dev

@@ -30,6 +30,7 @@ enum class From : uint8_t {
   kBelowKnomialMax,
   kBelowAlltoallHierMax,
   kBelowAllgatherHierMax,
+  kBelowAllgatherHierBruckMax,
   kFitsScratch
 };
 
@@ -44,7 +45,8 @@ enum class Cond : uint8_t {
   kWide,
   kWidePow2,
   kWideFlat,
-  kNarrowNodeAware
+  kNarrowNodeAware,
+  kWideNodeAware
 };
 
 struct Row {
@@ -75,7 +77,13 @@ struct Row {
 // streams where the ring takes n - 1 lockstep steps (2 hosts x 2 ranks:
 // ahead up to 1 MiB blocks); on wide teams the ring's links all stay
 // busy, and it passes the exchange between 512 B and 4 KiB per block
-// (256 simulated ranks of 8 per host, docs/scale.md).
+// (256 simulated ranks of 8 per host, docs/scale.md). There, below
+// UCC_ALLGATHER_HIER_BRUCK_MAX (When::kWideNodeAware), Bruck's algorithm
+// among each place's ranks of the hosts and the exchange within hosts
+// (hier_bruck): log2(hosts) rounds where the ring takes n - 1 steps, each
+// block over the network once per host where flat Bruck's sends it to
+// every rank; ahead of both up to 4 KiB per block, behind the ring from
+// 8 KiB (256 simulated ranks of 8 per host, docs/scale.md).
 //
 // Flat trees (linear) for small teams on one host, below
 // UCC_LINEAR_MAX bytes: each rank waits for one message from the root or
@@ -222,6 +230,8 @@ constexpr off::When when_of(Cond c) {
       return off::When::kWideFlat;
     case Cond::kNarrowNodeAware:
       return off::When::kNarrowNodeAware;
+    case Cond::kWideNodeAware:
+      return off::When::kWideNodeAware;
     case Cond::kNever:
     case Cond::kAlways:
       break;
@@ -252,6 +262,7 @@ uint64_t threshold(const off::EngineConfig& cfg, From f) {
     case From::kBelowKnomialMax:
     case From::kBelowAlltoallHierMax:
     case From::kBelowAllgatherHierMax:
+    case From::kBelowAllgatherHierBruckMax:
     case From::kFitsScratch:
       return 0;
   }
@@ -269,7 +280,8 @@ bool bounded(From f) {
   return f == From::kBelowLinearMax || f == From::kBelowWideMax ||
          f == From::kBelowAlltoallBruckMax || f == From::kBelowKnomialMax ||
          f == From::kBelowAlltoallHierMax ||
-         f == From::kBelowAllgatherHierMax || per_rank_of(f) != 0;
+         f == From::kBelowAllgatherHierMax ||
+         f == From::kBelowAllgatherHierBruckMax || per_rank_of(f) != 0;
 }
 
 // Where a rule ends (0: it does not); RabMinTo*PerRank: per team rank;
@@ -280,6 +292,8 @@ uint32_t ceiling(const off::EngineConfig& cfg, From f) {
   if (f == From::kBelowKnomialMax) return cfg.knomial_max;
   if (f == From::kBelowAlltoallHierMax) return cfg.alltoall_hier_max;
   if (f == From::kBelowAllgatherHierMax) return cfg.allgather_hier_max;
+  if (f == From::kBelowAllgatherHierBruckMax)
+    return cfg.allgather_hier_bruck_max;
   if (f == From::kFitsScratch) return cfg.wide_scratch;
   if (f == From::kRabMinToPerRank) return cfg.allreduce_ring_per_rank;
   if (f == From::kRabMinToFoldPerRank) return cfg.allreduce_ring_per_rank_fold;

@@ -261,6 +261,7 @@ bool valid(Knob k, const char* v) {
     case Knob::kKnomialMax:
     case Knob::kAlltoallHierMax:
     case Knob::kAllgatherHierMax:
+    case Knob::kAllgatherHierBruckMax:
     case Knob::kAllreduceRingPerRank:
     case Knob::kAllreduceRabMin:
     case Knob::kAllreduceRingPerRankFold:
@@ -572,6 +573,8 @@ Status context_settings(const ConfigValues& c, ContextSettings* out) {
   e.knomial_max = static_cast<uint32_t>(num(Knob::kKnomialMax));
   e.alltoall_hier_max = static_cast<uint32_t>(num(Knob::kAlltoallHierMax));
   e.allgather_hier_max = static_cast<uint32_t>(num(Knob::kAllgatherHierMax));
+  e.allgather_hier_bruck_max =
+      static_cast<uint32_t>(num(Knob::kAllgatherHierBruckMax));
   e.wide_scratch = static_cast<uint32_t>(num(Knob::kWideScratch));
   e.allreduce_ring_per_rank =
       static_cast<uint32_t>(num(Knob::kAllreduceRingPerRank));

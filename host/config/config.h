@@ -67,6 +67,7 @@ enum class Knob : uint8_t {
   kKnomialMax,
   kAlltoallHierMax,
   kAllgatherHierMax,
+  kAllgatherHierBruckMax,
   kWideScratch,
   kAllreduceRingPerRank,
   kAllreduceRingPerRankFold,

@@ -236,6 +236,12 @@ const KnobInfo kKnobTable[kNumKnobs] = {
      "packed exchange (our block to each host's rank of our place, then "
      "the hosts' blocks exchanged within the host) instead of the "
      "node-aware ring's n - 1 steps (docs/perf/hosts.md)"},
+    {"ALLGATHER_HIER_BRUCK_MAX", "8K", Scope::kContext,
+     "On teams of UCC_WIDE_RANKS ranks or more with several ranks on some "
+     "of several hosts, allgather blocks of fewer bytes (at most 4G; 0: "
+     "never) go by Bruck's algorithm among each place's ranks of the hosts, "
+     "then the hosts' blocks exchanged within the host (hier_bruck), "
+     "instead of flat Bruck's or the node-aware ring (docs/scale.md)"},
     {"WIDE_SCRATCH", "1M", Scope::kContext,
      "Engine memory for each running collective (UCC_TEAM_INFLIGHT) of "
      "teams of UCC_WIDE_RANKS ranks or more, taken at team creation and "

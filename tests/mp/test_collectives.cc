@@ -181,6 +181,18 @@ const Config kConfigs[] = {
       {"UCC_SHM_NSEGS", "2"}},
      true,
      {"alltoall", "allgather", "inflight"}},
+    // The node-aware Bruck allgather (hier_bruck: Bruck's among each
+    // place's ranks of the hosts, then the exchange within hosts) at every
+    // block size, with two slots of 256 bytes: rounds of many messages, a
+    // block spanning several. tests/CMakeLists.txt runs it across hosts of
+    // 2 ranks (2, 3 and 4 hosts: ranges that wrap past the last host), in
+    // block and round-robin placement; uneven hosts run flat Bruck.
+    {"hier_bruck_smallseg",
+     {{"UCC_ALLGATHER_ALG", "hier_bruck"},
+      {"UCC_SHM_SEG_SIZE", "256"},
+      {"UCC_SHM_NSEGS", "2"}},
+     true,
+     {"allgather", "inflight"}},
     // The linear exchanges' rounds, with two slots of 256 bytes: a rank's
     // sends run ahead of its receives as far as the inboxes take them,
     // also with many collectives in flight.

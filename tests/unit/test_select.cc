@@ -138,9 +138,13 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
     return picked(cfg, CollType::kAllgather, bytes, hier, wide ? 64 : 0);
   };
   ASSERT_LT(cfg.wide_max, cfg.allgather_hier_max);
+  ASSERT_LT(cfg.wide_max, cfg.allgather_hier_bruck_max);
   EXPECT_EQ(pick(8, false, true), "bruck");
-  EXPECT_EQ(pick(cfg.wide_max - 1, true, true), "bruck");
-  EXPECT_EQ(pick(cfg.wide_max, true, true), "hier");
+  // Wide hierarchical teams: the node-aware Bruck, then the ring host by
+  // host; without it flat Bruck's below UCC_WIDE_MAX.
+  EXPECT_EQ(pick(8, true, true), "hier_bruck");
+  EXPECT_EQ(pick(cfg.allgather_hier_bruck_max - 1, true, true), "hier_bruck");
+  EXPECT_EQ(pick(cfg.allgather_hier_bruck_max, true, true), "hier");
   EXPECT_EQ(pick(cfg.wide_max, false, true), "bruck");
   EXPECT_EQ(pick(cfg.linear_max - 1, false, true), "bruck");
   EXPECT_EQ(pick(cfg.linear_max, false, true), "ring");
@@ -152,6 +156,9 @@ TEST(Select, AllgatherOnWideTeamsByShapeAndSize) {
   EXPECT_EQ(pick(cfg.allgather_hier_max, true, false), "hier");
   cfg.allgather_hier_max = 0;
   EXPECT_EQ(pick(8, true, false), "hier");
+  cfg.allgather_hier_bruck_max = 0;
+  EXPECT_EQ(pick(cfg.wide_max - 1, true, true), "bruck");
+  EXPECT_EQ(pick(cfg.wide_max, true, true), "hier");
 }
 
 // Alltoall algorithm `id`, chosen (8 bytes per block on a team of n

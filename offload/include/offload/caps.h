@@ -26,7 +26,7 @@
 
 namespace ucc::off {
 
-inline constexpr uint16_t kCapsVersion = 10;  // 10: 7 rules, kNarrowNodeAware
+inline constexpr uint16_t kCapsVersion = 11;  // 11: kWideNodeAware
 inline constexpr uint32_t kMaxRules = 7;      // per collective
 
 // What a rule needs besides the size.
@@ -44,6 +44,7 @@ enum class When : uint8_t {
   kWidePow2 = 6,         // kWide, and the team's size is a power of two
   kWideFlat = 7,         // kWide, and not kNodeAware
   kNarrowNodeAware = 8,  // kNodeAware, and not kWide
+  kWideNodeAware = 9,    // kNodeAware, and kWide
 };
 
 // A rule holds from min_bytes up to, not including, below_bytes (0: no
@@ -179,7 +180,8 @@ inline uint8_t select_alg_id(const CollCaps& c, const SelectInput& in) {
         (r.when == When::kWidePow2 && in.wide != 0 &&
          (in.wide & (in.wide - 1)) == 0) ||
         (r.when == When::kWideFlat && in.wide != 0 && !in.node_aware) ||
-        (r.when == When::kNarrowNodeAware && in.node_aware && in.wide == 0);
+        (r.when == When::kNarrowNodeAware && in.node_aware && in.wide == 0) ||
+        (r.when == When::kWideNodeAware && in.node_aware && in.wide != 0);
     if (r.per_rank != 0 && in.wide == 0) continue;  // wide teams only
     const uint64_t below = rule_below(r, in.wide);
     if (r.per_rank == 2 && below == 0) continue;  // no size fits

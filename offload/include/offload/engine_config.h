@@ -87,13 +87,16 @@ struct EngineConfig {
   uint32_t alltoall_hier_max = 256 * 1024;
   // The same for allgather's packed exchange, before the node-aware ring.
   uint32_t allgather_hier_max = 1024 * 1024;
+  // On wide teams of that shape, allgather blocks below this many bytes
+  // go by the node-aware Bruck (hier_bruck). 0: never.
+  uint32_t allgather_hier_bruck_max = 8 * 1024;
   // Selection: on wide teams without the node-aware shape, bcast and
   // reduce vectors below this many bytes go down and up a 4-nomial tree
   // instead of the binomial one (docs/scale.md). 0: never.
   uint32_t knomial_max = 16 * 1024;
 };
 static_assert(std::is_trivially_copyable_v<EngineConfig>);
-static_assert(sizeof(EngineConfig) == 120);
+static_assert(sizeof(EngineConfig) == 128);
 static_assert(offsetof(EngineConfig, linear_max) == 64);
 static_assert(offsetof(EngineConfig, alltoall_linear_max) == 72);
 // The largest UCC_WIDE_SCRATCH (EngineCaps keeps it in KiB, 16 bits).

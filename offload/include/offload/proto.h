@@ -30,7 +30,7 @@
 namespace ucc::off::proto {
 
 inline constexpr uint32_t kMagic = 0x55434350u;  // "UCCP"
-inline constexpr uint16_t kVersion = 6;
+inline constexpr uint16_t kVersion = 7;
 // Over a network (dpu mode, docs/dpu.md). A network has no peer
 // credentials, so both ends prove that they hold the deployment's secret
 // K without sending it, and every later message carries a tag:
