@@ -77,6 +77,22 @@ struct CopyArgs {
 };
 inline constexpr const char* kCopyKernel = "ucc_gpu_copy";
 
+// Up to kMaxSwaps pairs of ranges exchanged in place, a[k] <-> b[k], len[k]
+// bytes each (no two ranges overlap): in-place alltoall(v), where block q
+// of rank p and block p of rank q trade places. A thread reads both of
+// its elements before it writes either. Flags as ReduceArgs.
+inline constexpr uint32_t kMaxSwaps = 96;
+struct SwapArgs {
+  uint64_t a[kMaxSwaps];
+  uint64_t b[kMaxSwaps];
+  uint64_t len[kMaxSwaps];
+  uint32_t n;
+  uint32_t pad;
+  uint64_t counter;
+  FlagArgs flags;
+};
+inline constexpr const char* kSwapKernel = "ucc_gpu_swap";
+
 // Kernel names, one per element type (the op is an argument), and one
 // per type of MAXLOC/MINLOC pairs; nullptr where the type has none (its
 // collectives take the staged path).

@@ -55,6 +55,8 @@ bool load_kernels(ucc_context* ctx, GpuDirectCtx& g, cu::CuCtx cuctx) {
     cr = d.module_get_function(&g.flag_fn, g.mod, gpu::kFlagKernel);
   if (cr == cu::kSuccess)
     cr = d.module_get_function(&g.copy_fn, g.mod, gpu::kCopyKernel);
+  if (cr == cu::kSuccess)
+    cr = d.module_get_function(&g.swap_fn, g.mod, gpu::kSwapKernel);
   if (cr == cu::kSuccess) cr = d.mem_alloc(&g.counter, 64);
   if (cr == cu::kSuccess) cr = d.memset_d32(g.counter, 0, 16);
   if (cr != cu::kSuccess) {
@@ -134,7 +136,6 @@ enum Why : uint8_t {
   kSet,
   kTeamSize,
   kArith,
-  kInPlace,
   kOther,
   kMemory,
   kSecondCtx,
@@ -149,7 +150,6 @@ constexpr const char* kWhyText[kWhyCount] = {
     "collectives on active sets",
     "teams of one rank or of more than 32",
     "datatypes and ops without GPU arithmetic (128-bit and 80-bit floats)",
-    "in-place alltoall and alltoallv",
     "empty collectives",
     "managed memory, or sides that are not device memory",
     "buffers of a second CUDA context",
@@ -178,10 +178,9 @@ Why coll_applies(const off::CollDesc& d, uint32_t n) {
     case off::CollType::kAllgatherv:
     case off::CollType::kGatherv:
     case off::CollType::kScatterv:
-      return kTaken;
     case off::CollType::kAlltoall:
     case off::CollType::kAlltoallv:
-      return (d.flags & off::kDescInPlace) ? kInPlace : kTaken;
+      return kTaken;
     default:
       return kOther;
   }

@@ -34,7 +34,7 @@
 //
 // Chosen at ucc_collective_init (gpu_direct_init) for allreduce, reduce,
 // reduce_scatter(v) (dtypes and ops the kernels take: gpu_kernels.h),
-// allgather(v), alltoall(v) (not in place), bcast, gather(v) and
+// allgather(v), alltoall(v), bcast, gather(v) and
 // scatter(v) when every GPU side is device memory of one CUDA context, the
 // team is on one host with 2..32 ranks, the collective is neither tagged
 // nor on an active set, and UCC_GPU_DIRECT is not "no"; everything else

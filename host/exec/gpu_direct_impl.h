@@ -134,6 +134,7 @@ struct GpuDirectCtx {
   cu::CuFunction loc_fn[static_cast<int>(off::DType::kCount)];  // pairs
   cu::CuFunction flag_fn;
   cu::CuFunction copy_fn;
+  cu::CuFunction swap_fn;
   cu::CuDevPtr counter;  // the reduction kernels' count of finished blocks
   uint32_t cap;
   uint64_t clock;

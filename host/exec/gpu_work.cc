@@ -137,6 +137,82 @@ bool disagree(uint32_t p, uint32_t q, uint32_t j) {
   return false;
 }
 
+// In-place alltoall(v): block q of rank p and block p of rank q trade
+// places (the diagonal stays), up to kMaxSwaps pairs a launch, the last
+// launch raising the peers' flags (*flagged). Pairs whose lengths differ
+// (alltoallv's counts must be symmetric in place) fail the collective
+// before anything is queued.
+class Swaps {
+ public:
+  Swaps(const GpuDirectCtx& g, cu::CuStream s) : g_(g), s_(s) {}
+  void add(uint64_t a, uint64_t b, uint64_t len) {
+    if (len == 0) return;
+    if (a_.n == gpu::kMaxSwaps) launch(false);
+    a_.a[a_.n] = a;
+    a_.b[a_.n] = b;
+    a_.len[a_.n++] = len;
+  }
+  cu::CuResult end(const Request* r, const Token* tok, uint32_t n,
+                   bool* flagged) {
+    if (a_.n == 0 || cr_ != cu::kSuccess) return cr_;
+    peer_flags(r, tok, n, &a_.flags);
+    *flagged = true;
+    launch(true);
+    return cr_;
+  }
+
+ private:
+  void launch(bool raise) {
+    uint64_t most = 0;
+    for (uint32_t k = 0; k < a_.n; ++k)
+      most = a_.len[k] > most ? a_.len[k] : most;
+    if (!raise) a_.flags.n = 0;
+    a_.counter = g_.counter;
+    void* params[] = {&a_};
+    if (cr_ == cu::kSuccess)
+      cr_ = drv().launch_kernel(g_.swap_fn, blocks_for((most + 15) / 16 * 4), 1,
+                                1, 256, 1, 1, 0, s_, params, nullptr);
+    a_.n = 0;
+  }
+  const GpuDirectCtx& g_;
+  cu::CuStream s_;
+  cu::CuResult cr_ = cu::kSuccess;
+  gpu::SwapArgs a_{};
+};
+
+bool queue_swaps(GpuDirectCtx& g, Request* r, const Token* tok, cu::CuStream s,
+                 cu::CuResult* cr, bool* flagged) {
+  const off::CollDesc& u = r->gd.user;
+  const uint32_t n = r->team->size;
+  const size_t nn = size_t{n} * n;
+  uint64_t* const da = r->team->gd->vblk;
+  uint64_t* const dl = da + nn;
+  if (u.coll == off::CollType::kAlltoallv) {
+    for (uint32_t p = 0; p < n; ++p)
+      if (!v_row(g, r, tok, p, true, da + p * n, dl + p * n)) return false;
+  } else {
+    const uint64_t b = u.count * off::elem_size(u);
+    for (uint32_t p = 0; p < n; ++p) {
+      uint64_t base = 0;
+      if (b != 0 && !resolve(g, r->gd, tok[p], true, b * n, &base))
+        return false;
+      for (uint32_t q = 0; q < n; ++q) {
+        da[p * n + q] = base + q * b;
+        dl[p * n + q] = b;
+      }
+    }
+  }
+  for (uint32_t p = 0; p < n; ++p)
+    for (uint32_t q = p + 1; q < n; ++q)
+      if (dl[p * n + q] != dl[q * n + p]) return disagree(p, q, q);
+  Swaps sw(g, s);
+  for (uint32_t p = 0; p < n; ++p)
+    for (uint32_t q = p + 1; q < n; ++q)
+      sw.add(da[p * n + q], da[q * n + p], dl[p * n + q]);
+  *cr = sw.end(r, tok, n, flagged);
+  return true;
+}
+
 // A v-collective's copies, one copy engine call per block that is not
 // empty (the blocks' lengths differ, which the copy kernel's do not).
 // Every length is checked before the first copy is queued: ranks whose
@@ -289,7 +365,11 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
     case off::CollType::kAlltoallv:
     case off::CollType::kGatherv:
     case off::CollType::kScatterv:
-      if (!queue_v(g, r, tok, s, &cr)) return false;
+      if (u.coll == off::CollType::kAlltoallv && in_place) {
+        if (!queue_swaps(g, r, tok, s, &cr, &flagged)) return false;
+      } else if (!queue_v(g, r, tok, s, &cr)) {
+        return false;
+      }
       break;
     case off::CollType::kReduceScatterv:
       if (!queue_rsv(g, r, tok, s, &cr, &flagged)) return false;
@@ -350,6 +430,10 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
       break;
     }
     case off::CollType::kAlltoall: {
+      if (in_place) {
+        if (!queue_swaps(g, r, tok, s, &cr, &flagged)) return false;
+        break;
+      }
       const uint64_t b = u.count * es;
       for (uint32_t p = 0; p < n; ++p)
         if (!resolve(g, q, tok[p], true, b * n, &dst[p]) ||

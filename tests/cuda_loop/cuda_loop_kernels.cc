@@ -56,6 +56,15 @@ Res translate(uint64_t* addr, size_t bytes, size_t align) {
   return kOk;
 }
 
+// A kernel's flags and its count of finished blocks (under g_mu).
+Res translate_flags(ucc::gpu::FlagArgs* f, uint64_t* counter) {
+  if (f->n == 0) return kOk;
+  if (const Res r = translate(counter, 4, 4); r != kOk) return r;
+  for (uint32_t k = 0; k < f->n; ++k)
+    if (const Res r = translate(&f->flag[k], 4, 4); r != kOk) return r;
+  return kOk;
+}
+
 // Flag k < n gets the value, after everything before (translated flags).
 void raise_flags(const ucc::gpu::FlagArgs& a) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -89,11 +98,7 @@ Res reduce_twin(const void* args) {
     if (const Res r = translate(&a.dst[k], dst_bytes, kElem); r != kOk)
       return r;
   if (a.flags.n > ucc::gpu::kMaxPeers) return kInvalidValue;
-  if (a.flags.n > 0) {
-    if (const Res r = translate(&a.counter, 4, 4); r != kOk) return r;
-    for (uint32_t k = 0; k < a.flags.n; ++k)
-      if (const Res r = translate(&a.flags.flag[k], 4, 4); r != kOk) return r;
-  }
+  if (const Res r = translate_flags(&a.flags, &a.counter); r != kOk) return r;
   for (uint64_t i = 0; i < a.count; ++i) ucc::gpu::reduce_elem<V, K>(a, i);
   // The last block's flags (the counter is the GPU's business: the twin
   // is one block).
@@ -126,14 +131,36 @@ Res copy_twin(const void* args) {
     if (const Res r = translate(&a.src[k], a.bytes, 1); r != kOk) return r;
     if (const Res r = translate(&a.dst[k], a.bytes, 1); r != kOk) return r;
   }
-  if (a.flags.n > 0) {
-    if (const Res r = translate(&a.counter, 4, 4); r != kOk) return r;
-    for (uint32_t k = 0; k < a.flags.n; ++k)
-      if (const Res r = translate(&a.flags.flag[k], 4, 4); r != kOk) return r;
-  }
+  if (const Res r = translate_flags(&a.flags, &a.counter); r != kOk) return r;
   for (uint32_t k = 0; k < a.n && a.bytes != 0; ++k)
     memcpy(reinterpret_cast<void*>(a.dst[k]),
            reinterpret_cast<const void*>(a.src[k]), a.bytes);
+  raise_flags(a.flags);
+  return kOk;
+}
+
+// ucc_gpu_swap: n pairs of ranges exchanged, then the last block's flags.
+Res swap_twin(const void* args) {
+  ucc::gpu::SwapArgs a;
+  memcpy(&a, args, sizeof a);
+  if (a.n > ucc::gpu::kMaxSwaps || a.flags.n > ucc::gpu::kMaxPeers)
+    return kInvalidValue;
+  std::lock_guard<std::mutex> g(g_mu);
+  for (uint32_t k = 0; k < a.n; ++k) {
+    if (a.len[k] == 0) continue;
+    if (const Res r = translate(&a.a[k], a.len[k], 1); r != kOk) return r;
+    if (const Res r = translate(&a.b[k], a.len[k], 1); r != kOk) return r;
+  }
+  if (const Res r = translate_flags(&a.flags, &a.counter); r != kOk) return r;
+  for (uint32_t k = 0; k < a.n; ++k) {
+    auto* x = reinterpret_cast<uint8_t*>(a.a[k]);
+    auto* y = reinterpret_cast<uint8_t*>(a.b[k]);
+    for (uint64_t i = 0; i < a.len[k]; ++i) {
+      const uint8_t t = x[i];
+      x[i] = y[i];
+      y[i] = t;
+    }
+  }
   raise_flags(a.flags);
   return kOk;
 }
@@ -147,6 +174,7 @@ struct Kernel {
 const Kernel kKernels[] = {
     UCC_GPU_REDUCE_KERNELS(CUDA_LOOP_TWIN){ucc::gpu::kFlagKernel, &flags_twin},
     {ucc::gpu::kCopyKernel, &copy_twin},
+    {ucc::gpu::kSwapKernel, &swap_twin},
 };
 #undef CUDA_LOOP_TWIN
 constexpr int kNumKernels = static_cast<int>(std::size(kKernels));

@@ -289,6 +289,69 @@ TEST(GpuDirect, VGathervAndScatterv) {
   }));
 }
 
+// In-place alltoall and alltoallv (counts symmetric between each pair,
+// as MPI requires in place): block q of rank p and block p of rank q trade
+// places by one swap kernel of the worker's (the diagonal stays); the
+// alltoallv's blocks in one buffer with gaps, then one allocation each.
+// Nothing staged.
+TEST(GpuDirect, AlltoallInPlaceSwaps) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(kRanks, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    const Loop l = loop();
+    const int me = r.rank;
+    constexpr uint64_t kN = 333;
+    Blocks whole;
+    EXPECT(
+        whole.make({kN * kRanks}, false) && whole.fill([&](size_t, uint64_t i) {
+          return val(me, static_cast<int>(i / kN), i % kN);
+        }),
+        "alltoall buffer");
+    ucc_coll_args_t a{};
+    a.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+    a.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+    a.coll_type = UCC_COLL_TYPE_ALLTOALL;
+    a.dst.info = {reinterpret_cast<void*>(whole.addr[0]), kN * kRanks,
+                  UCC_DT_INT32, UCC_MEMORY_TYPE_CUDA};
+    CK(run_direct(w, l, me, a, "in-place alltoall") == 0 ? UCC_OK
+                                                         : UCC_ERR_NO_MESSAGE);
+    EXPECT(check(whole, me, "in-place alltoall",
+                 [&](size_t, uint64_t i) {
+                   return val(static_cast<int>(i / kN), me, i % kN);
+                 }) == 0,
+           "in-place alltoall result");
+    // Symmetric counts: sym(p, q) == sym(q, p).
+    static const uint64_t sym[kRanks][kRanks] = {
+        {3, 0, 517}, {0, 64, 9}, {517, 9, 7}};
+    for (int apart = 0; apart < 2; ++apart) {
+      std::vector<uint64_t> lens(kRanks), counts;
+      for (int q = 0; q < kRanks; ++q) lens[q] = sym[me][q];
+      Blocks d;
+      EXPECT(d.make(lens, apart == 1) && d.fill([&](size_t q, uint64_t i) {
+        return val(me, static_cast<int>(q), i);
+      }),
+             "alltoallv buffers");
+      ucc_coll_args_t v{};
+      v.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+      v.flags = kFlags64 | UCC_COLL_ARGS_FLAG_IN_PLACE;
+      v.coll_type = UCC_COLL_TYPE_ALLTOALLV;
+      v.dst.info_v = vinfo(d, &counts);
+      CK(run_direct(w, l, me, v, "in-place alltoallv") == 0
+             ? UCC_OK
+             : UCC_ERR_NO_MESSAGE);
+      EXPECT(check(d, me, "in-place alltoallv",
+                   [&](size_t p, uint64_t i) {
+                     return val(static_cast<int>(p), me, i);
+                   }) == 0,
+             "in-place alltoallv result (apart %d)", apart);
+      CK(w.barrier());
+    }
+    return 0;
+  }));
+}
+
 // Rank 2 says block 1 is one element longer than the others say: every
 // rank ends the allgatherv with an error (the worker finds the lengths
 // disagree and tells its peers), nothing is written, and the team's
