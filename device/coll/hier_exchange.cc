@@ -72,6 +72,11 @@ namespace {
 
 enum class Kind : uint8_t { kAlltoall, kAllgather, kAllgatherBruck };
 
+// hier_bruck on hosts of unequal size runs flat Bruck's below this many
+// bytes per block (UCC_WIDE_MAX's default, where selection passes flat
+// Bruck's to the ring on such teams) and the ring from there.
+inline constexpr uint64_t kBruckFallbackMax = 512;
+
 template <Kind K>
 struct HierExchange {
   static constexpr bool kAlltoall = K == Kind::kAlltoall;
@@ -228,11 +233,15 @@ struct HierExchange {
     if (!fits(*run.d, 0, run.size, 0)) return Status::kNotSupported;
     nm = &run.port->links().nodes();
     // (Bruck's phase 0 tracks one partner a round: any number of hosts.)
+    // hier_bruck's fallback: flat Bruck's for blocks below
+    // kBruckFallbackMax, the ring above (every rank sees the same block).
     if (!nm->uniform() || (!kBruck && nm->nnodes > kMaxGroup) ||
         nm->node_size[0] > kMaxGroup) {
-      flat = kAlltoall ? &kAlltoallPairwise
-             : kBruck  ? &kAllgatherBruck
-                       : &kAllgatherRing;
+      const uint32_t me = run.tab(run.rank);
+      const bool small = run.dst_cnt[me] * run.esize < kBruckFallbackMax;
+      flat = kAlltoall         ? &kAlltoallPairwise
+             : kBruck && small ? &kAllgatherBruck
+                               : &kAllgatherRing;
       return flat->start(flat_state, run);
     }
     const uint32_t r = run.tab(run.rank);

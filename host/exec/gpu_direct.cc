@@ -207,7 +207,14 @@ bool check_tokens(GpuDirectTeam& t, Request* r, const Token* tok) {
           static_cast<unsigned long long>(k.seq), k.slot);
       ok = false;
     } else if (r->gd.worker && p != r->team->rank &&
-               !map_peer_page(t.peers[p], k, true)) {
+               (!map_peer_page(t.peers[p], k, true) ||
+                k.slot >= t.peers[p].words / kSlotBytes)) {
+      ok = false;
+    } else if ((k.flags & kTokBroken) != 0) {
+      UCC_ERROR(
+          "GPU direct: rank %u could not describe its buffers for collective "
+          "%llu",
+          p, static_cast<unsigned long long>(r->gd.seq));
       ok = false;
     }
   }
@@ -381,8 +388,8 @@ ucc_status_t gpu_direct_post(ucc_context* ctx, Request* r) {
       return UCC_ERR_NO_MESSAGE;
     }
   }
-  if (!fill_token(g, t, r, token_at(t, r, r->team->size)))
-    return UCC_ERR_NO_MESSAGE;
+  Token* mine = token_at(t, r, r->team->size);
+  if (!fill_token(g, t, r, mine)) mine->flags |= kTokBroken;
   q.phase = kExchange;
   ++g.stats.collectives;
   return UCC_OK;

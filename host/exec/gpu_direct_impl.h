@@ -22,6 +22,10 @@ constexpr size_t kTokenBytes = 256;
 // Token::flags: this rank's collective is in place (a rooted
 // collective's root: only it knows).
 constexpr uint32_t kTokInPlace = 1;
+// Token::flags: this rank could not describe its buffers (logged): every
+// rank ends the collective with an error after the exchange (a rank that
+// sent no token would leave the others waiting in it).
+constexpr uint32_t kTokBroken = 2;
 constexpr size_t kSlotBytes = 64;  // a request's words in a flag page
 constexpr uint32_t kNoRef = 0xFFFF;
 // Polls between two liveness checks of the peer a rank waits for.

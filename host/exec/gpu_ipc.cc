@@ -140,7 +140,8 @@ void release_refs(GpuDirectCtx* g, GpuDirectReq& q) {
 // where `for_gpu` (the worker's kernels raise the done words).
 bool map_peer_page(PeerPage& pp, const Token& t, bool for_gpu) {
   if (pp.map != nullptr && pp.pid == t.pid && pp.fd == t.flag_fd &&
-      pp.ino == t.flag_ino && pp.dev == t.flag_dev)
+      pp.ino == t.flag_ino && pp.dev == t.flag_dev &&
+      pp.bytes == t.flag_bytes && pp.words == t.flag_words)
     return true;
   const cu::Driver& d = drv();
   if (pp.map != nullptr) {

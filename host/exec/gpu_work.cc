@@ -194,6 +194,7 @@ bool queue_swaps(GpuDirectCtx& g, Request* r, const Token* tok, cu::CuStream s,
     const uint64_t b = u.count * off::elem_size(u);
     for (uint32_t p = 0; p < n; ++p) {
       uint64_t base = 0;
+      if (tok[p].dst_len != b * n) return disagree(p, r->team->rank, p);
       if (b != 0 && !resolve(g, r->gd, tok[p], true, b * n, &base))
         return false;
       for (uint32_t q = 0; q < n; ++q) {
@@ -360,6 +361,20 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
   uint64_t src[gpu::kMaxPeers], dst[gpu::kMaxPeers];
   cu::CuResult cr = cu::kSuccess;
   bool flagged = false;  // the work itself raises the peers' flags
+  // In place or not is every rank's alike where the ranks' buffers
+  // meet (MPI's rule); rooted collectives go by the root's token.
+  const bool rooted =
+      u.coll == off::CollType::kReduce || u.coll == off::CollType::kBcast ||
+      u.coll == off::CollType::kGather || u.coll == off::CollType::kGatherv ||
+      u.coll == off::CollType::kScatter || u.coll == off::CollType::kScatterv;
+  for (uint32_t p = 0; p < n && !rooted; ++p)
+    if (((tok[p].flags & kTokInPlace) != 0) != in_place) {
+      UCC_ERROR(
+          "GPU direct: rank %u is %sin place where rank %u is %s (every rank "
+          "must say alike)",
+          p, in_place ? "not " : "", r->team->rank, in_place ? "" : "not");
+      return false;
+    }
   switch (u.coll) {
     case off::CollType::kAllgatherv:
     case off::CollType::kAlltoallv:

@@ -352,6 +352,64 @@ TEST(GpuDirect, AlltoallInPlaceSwaps) {
   }));
 }
 
+// A rank that cannot describe its buffers (rank 1's third block runs two
+// elements past the end of its allocation) still sends its token, marked
+// broken: every rank ends with an error at once instead of
+// waiting in the exchange for a token that never comes. Then in-place
+// allgather on rank 1 alone: the worker refuses it (every rank must say
+// alike), nothing is written.
+TEST(GpuDirect, BrokenTokensAndInPlaceDisagreementFailEveryRank) {
+  NEED_GPU();
+  EXPECT_TRUE(ucct::run_ranks(kRanks, [](ucct::Rank& r) {
+    ucct::World w;
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    const int me = r.rank;
+    std::vector<uint64_t> lens = {4, 9, 6}, counts;
+    Blocks src, dst;
+    ucc_coll_args_t a{};
+    EXPECT(allgatherv(me, lens, true, &src, &dst, &counts, &a), "buffers");
+    std::vector<uint64_t> displ = dst.displ;
+    if (me == 1) {
+      displ[2] += 2;
+      a.dst.info_v.displacements = reinterpret_cast<ucc_aint_t*>(displ.data());
+    }
+    const double t0 = ucct::now_s();
+    ucc_status_t st = w.run(a, 20);
+    EXPECT(gput::ended_in_error(st) && ucct::now_s() - t0 < 10,
+           "rank %d: %s after %.1f s (an error, at once, was due)", me,
+           ucct::status_name(st), ucct::now_s() - t0);
+    CK(w.barrier());
+    // In place on rank 1 only (its block already in its dst).
+    ucc_coll_args_t g{};
+    constexpr size_t kN = 50;
+    uint64_t d = 0, s = 0;
+    EXPECT(gput::filled(kN * kRanks, -7, &d) && gput::filled(kN, me, &s),
+           "allgather buffers");
+    g.coll_type = UCC_COLL_TYPE_ALLGATHER;
+    g.src.info = {reinterpret_cast<void*>(s), kN, UCC_DT_INT32,
+                  UCC_MEMORY_TYPE_CUDA};
+    g.dst.info = {reinterpret_cast<void*>(d), kN * kRanks, UCC_DT_INT32,
+                  UCC_MEMORY_TYPE_CUDA};
+    if (me == 1) {
+      g.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+      g.flags = UCC_COLL_ARGS_FLAG_IN_PLACE;
+    }
+    st = w.run(g, 20);
+    EXPECT(gput::ended_in_error(st), "rank %d: in place on one rank: %s", me,
+           ucct::status_name(st));
+    EXPECT(me == 1 || gput::all_equal(d, kN * kRanks, -7), "rank %d: written",
+           me);
+    int32_t h0 = 0, h99 = 0;
+    CK(gput::host_allreduce(w, me, &h0, &h99));
+    EXPECT(h0 == 3 && h99 == 3, "the host allreduce after: %d", h0);
+    CK(w.barrier());
+    ucct::gpu::release(d);
+    ucct::gpu::release(s);
+    return 0;
+  }));
+}
+
 // Rank 2 says block 1 is one element longer than the others say: every
 // rank ends the allgatherv with an error (the worker finds the lengths
 // disagree and tells its peers), nothing is written, and the team's

@@ -160,9 +160,19 @@ int host_goes_on(ucct::World& w, int rank) {
   return 0;
 }
 
-enum Lie { kBadMagic, kOutsideItsBuffer, kInsideTheWorker, kLies };
-const char* const kLieName[] = {"a wrong magic", "a range outside its buffer",
-                                "an address inside the worker's process"};
+// kBeyondThePage follows kOutsideItsBuffer, whose page the worker has
+// mapped by then.
+enum Lie {
+  kBadMagic,
+  kOutsideItsBuffer,
+  kBeyondThePage,
+  kInsideTheWorker,
+  kLies
+};
+const char* const kLieName[] = {
+    "a wrong magic", "a range outside its buffer",
+    "the page the worker mapped, said 1 MiB long, slot 10000",
+    "an address inside the worker's process"};
 
 TEST(GpuHostile, ForgedTokensAreRefused) {
   NEED_GPU();
@@ -186,6 +196,12 @@ TEST(GpuHostile, ForgedTokensAreRefused) {
         // seq: the team's GPU collectives so far, plus this one.
         Forged f = token_of(pg, static_cast<uint64_t>(lie) + 1);
         if (lie == kBadMagic) f.magic = 0x0BADF00D;
+        // The page the worker mapped at the lie before, the same file,
+        // now said to be far longer: its slot lies past the mapping.
+        if (lie == kBeyondThePage) {
+          f.flag_bytes = f.flag_words = 1u << 20;
+          f.slot = 10000;
+        }
         if (lie == kInsideTheWorker) {
           f.src_base = f.dst_base = 0x10000;  // no allocation of the worker's
           f.src_size = f.dst_size = 1 << 20;
