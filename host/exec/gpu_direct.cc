@@ -110,7 +110,7 @@ GpuDirectTeam* team_state(ucc_team* team) {
     t->tokens = static_cast<uint8_t*>(calloc(1, t->tokens_bytes));
     t->peers = static_cast<PeerPage*>(calloc(team->size, sizeof(PeerPage)));
     t->vblk = static_cast<uint64_t*>(
-        calloc(size_t{4} * team->size * team->size, sizeof(uint64_t)));
+        calloc(size_t{2} * team->size * team->size, sizeof(uint64_t)));
     t->vside = static_cast<VSide*>(calloc(1, sizeof(VSide)));
     ok = t->page != nullptr && t->tokens != nullptr && t->peers != nullptr &&
          t->vblk != nullptr && t->vside != nullptr;
@@ -371,6 +371,8 @@ ucc_status_t gpu_direct_post(ucc_context* ctx, Request* r) {
   q.seq = ++t.seq;
   q.polls = 0;
   q.input_ok = false;
+  q.more = false;
+  q.next = 0;
   release_refs(&g, q);
   CtxScope in(d, g.cuctx);
   if (q.on_stream) {
@@ -416,6 +418,12 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
     if (q.worker) tell_failed(t, r, tok);
     slot_at(t.page, r->index)->failed.store(q.seq, std::memory_order_release);
     return fail(UCC_ERR_NO_MESSAGE);
+  };
+  // The worker queues the collective, or its next batch.
+  auto queue = [&](const Token* k) {
+    const Queued w = queue_work(ctx, g, r, k, n);
+    q.more = w == Queued::kMore;
+    return w != Queued::kFailed;
   };
   // Whether the caller's work on the buffers has ended (input_ready).
   auto input = [&]() {
@@ -464,9 +472,8 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
           return UCC_INPROGRESS;
         }
       }
-      if (!queue_work(ctx, g, r, tok, n)) return give_up();
       q.phase = kRun;
-      return UCC_INPROGRESS;
+      return queue(tok) ? UCC_INPROGRESS : give_up();
     }
     case kWait: {
       const uint32_t w =
@@ -491,7 +498,12 @@ ucc_status_t gpu_direct_progress(ucc_context* ctx, Request* r,
       CtxScope in(d, g.cuctx);
       const cu::CuResult cr = d.event_query(q.done_ev);
       if (cr == cu::kNotReady) return UCC_INPROGRESS;
-      return cr == cu::kSuccess ? fail(UCC_OK) : give_up();
+      if (cr != cu::kSuccess) return give_up();
+      if (!q.more) return fail(UCC_OK);
+      // A batch of moves has completed: its entries go back to the
+      // cache, and the next batch is queued.
+      release_refs(&g, q);
+      return queue(tok) ? UCC_INPROGRESS : give_up();
     }
     default:
       return fail(UCC_ERR_NO_MESSAGE);
@@ -537,9 +549,12 @@ void gpu_direct_team_fini(ucc_team* team) {
 void gpu_direct_context_fini(ucc_context* ctx) {
   GpuDirectCtx* g = ctx->gpu.direct;
   if (g == nullptr) return;
-  UCC_DEBUG("GPU direct: %llu collectives, %llu peer allocations opened",
-            static_cast<unsigned long long>(g->stats.collectives),
-            static_cast<unsigned long long>(g->stats.opens));
+  UCC_DEBUG(
+      "GPU direct: %llu collectives, %llu peer allocations opened, %llu "
+      "batches that left more to do",
+      static_cast<unsigned long long>(g->stats.collectives),
+      static_cast<unsigned long long>(g->stats.opens),
+      static_cast<unsigned long long>(g->stats.batches));
   const cu::Driver* d = cu::driver();
   if (d != nullptr && g->ok) {
     CtxScope in(*d, g->cuctx);

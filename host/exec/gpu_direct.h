@@ -76,6 +76,8 @@ struct GpuDirectReq {
   plat::cuda::CuEvent done_ev;
   uint16_t refs[72];  // IPC cache entries this collective holds
   uint8_t nrefs;
+  bool more;      // the worker has queued a batch of moves, not the last
+  uint32_t next;  // the worker's next move (gpu_work_v.cc)
   uint8_t why;  // gpu_direct.cc: Why the path was not taken (0: taken)
 };
 

@@ -126,7 +126,13 @@ struct Stats {
   uint64_t opens;        // peer allocations opened in all
   uint32_t open_now;     // open now
   uint64_t collectives;  // run on the direct path
+  uint64_t batches;      // batches of moves that left more to do
 };
+
+// What the worker queued of a collective: all of it; one batch, more to
+// come once its event has completed (gpu_work_v.cc); nothing (failed,
+// logged).
+enum class Queued : uint8_t { kDone, kMore, kFailed };
 
 }  // namespace gd
 
@@ -141,6 +147,7 @@ struct GpuDirectCtx {
   cu::CuFunction swap_fn;
   cu::CuDevPtr counter;  // the reduction kernels' count of finished blocks
   uint32_t cap;
+  uint32_t held;  // entries of imp that collectives hold (refs > 0)
   uint64_t clock;
   gd::Export* exp;
   gd::Import* imp;
@@ -169,8 +176,9 @@ struct GpuDirectTeam {
   uint8_t* tokens;  // nreqs * (size + 1) tokens, pinned by nothing
   size_t tokens_bytes;
   PeerPage* peers;  // size entries; the worker's
-  // The worker's v-collective scratch: 4 * size * size block addresses
-  // and lengths, and one table copied out of a page.
+  // The worker's scratch: 2 * size * size block lengths (gpu_work_v.cc;
+  // reduce_scatterv: 2 * size addresses), and one table copied out of a
+  // page.
   uint64_t* vblk;
   gd::VSide* vside;
 };
@@ -211,10 +219,25 @@ bool resolve_in(GpuDirectCtx& g, GpuDirectReq& q, uint32_t pid, const VAlloc& a,
 bool is_v(off::CollType c);
 
 // gpu_work.cc: the worker queues the collective's data movement on its
-// stream, then the peers' flags and its own `done`. False (logged) on a
-// failure.
-bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
-                uint32_t n);
+// stream (or its next batch: r->gd.next), then, after the last, the
+// peers' flags, and records its `done`.
+Queued queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r,
+                  const Token* tok, uint32_t n);
+// Launch geometry for `elems` 4-byte elements; the peers' done words for
+// the collective, as the GPU addresses them.
+unsigned blocks_for(uint64_t elems);
+void peer_flags(const Request* r, const Token* tok, uint32_t n,
+                gpu::FlagArgs* f);
+// Ranks p and q disagree on block j's length (logged): false.
+bool disagree(uint32_t p, uint32_t q, uint32_t j);
+
+// gpu_work_v.cc: whether the collective is a list of block moves (the
+// v-collectives but reduce_scatterv, and in-place alltoall(v)), and its
+// next batch of them, from r->gd.next (*flagged: the batch raised the
+// peers' flags, after the last move).
+bool v_path(const Request* r);
+Queued queue_moves(GpuDirectCtx& g, Request* r, const Token* tok,
+                   cu::CuStream s, cu::CuResult* cr, bool* flagged);
 
 }  // namespace gd
 }  // namespace ucc::host

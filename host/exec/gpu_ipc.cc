@@ -131,8 +131,9 @@ uint32_t import_of(GpuDirectCtx& g, const cu::IpcHandle& h, uint32_t pid,
 
 void release_refs(GpuDirectCtx* g, GpuDirectReq& q) {
   for (uint8_t i = 0; i < q.nrefs; ++i)
-    if (g != nullptr && q.refs[i] < g->cap && g->imp[q.refs[i]].refs > 0)
-      --g->imp[q.refs[i]].refs;
+    if (g != nullptr && q.refs[i] < g->cap && g->imp[q.refs[i]].refs > 0 &&
+        --g->imp[q.refs[i]].refs == 0)
+      --g->held;
   q.nrefs = 0;
 }
 
@@ -332,7 +333,7 @@ bool hold(GpuDirectCtx& g, GpuDirectReq& q, uint32_t i) {
               kRefs);
     return false;
   }
-  ++g.imp[i].refs;
+  if (g.imp[i].refs++ == 0) ++g.held;
   q.refs[q.nrefs++] = static_cast<uint16_t>(i);
   return true;
 }

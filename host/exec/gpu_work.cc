@@ -10,7 +10,6 @@
 #include "platform/os/log.h"
 
 namespace ucc::host::gd {
-namespace {
 
 // Launch geometry: 256 threads a block, at least 4 elements a thread,
 // at most 4096 blocks (grid-stride loops do the rest).
@@ -31,6 +30,16 @@ void peer_flags(const Request* r, const Token* tok, uint32_t n,
   f->n = k;
   f->value = static_cast<uint32_t>(r->gd.seq);
 }
+
+bool disagree(uint32_t p, uint32_t q, uint32_t j) {
+  UCC_ERROR(
+      "GPU direct: ranks %u and %u disagree on the length of block %u (the "
+      "counts arrays differ)",
+      p, q, j);
+  return false;
+}
+
+namespace {
 
 // Copies of `b` bytes each: one kernel launch for all of them when they
 // are few and small (a copy engine call costs a few microseconds each),
@@ -95,210 +104,6 @@ cu::CuResult reduce(const GpuDirectCtx& g, cu::CuStream s,
       blocks_for(count), 1, 1, 256, 1, 1, 0, s, params, nullptr);
 }
 
-// Rank p's table of its v side `dst` for this collective, copied out of
-// its flag page (the worker's own: its own page) and checked, its blocks
-// resolved into addr[0, n) and len[0, n). False (logged) when it does not
-// fit or a block cannot be reached.
-bool v_row(GpuDirectCtx& g, Request* r, const Token* tok, uint32_t p, bool dst,
-           uint64_t* addr, uint64_t* len) {
-  GpuDirectTeam& t = *r->team->gd;
-  const uint32_t n = r->team->size;
-  const bool me = p == r->team->rank;
-  const PeerPage& pp = t.peers[p];
-  const uint8_t* vt =
-      me ? vtable_at(t.page, t.page_bytes, t.words_bytes, tok[p].slot)
-         : vtable_at(pp.map, pp.bytes, pp.words, tok[p].slot);
-  VSide& vs = *t.vside;
-  if (vt != nullptr) memcpy(&vs, vt + (dst ? sizeof(VSide) : 0), sizeof(VSide));
-  bool ok = vt != nullptr && vs.nblk == n && vs.nalloc <= gpu::kMaxPeers;
-  for (uint32_t j = 0; ok && j < n; ++j) {
-    const VBlock& b = vs.blk[j];
-    len[j] = b.len;
-    addr[j] = 0;
-    if (b.len == 0) continue;
-    if (b.alloc >= vs.nalloc) {
-      ok = false;
-      break;
-    }
-    ok = resolve_in(g, r->gd, tok[p].pid, vs.alloc[b.alloc], b.off, b.len,
-                    &addr[j]);
-  }
-  if (!ok)
-    UCC_ERROR("GPU direct: rank %u's blocks of its %s do not fit", p,
-              dst ? "dst" : "src");
-  return ok;
-}
-
-bool disagree(uint32_t p, uint32_t q, uint32_t j) {
-  UCC_ERROR(
-      "GPU direct: ranks %u and %u disagree on the length of block %u (the "
-      "counts arrays differ)",
-      p, q, j);
-  return false;
-}
-
-// In-place alltoall(v): block q of rank p and block p of rank q trade
-// places (the diagonal stays), up to kMaxSwaps pairs a launch, the last
-// launch raising the peers' flags (*flagged). Pairs whose lengths differ
-// (alltoallv's counts must be symmetric in place) fail the collective
-// before anything is queued.
-class Swaps {
- public:
-  Swaps(const GpuDirectCtx& g, cu::CuStream s) : g_(g), s_(s) {}
-  void add(uint64_t a, uint64_t b, uint64_t len) {
-    if (len == 0) return;
-    if (a_.n == gpu::kMaxSwaps) launch(false);
-    a_.a[a_.n] = a;
-    a_.b[a_.n] = b;
-    a_.len[a_.n++] = len;
-  }
-  cu::CuResult end(const Request* r, const Token* tok, uint32_t n,
-                   bool* flagged) {
-    if (a_.n == 0 || cr_ != cu::kSuccess) return cr_;
-    peer_flags(r, tok, n, &a_.flags);
-    *flagged = true;
-    launch(true);
-    return cr_;
-  }
-
- private:
-  void launch(bool raise) {
-    uint64_t most = 0;
-    for (uint32_t k = 0; k < a_.n; ++k)
-      most = a_.len[k] > most ? a_.len[k] : most;
-    if (!raise) a_.flags.n = 0;
-    a_.counter = g_.counter;
-    void* params[] = {&a_};
-    if (cr_ == cu::kSuccess)
-      cr_ = drv().launch_kernel(g_.swap_fn, blocks_for((most + 15) / 16 * 4), 1,
-                                1, 256, 1, 1, 0, s_, params, nullptr);
-    a_.n = 0;
-  }
-  const GpuDirectCtx& g_;
-  cu::CuStream s_;
-  cu::CuResult cr_ = cu::kSuccess;
-  gpu::SwapArgs a_{};
-};
-
-bool queue_swaps(GpuDirectCtx& g, Request* r, const Token* tok, cu::CuStream s,
-                 cu::CuResult* cr, bool* flagged) {
-  const off::CollDesc& u = r->gd.user;
-  const uint32_t n = r->team->size;
-  const size_t nn = size_t{n} * n;
-  uint64_t* const da = r->team->gd->vblk;
-  uint64_t* const dl = da + nn;
-  if (u.coll == off::CollType::kAlltoallv) {
-    for (uint32_t p = 0; p < n; ++p)
-      if (!v_row(g, r, tok, p, true, da + p * n, dl + p * n)) return false;
-  } else {
-    const uint64_t b = u.count * off::elem_size(u);
-    for (uint32_t p = 0; p < n; ++p) {
-      uint64_t base = 0;
-      if (tok[p].dst_len != b * n) return disagree(p, r->team->rank, p);
-      if (b != 0 && !resolve(g, r->gd, tok[p], true, b * n, &base))
-        return false;
-      for (uint32_t q = 0; q < n; ++q) {
-        da[p * n + q] = base + q * b;
-        dl[p * n + q] = b;
-      }
-    }
-  }
-  for (uint32_t p = 0; p < n; ++p)
-    for (uint32_t q = p + 1; q < n; ++q)
-      if (dl[p * n + q] != dl[q * n + p]) return disagree(p, q, q);
-  Swaps sw(g, s);
-  for (uint32_t p = 0; p < n; ++p)
-    for (uint32_t q = p + 1; q < n; ++q)
-      sw.add(da[p * n + q], da[q * n + p], dl[p * n + q]);
-  *cr = sw.end(r, tok, n, flagged);
-  return true;
-}
-
-// A v-collective's copies, one copy engine call per block that is not
-// empty (the blocks' lengths differ, which the copy kernel's do not).
-// Every length is checked before the first copy is queued: ranks whose
-// arrays disagree get an error and untouched buffers.
-bool queue_v(GpuDirectCtx& g, Request* r, const Token* tok, cu::CuStream s,
-             cu::CuResult* cr) {
-  const off::CollDesc& u = r->gd.user;
-  const uint32_t n = r->team->size, me = r->team->rank;
-  const bool in_place = (u.flags & off::kDescInPlace) != 0;
-  // Rows of n blocks: every rank's dst, every rank's src (addresses,
-  // lengths).
-  const size_t nn = size_t{n} * n;
-  uint64_t* const da = r->team->gd->vblk;
-  uint64_t* const dl = da + nn;
-  uint64_t* const sa = dl + nn;
-  uint64_t* const sl = sa + nn;
-  auto copy = [&](uint64_t from, uint64_t to, uint64_t len) {
-    if (len != 0 && *cr == cu::kSuccess)
-      *cr = drv().memcpy_dtod_async(to, from, len, s);
-  };
-  switch (u.coll) {
-    case off::CollType::kAllgatherv: {
-      // Rank p's block into block p of every rank's dst; in place it is
-      // already in block p of its own. sa[p]: where it comes from.
-      for (uint32_t q = 0; q < n; ++q)
-        if (!v_row(g, r, tok, q, true, da + q * n, dl + q * n)) return false;
-      for (uint32_t p = 0; p < n; ++p) {
-        const uint64_t len = dl[me * n + p];
-        for (uint32_t q = 0; q < n; ++q)
-          if (dl[q * n + p] != len) return disagree(me, q, p);
-        sa[p] = da[p * n + p];
-        if (in_place) continue;
-        if (tok[p].src_len != len) return disagree(p, me, p);
-        if (len != 0 && !resolve(g, r->gd, tok[p], false, len, &sa[p]))
-          return false;
-      }
-      for (uint32_t p = 0; p < n; ++p)
-        for (uint32_t q = 0; q < n; ++q)
-          if (!(in_place && p == q)) copy(sa[p], da[q * n + p], dl[me * n + p]);
-      return true;
-    }
-    case off::CollType::kAlltoallv: {
-      // Block q of rank p's src into block p of rank q's dst.
-      for (uint32_t q = 0; q < n; ++q)
-        if (!v_row(g, r, tok, q, true, da + q * n, dl + q * n) ||
-            !v_row(g, r, tok, q, false, sa + q * n, sl + q * n))
-          return false;
-      for (uint32_t p = 0; p < n; ++p)
-        for (uint32_t q = 0; q < n; ++q)
-          if (sl[p * n + q] != dl[q * n + p]) return disagree(p, q, q);
-      for (uint32_t p = 0; p < n; ++p)
-        for (uint32_t q = 0; q < n; ++q)
-          copy(sa[p * n + q], da[q * n + p], sl[p * n + q]);
-      return true;
-    }
-    case off::CollType::kGatherv:
-    case off::CollType::kScatterv: {
-      // Rank p's buffer (da[p]) to or from block p of the root's; the
-      // root's own block stays where it is in place (its token says so).
-      const bool gather = u.coll == off::CollType::kGatherv;
-      const uint32_t root = u.root;
-      if (root >= n || !v_row(g, r, tok, root, gather, sa, sl)) return false;
-      const bool keep = (tok[root].flags & kTokInPlace) != 0;
-      for (uint32_t p = 0; p < n; ++p) {
-        da[p] = 0;
-        if (keep && p == root) continue;
-        if ((gather ? tok[p].src_len : tok[p].dst_len) != sl[p])
-          return disagree(p, root, p);
-        if (sl[p] != 0 && !resolve(g, r->gd, tok[p], !gather, sl[p], &da[p]))
-          return false;
-      }
-      for (uint32_t p = 0; p < n; ++p) {
-        if (keep && p == root) continue;
-        if (gather)
-          copy(da[p], sa[p], sl[p]);
-        else
-          copy(sa[p], da[p], sl[p]);
-      }
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
 // Reduce_scatterv: block p of every rank's vector (packed in rank order
 // by the counts, which every rank gives alike) reduced into rank p's dst
 // (in place: into block p of rank p's vector, which is its dst), one
@@ -349,8 +154,8 @@ bool queue_rsv(GpuDirectCtx& g, Request* r, const Token* tok, cu::CuStream s,
 // The worker queues the collective's data movement on its stream.
 }  // namespace
 
-bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
-                uint32_t n) {
+Queued queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r,
+                  const Token* tok, uint32_t n) {
   const cu::Driver& d = drv();
   GpuDirectReq& q = r->gd;
   const off::CollDesc& u = q.user;
@@ -373,135 +178,132 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
           "GPU direct: rank %u is %sin place where rank %u is %s (every rank "
           "must say alike)",
           p, in_place ? "not " : "", r->team->rank, in_place ? "" : "not");
-      return false;
+      return Queued::kFailed;
     }
-  switch (u.coll) {
-    case off::CollType::kAllgatherv:
-    case off::CollType::kAlltoallv:
-    case off::CollType::kGatherv:
-    case off::CollType::kScatterv:
-      if (u.coll == off::CollType::kAlltoallv && in_place) {
-        if (!queue_swaps(g, r, tok, s, &cr, &flagged)) return false;
-      } else if (!queue_v(g, r, tok, s, &cr)) {
-        return false;
-      }
-      break;
-    case off::CollType::kReduceScatterv:
-      if (!queue_rsv(g, r, tok, s, &cr, &flagged)) return false;
-      break;
-    case off::CollType::kAllreduce:
-    case off::CollType::kReduceScatter: {
-      // Allreduce: every rank's src into every rank's dst. Reduce_scatter:
-      // block p of every rank's vector into rank p's dst (in place the
-      // vector is dst, and block p stays where it is), in one kernel over
-      // the whole vector (ReduceArgs::blk).
-      const bool scatter = u.coll == off::CollType::kReduceScatter;
-      const uint64_t vec = u.count * es * (scatter ? n : 1);  // a rank's input
-      const uint64_t out = scatter && !in_place ? u.count * es : vec;
-      gpu::ReduceArgs a{};
-      for (uint32_t p = 0; p < n; ++p) {
-        if (!resolve(g, q, tok[p], true, out, &a.dst[p]) ||
-            (!in_place && !resolve(g, q, tok[p], false, vec, &a.src[p])))
-          return false;
-        if (in_place) a.src[p] = a.dst[p];
-      }
-      a.ndst = n;
-      if (scatter) {
-        a.blk = u.count;
-        a.blk_whole = in_place ? 1 : 0;
-      }
-      cr = reduce(g, s, u, n, scatter ? u.count * n : u.count, a, r, tok);
-      flagged = true;
-      break;
-    }
-    case off::CollType::kReduce: {
-      // Every rank's src (the root's aliases its dst in place: the host
-      // lowers it so), into the root's dst.
-      const uint64_t bytes = u.count * es;
-      gpu::ReduceArgs a{};
-      for (uint32_t p = 0; p < n; ++p)
-        if (!resolve(g, q, tok[p], false, bytes, &a.src[p])) return false;
-      if (u.root >= n || !resolve(g, q, tok[u.root], true, bytes, &a.dst[0]))
-        return false;
-      a.ndst = 1;
-      cr = reduce(g, s, u, n, u.count, a, r, tok);
-      flagged = true;
-      break;
-    }
-    case off::CollType::kAllgather: {
-      const uint64_t b = u.count * es;
-      for (uint32_t p = 0; p < n; ++p) {
-        if (!resolve(g, q, tok[p], true, b * n, &dst[p])) return false;
-        if (in_place)
-          src[p] = dst[p] + p * b;
-        else if (!resolve(g, q, tok[p], false, b, &src[p]))
-          return false;
-      }
-      Copies c(g, s, b, n * n);
-      for (uint32_t from = 0; from < n; ++from)
-        for (uint32_t to = 0; to < n; ++to)
-          if (!(in_place && from == to)) c.add(src[from], dst[to] + from * b);
-      cr = c.end(r, tok, n, &flagged);
-      break;
-    }
-    case off::CollType::kAlltoall: {
-      if (in_place) {
-        if (!queue_swaps(g, r, tok, s, &cr, &flagged)) return false;
+  Queued done = Queued::kDone;
+  if (v_path(r)) {
+    done = queue_moves(g, r, tok, s, &cr, &flagged);
+    if (done == Queued::kFailed) return done;
+  } else {
+    switch (u.coll) {
+      case off::CollType::kReduceScatterv:
+        if (!queue_rsv(g, r, tok, s, &cr, &flagged)) return Queued::kFailed;
+        break;
+      case off::CollType::kAllreduce:
+      case off::CollType::kReduceScatter: {
+        // Allreduce: every rank's src into every rank's dst. Reduce_scatter:
+        // block p of every rank's vector into rank p's dst (in place the
+        // vector is dst, and block p stays where it is), in one kernel over
+        // the whole vector (ReduceArgs::blk).
+        const bool scatter = u.coll == off::CollType::kReduceScatter;
+        const uint64_t vec =
+            u.count * es * (scatter ? n : 1);  // a rank's input
+        const uint64_t out = scatter && !in_place ? u.count * es : vec;
+        gpu::ReduceArgs a{};
+        for (uint32_t p = 0; p < n; ++p) {
+          if (!resolve(g, q, tok[p], true, out, &a.dst[p]) ||
+              (!in_place && !resolve(g, q, tok[p], false, vec, &a.src[p])))
+            return Queued::kFailed;
+          if (in_place) a.src[p] = a.dst[p];
+        }
+        a.ndst = n;
+        if (scatter) {
+          a.blk = u.count;
+          a.blk_whole = in_place ? 1 : 0;
+        }
+        cr = reduce(g, s, u, n, scatter ? u.count * n : u.count, a, r, tok);
+        flagged = true;
         break;
       }
-      const uint64_t b = u.count * es;
-      for (uint32_t p = 0; p < n; ++p)
-        if (!resolve(g, q, tok[p], true, b * n, &dst[p]) ||
-            !resolve(g, q, tok[p], false, b * n, &src[p]))
-          return false;
-      Copies c(g, s, b, n * n);
-      for (uint32_t from = 0; from < n; ++from)
-        for (uint32_t to = 0; to < n; ++to)
-          c.add(src[from] + to * b, dst[to] + from * b);
-      cr = c.end(r, tok, n, &flagged);
-      break;
-    }
-    case off::CollType::kGather:
-    case off::CollType::kScatter: {
-      // Block p of the root's vector from or to rank p's buffer; the
-      // root's own block stays where it is in place (its token says so).
-      const bool gather = u.coll == off::CollType::kGather;
-      const uint64_t b = u.count * es;
-      const uint32_t root = u.root;
-      if (root >= n) return false;
-      const bool keep = (tok[root].flags & kTokInPlace) != 0;
-      uint64_t whole = 0;
-      if (!resolve(g, q, tok[root], gather, b * n, &whole)) return false;
-      for (uint32_t p = 0; p < n; ++p)
-        if (!(keep && p == root) &&
-            !resolve(g, q, tok[p], !gather, b, gather ? &src[p] : &dst[p]))
-          return false;
-      Copies c(g, s, b, keep ? n - 1 : n);
-      for (uint32_t p = 0; p < n; ++p) {
-        if (keep && p == root) continue;
-        if (gather)
-          c.add(src[p], whole + p * b);
-        else
-          c.add(whole + p * b, dst[p]);
+      case off::CollType::kReduce: {
+        // Every rank's src (the root's aliases its dst in place: the host
+        // lowers it so), into the root's dst.
+        const uint64_t bytes = u.count * es;
+        gpu::ReduceArgs a{};
+        for (uint32_t p = 0; p < n; ++p)
+          if (!resolve(g, q, tok[p], false, bytes, &a.src[p]))
+            return Queued::kFailed;
+        if (u.root >= n || !resolve(g, q, tok[u.root], true, bytes, &a.dst[0]))
+          return Queued::kFailed;
+        a.ndst = 1;
+        cr = reduce(g, s, u, n, u.count, a, r, tok);
+        flagged = true;
+        break;
       }
-      cr = c.end(r, tok, n, &flagged);
-      break;
+      case off::CollType::kAllgather: {
+        const uint64_t b = u.count * es;
+        for (uint32_t p = 0; p < n; ++p) {
+          if (!resolve(g, q, tok[p], true, b * n, &dst[p]))
+            return Queued::kFailed;
+          if (in_place)
+            src[p] = dst[p] + p * b;
+          else if (!resolve(g, q, tok[p], false, b, &src[p]))
+            return Queued::kFailed;
+        }
+        Copies c(g, s, b, n * n);
+        for (uint32_t from = 0; from < n; ++from)
+          for (uint32_t to = 0; to < n; ++to)
+            if (!(in_place && from == to)) c.add(src[from], dst[to] + from * b);
+        cr = c.end(r, tok, n, &flagged);
+        break;
+      }
+      case off::CollType::kAlltoall: {
+        const uint64_t b = u.count * es;
+        for (uint32_t p = 0; p < n; ++p)
+          if (!resolve(g, q, tok[p], true, b * n, &dst[p]) ||
+              !resolve(g, q, tok[p], false, b * n, &src[p]))
+            return Queued::kFailed;
+        Copies c(g, s, b, n * n);
+        for (uint32_t from = 0; from < n; ++from)
+          for (uint32_t to = 0; to < n; ++to)
+            c.add(src[from] + to * b, dst[to] + from * b);
+        cr = c.end(r, tok, n, &flagged);
+        break;
+      }
+      case off::CollType::kGather:
+      case off::CollType::kScatter: {
+        // Block p of the root's vector from or to rank p's buffer; the
+        // root's own block stays where it is in place (its token says so).
+        const bool gather = u.coll == off::CollType::kGather;
+        const uint64_t b = u.count * es;
+        const uint32_t root = u.root;
+        if (root >= n) return Queued::kFailed;
+        const bool keep = (tok[root].flags & kTokInPlace) != 0;
+        uint64_t whole = 0;
+        if (!resolve(g, q, tok[root], gather, b * n, &whole))
+          return Queued::kFailed;
+        for (uint32_t p = 0; p < n; ++p)
+          if (!(keep && p == root) &&
+              !resolve(g, q, tok[p], !gather, b, gather ? &src[p] : &dst[p]))
+            return Queued::kFailed;
+        Copies c(g, s, b, keep ? n - 1 : n);
+        for (uint32_t p = 0; p < n; ++p) {
+          if (keep && p == root) continue;
+          if (gather)
+            c.add(src[p], whole + p * b);
+          else
+            c.add(whole + p * b, dst[p]);
+        }
+        cr = c.end(r, tok, n, &flagged);
+        break;
+      }
+      case off::CollType::kBcast: {
+        const uint64_t b = u.count * es;
+        for (uint32_t p = 0; p < n; ++p)
+          if (!resolve(g, q, tok[p], false, b, &src[p])) return Queued::kFailed;
+        Copies c(g, s, b, n - 1);
+        for (uint32_t to = 0; to < n; ++to)
+          if (to != u.root) c.add(src[u.root], src[to]);
+        cr = c.end(r, tok, n, &flagged);
+        break;
+      }
+      default:
+        return Queued::kFailed;
     }
-    case off::CollType::kBcast: {
-      const uint64_t b = u.count * es;
-      for (uint32_t p = 0; p < n; ++p)
-        if (!resolve(g, q, tok[p], false, b, &src[p])) return false;
-      Copies c(g, s, b, n - 1);
-      for (uint32_t to = 0; to < n; ++to)
-        if (to != u.root) c.add(src[u.root], src[to]);
-      cr = c.end(r, tok, n, &flagged);
-      break;
-    }
-    default:
-      return false;
   }
-  // The peers learn that their part is done; then the worker's own event.
-  if (cr == cu::kSuccess && !flagged) {
+  // The peers learn that their part is done (after the last batch); then
+  // the worker's own event.
+  if (cr == cu::kSuccess && !flagged && done == Queued::kDone) {
     gpu::FlagArgs f{};
     peer_flags(r, tok, n, &f);
     void* params[] = {&f};
@@ -511,9 +313,9 @@ bool queue_work(ucc_context* ctx, GpuDirectCtx& g, Request* r, const Token* tok,
   if (cr != cu::kSuccess) {
     UCC_ERROR("GPU direct: queueing the collective on the GPU failed (%s)",
               cu::error_name(d, cr));
-    return false;
+    return Queued::kFailed;
   }
-  return true;
+  return done;
 }
 
 }  // namespace ucc::host::gd

@@ -352,6 +352,93 @@ TEST(GpuDirect, AlltoallInPlaceSwaps) {
   }));
 }
 
+// Every block in an allocation of its own at 4 ranks, with an IPC cache
+// of 8 (UCC_GPU_IPC_CACHE): alltoallv names 24 peer allocations of the
+// worker's, allgatherv 15, in-place alltoallv 12, more than the cache
+// holds. The worker takes them in batches, the entries of one going back
+// to the cache before the next, and every result is whole; nothing is
+// staged. Without batches each of them failed on every rank.
+TEST(GpuDirect, VManyAllocationsGoInBatches) {
+  NEED_GPU();
+  constexpr int kN = 4;
+  EXPECT_TRUE(ucct::run_ranks(kN, [](ucct::Rank& r) {
+    ucct::World w;
+    w.env = {{"UCC_GPU_IPC_CACHE", "8"}};
+    if (w.init(r) != UCC_OK) return 1;
+    EXPECT(ucct::gpu::init(), "CUDA init");
+    const Loop l = loop();
+    const int me = r.rank;
+    // Elements p sends q: none empty, symmetric (in place needs it).
+    auto len = [](int p, int q) { return uint64_t(7 + 3 * (p + q)); };
+    const unsigned long long o0 = l.on() ? l.opens() : 0;
+    const unsigned long long c0 = l.on() ? l.host_copies() : 0;
+    std::vector<uint64_t> sl(kN), dl(kN), sc, dc, counts;
+    for (int q = 0; q < kN; ++q) {
+      sl[q] = len(me, q);
+      dl[q] = len(q, me);
+    }
+    Blocks s, d;
+    EXPECT(s.make(sl, true) && d.make(dl, true) &&
+               s.fill([&](size_t q, uint64_t i) {
+                 return val(me, static_cast<int>(q), i);
+               }) &&
+               d.fill([](size_t, uint64_t) { return -7; }),
+           "alltoallv buffers");
+    ucc_coll_args_t a{};
+    a.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+    a.flags = kFlags64;
+    a.coll_type = UCC_COLL_TYPE_ALLTOALLV;
+    a.src.info_v = vinfo(s, &sc);
+    a.dst.info_v = vinfo(d, &dc);
+    ucc_status_t st = w.run(a);
+    EXPECT(st == UCC_OK, "alltoallv rank %d: %s", me, ucct::status_name(st));
+    EXPECT(check(d, me, "batched alltoallv",
+                 [&](size_t p, uint64_t i) {
+                   return val(static_cast<int>(p), me, i);
+                 }) == 0,
+           "alltoallv result");
+    CK(w.barrier());
+    // allgatherv: rank p's block is len(p, 0) elements.
+    std::vector<uint64_t> lens(kN);
+    for (int p = 0; p < kN; ++p) lens[p] = len(p, 0);
+    Blocks gs, gd;
+    ucc_coll_args_t g{};
+    EXPECT(allgatherv(me, lens, true, &gs, &gd, &counts, &g),
+           "allgatherv buffers");
+    st = w.run(g);
+    EXPECT(st == UCC_OK, "allgatherv rank %d: %s", me, ucct::status_name(st));
+    EXPECT(check(gd, me, "batched allgatherv",
+                 [](size_t j, uint64_t i) {
+                   return val(static_cast<int>(j), 0, i);
+                 }) == 0,
+           "allgatherv result");
+    CK(w.barrier());
+    // In-place alltoallv on the alltoallv's src: swaps in batches.
+    ucc_coll_args_t v{};
+    v.mask = UCC_COLL_ARGS_FIELD_FLAGS;
+    v.flags = kFlags64 | UCC_COLL_ARGS_FLAG_IN_PLACE;
+    v.coll_type = UCC_COLL_TYPE_ALLTOALLV;
+    v.dst.info_v = vinfo(s, &sc);
+    st = w.run(v);
+    EXPECT(st == UCC_OK, "in-place alltoallv rank %d: %s", me,
+           ucct::status_name(st));
+    EXPECT(check(s, me, "batched in-place alltoallv",
+                 [&](size_t p, uint64_t i) {
+                   return val(static_cast<int>(p), me, i);
+                 }) == 0,
+           "in-place alltoallv result");
+    if (l.on()) {
+      EXPECT(l.host_copies() == c0, "rank %d: %llu copies through the host", me,
+             l.host_copies() - c0);
+      // The worker opened more than the cache holds.
+      EXPECT(me != 0 || l.opens() - o0 >= 24 + 15 - 8,
+             "the worker opened %llu peer allocations", l.opens() - o0);
+    }
+    CK(w.barrier());
+    return 0;
+  }));
+}
+
 // A rank that cannot describe its buffers (rank 1's third block runs two
 // elements past the end of its allocation) still sends its token, marked
 // broken: every rank ends with an error at once instead of
