@@ -26,7 +26,8 @@ void VerbsFabric::seal() {
   // may messages go over it (a member not connected yet drops them).
   sealed_ = true;
   const uint64_t now = now_ns();
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+  for (uint32_t k = 0; k < nmade_; ++k) {
+    const uint32_t r = made_[k];
     VLink& l = links_[r];
     if (l.state != VLink::State::kConnecting) continue;
     l.since = now;
@@ -94,6 +95,7 @@ void VerbsFabric::create_qp(uint32_t r) {
 }
 
 void VerbsFabric::fail(uint32_t r, const char* why) {
+  if (!made(r)) return;
   VLink& l = links_[r];
   if (l.state == VLink::State::kFailed || l.state == VLink::State::kLeft ||
       l.state == VLink::State::kNone)
@@ -200,8 +202,9 @@ void VerbsFabric::on_cm(uint32_t r, const CmMsg& m) {
 }
 
 uint64_t VerbsFabric::read_cm(uint32_t r) {
-  advance(r);  // what could not go before (no free slot)
+  if (made(r)) advance(r);  // what could not go before (no free slot)
   const uint32_t n = cm_->rx_poll(r);
+  if (n != 0) make(r);  // a peer talks to us first
   for (uint32_t i = 0; i < n; ++i) {
     const MsgHdr* h = cm_->rx_hdr(r, i);
     if (h == nullptr) continue;

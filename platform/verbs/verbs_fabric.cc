@@ -33,8 +33,8 @@ VerbsFabric::VerbsFabric(VerbsNet* net, const FabricConfig& cfg, Fabric* cm)
 VerbsFabric::~VerbsFabric() {
   const Api& api = net_->api();
   if (links_ != nullptr) {
-    for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-      const VLink& l = links_[r];
+    for (uint32_t i = 0; i < nmade_; ++i) {
+      const VLink& l = links_[made_[i]];
       if (l.qp != nullptr) api.destroy_qp(l.qp);
       if (l.inbox_mr != nullptr) api.dereg_mr(l.inbox_mr);
       if (l.shadow_mr != nullptr) api.dereg_mr(l.shadow_mr);
@@ -55,6 +55,9 @@ bool VerbsFabric::setup() {
   // mappings of their own, each registered with the device.
   for (int pass = 0; pass < 2; ++pass) {
     links_ = mem_.take<VLink>(n);
+    made_ = mem_.take<uint32_t>(n);
+    is_made_ = mem_.take<uint8_t>(n);
+    rma_ = mem_.take<uint32_t>(n);
     heads_ = mem_.take<uint32_t>(n);
     owe_ = mem_.take<uint32_t>(n);
     regs_ = mem_.take<RegEnt>(kMaxRmaRegs);
@@ -64,15 +67,13 @@ bool VerbsFabric::setup() {
   shadows_bytes_ = shadow_bytes(cfg_) * n;
   seg_ = static_cast<char*>(map_zeroed(seg_bytes_));
   shadows_ = static_cast<char*>(map_zeroed(shadows_bytes_));
-  if (links_ == nullptr || heads_ == nullptr || owe_ == nullptr ||
+  if (links_ == nullptr || made_ == nullptr || is_made_ == nullptr ||
+      rma_ == nullptr || heads_ == nullptr || owe_ == nullptr ||
       regs_ == nullptr || seg_ == nullptr || shadows_ == nullptr)
     return false;
   seg_init(seg_, cfg_, getpid());
   for (uint32_t h = 0; h < kMaxRmaRegs; ++h)
     regs_[h] = RegEnt{nullptr, 0, false};
-  for (uint32_t i = 0; i < n; ++i) {
-    new (&links_[i]) VLink;
-  }
   // Peers write messages into the slots and release counts into the
   // shadows; our release counts are the source of our credit writes. All
   // three are registered link by link as links start (reg_link): the
@@ -148,7 +149,7 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
     }
     cm_addrs[r].kind = net_->cm_kind();
     memcpy(cm_addrs[r].bytes, addrs[r].bytes, sizeof(addrs[r].bytes));
-    links_[r].rma_min = rma_agree(my_rma, addrs[r].pad);
+    rma_[r] = rma_agree(my_rma, addrs[r].pad);
     ++nremote_;
   }
   st = cm_->connect(cm_addrs, mine);
@@ -165,19 +166,30 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
               strerror(errno));
     return Status::kNoResource;
   }
+  // The pairs send into their shadows from the first message; the links
+  // come when a peer is talked to (make).
   const size_t sb = shadow_bytes(cfg_);
-  for (uint32_t r = 0; r < n; ++r) {
-    if (!mine[r] || r == cfg_.rank) continue;
-    VLink& l = links_[r];
-    l.shadow = shadow_view(shadows_ + sb * r);
-    pair(r).bind_tx(l.shadow);
-    l.state = VLink::State::kIdle;
-  }
+  for (uint32_t r = 0; r < n; ++r)
+    if (mine[r] && r != cfg_.rank)
+      pair(r).bind_tx(shadow_view(shadows_ + sb * r));
   return Status::kOk;
 }
 
-void VerbsFabric::start(uint32_t r) {
+VLink& VerbsFabric::make(uint32_t r) {
   VLink& l = links_[r];
+  if (is_made_[r] != 0) return l;
+  new (&l) VLink;
+  l.state = VLink::State::kIdle;
+  l.shadow = pair(r).tx();
+  l.rma_min = rma_[r];
+  is_made_[r] = 1;
+  made_[nmade_++] = r;
+  return l;
+}
+
+void VerbsFabric::start(uint32_t r) {
+  if (!serves(r) || r == cfg_.rank) return;
+  VLink& l = make(r);
   if (l.state != VLink::State::kIdle) return;
   l.state = VLink::State::kConnecting;
   l.since = now_ns();
@@ -186,10 +198,7 @@ void VerbsFabric::start(uint32_t r) {
   advance(r);
 }
 
-void VerbsFabric::waiting_on(uint32_t peer) {
-  if (peer < cfg_.nranks && links_[peer].state == VLink::State::kIdle)
-    start(peer);
-}
+void VerbsFabric::waiting_on(uint32_t peer) { start(peer); }
 
 void VerbsFabric::owe(uint32_t r) {
   VLink& l = links_[r];
@@ -272,7 +281,7 @@ void VerbsFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                             uint8_t kind, uint32_t lag) {
   pair(peer).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
-  if (links_[peer].state == VLink::State::kIdle) start(peer);
+  start(peer);  // (made and started once: idle links only)
   // Straight out (after anything still waiting: post_owed goes in
   // order); what cannot go now goes from progress.
   if (!post_owed(peer)) owe(peer);
@@ -281,6 +290,7 @@ void VerbsFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
 void VerbsFabric::rx_release(uint32_t peer, uint32_t i) {
   if (!pair(peer).rx_release(i)) return;
   ++events_;
+  if (!made(peer)) return;  // (a message came on its link: never)
   links_[peer].credit_owed = true;
   owe(peer);
 }
@@ -300,7 +310,7 @@ void VerbsFabric::on_recv(const ibv_wc& wc) {
   // The immediate is the peer's: it must name the link it came on. A
   // peer that left may have written its last messages before its goodbye
   // (our completions can come after the goodbye): they count.
-  if (r >= cfg_.nranks || links_[r].qp == nullptr ||
+  if (!made(r) || links_[r].qp == nullptr ||
       links_[r].qp->qp_num != wc.qp_num || !links_[r].got_hello ||
       links_[r].state == VLink::State::kFailed) {
     ++net_->counters().bad_imm;
@@ -315,9 +325,11 @@ uint64_t VerbsFabric::poll_cq(uint32_t i) {
   ibv_wc wc[16];
   const int n = ibv_poll_cq(cqs_[i], 16, wc);
   if (n < 0) {  // the CQ overflowed or broke: every link with it
-    for (uint32_t r = 0; r < cfg_.nranks; ++r)
+    for (uint32_t k = 0; k < nmade_; ++k) {
+      const uint32_t r = made_[k];
       if (links_[r].qp != nullptr && links_[r].cq == i)
         fail(r, "completion queue error");
+    }
     return 0;
   }
   for (int i = 0; i < n; ++i) {
@@ -329,7 +341,7 @@ uint64_t VerbsFabric::poll_cq(uint32_t i) {
       continue;
     }
     const auto r = static_cast<uint32_t>((w.wr_id >> 8) & 0xffffffu);
-    if (r >= cfg_.nranks) continue;
+    if (!made(r)) continue;
     VLink& l = links_[r];
     if (l.outstanding > 0) --l.outstanding;
     l.since = net_->now();
@@ -359,15 +371,20 @@ uint64_t VerbsFabric::progress(bool cm_too) {
   if (cm_closed) return ev;
   // A peer's hello or goodbye to a link of ours still idle (hellos and
   // goodbyes count as the manager's attention): the link starts, or
-  // takes the goodbye.
+  // takes the goodbye. (Every remote rank not talked to yet is looked
+  // at, once per change of the manager's attention: a member hears a
+  // hello from each peer that talks to it first, no more.)
   const uint32_t attn = cm_->attention();
   if (attn != cm_attention_) {
     cm_attention_ = attn;
     for (uint32_t r = 0; r < cfg_.nranks; ++r)
-      if (links_[r].state == VLink::State::kIdle) ev += read_cm(r);
+      if (made(r) ? links_[r].state == VLink::State::kIdle
+                  : serves(r) && r != cfg_.rank)
+        ev += read_cm(r);
   }
   if (connecting_ != 0 || cm_too || leaving_ || acks_owed_ != 0) {
-    for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    for (uint32_t k = 0; k < nmade_; ++k) {
+      const uint32_t r = made_[k];
       const VLink& l = links_[r];
       if (l.state == VLink::State::kConnecting ||
           (l.state == VLink::State::kReady && (cm_too || leaving_)))
@@ -389,7 +406,8 @@ uint64_t VerbsFabric::progress(bool cm_too) {
     }
   }
   if (leaving_) {
-    for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+    for (uint32_t k = 0; k < nmade_; ++k) {
+      const uint32_t r = made_[k];
       VLink& l = links_[r];
       if (l.state == VLink::State::kReady && !l.bye_sent && !l.listed &&
           l.msgs == shadow_head(*l.shadow.ctl) && l.outstanding == 0)
@@ -408,8 +426,8 @@ void VerbsFabric::leave(bool lost) {
 }
 
 bool VerbsFabric::drained() const {
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    const VLink& l = links_[r];
+  for (uint32_t k = 0; k < nmade_; ++k) {
+    const VLink& l = links_[made_[k]];
     if (l.state == VLink::State::kReady &&
         (!l.bye_sent || !l.bye_acked || l.outstanding != 0))
       return false;
@@ -430,7 +448,8 @@ bool VerbsFabric::check_peers() {
   bool lost = lost_ || cm_->peer_lost();
   const uint64_t now = now_ns();
   const uint64_t limit = uint64_t{net_->config().peer_timeout_ms} * 1000000u;
-  for (uint32_t r = 0; r < cfg_.nranks && !lost; ++r) {
+  for (uint32_t k = 0; k < nmade_ && !lost; ++k) {
+    const uint32_t r = made_[k];
     VLink& l = links_[r];
     // Not connected in time, or a work request the peer never answered
     // (RNR or transport retries going on for ever).
@@ -460,7 +479,8 @@ void VerbsFabric::break_links() {
   lost_leave_ = true;
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_ERR;
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
+  for (uint32_t k = 0; k < nmade_; ++k) {
+    const uint32_t r = made_[k];
     VLink& l = links_[r];
     // A peer that never reached us hears it when it does (on_cm).
     if (l.state == VLink::State::kIdle) continue;
@@ -476,8 +496,8 @@ void VerbsFabric::break_links() {
 }
 
 bool VerbsFabric::tx_flushed() const {
-  for (uint32_t r = 0; r < cfg_.nranks; ++r) {
-    const VLink& l = links_[r];
+  for (uint32_t k = 0; k < nmade_; ++k) {
+    const VLink& l = links_[made_[k]];
     if (l.state == VLink::State::kReady &&
         (l.msgs != shadow_head(*l.shadow.ctl) || l.outstanding != 0))
       return false;

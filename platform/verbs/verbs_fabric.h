@@ -119,7 +119,7 @@ class VerbsFabric final : public InboxFabric {
   uint64_t events() const override { return events_; }
   bool tx_flushed() const override;
   uint64_t rma_min(uint32_t peer) const override {
-    return links_[peer].rma_min;
+    return peer < cfg_.nranks ? rma_[peer] : 0;
   }
   Status mem_reg(void* addr, uint64_t len, uint32_t access,
                  RmaReg* reg) override;
@@ -136,10 +136,11 @@ class VerbsFabric final : public InboxFabric {
                     raddr, rkey, len, ticket);
   }
   uint64_t rma_done(uint32_t peer) const override {
-    return links_[peer].rma_done;
+    return made(peer) ? links_[peer].rma_done : 0;
   }
-  // Registrations held (tests).
+  // Registrations held; links made (tests).
   uint32_t rma_regs() const;
+  uint32_t links_made() const { return nmade_; }
 
   // --- for the net ------------------------------------------------------------
   // Completions, connection messages, what is owed: returns how much
@@ -163,6 +164,10 @@ class VerbsFabric final : public InboxFabric {
   // Link r's queue pair, made now if it is idle; its hello goes at once
   // (after seal).
   void start(uint32_t r);
+  // Whether rank r's link has been made (a remote peer's is idle until
+  // then), and making it: constructed, idle, listed in made_.
+  bool made(uint32_t r) const { return r < cfg_.nranks && is_made_[r] != 0; }
+  VLink& make(uint32_t r);
   void create_qp(uint32_t r);
   // Registers link r's inbox and shadow (false: the link failed).
   bool reg_link(uint32_t r);
@@ -226,7 +231,15 @@ class VerbsFabric final : public InboxFabric {
   uint32_t max_send_ = 0;  // work requests per queue pair
   static constexpr uint32_t kUnknownInline = UINT32_MAX;
   uint32_t max_inline_ = kUnknownInline;  // granted, once a QP exists
-  VLink* links_ = nullptr;
+  // Per team rank, in the arena, whose pages are touched only for the
+  // links made (a large block is a fresh mapping): a member of a team of
+  // thousands pays for the peers it talks to (made_), plus rma_ and
+  // is_made_ (5 bytes) for every remote rank.
+  VLink* links_ = nullptr;    // constructed when made
+  uint32_t* made_ = nullptr;  // the ranks whose links are made, in order
+  uint32_t nmade_ = 0;
+  uint8_t* is_made_ = nullptr;
+  uint32_t* rma_ = nullptr;    // per peer: Fabric::rma_min, from connect
   uint32_t* heads_ = nullptr;  // per peer: its messages received
   uint32_t* owe_ = nullptr;    // links with something to post
   uint32_t nowe_ = 0;

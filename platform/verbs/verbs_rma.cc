@@ -59,8 +59,9 @@ Status VerbsFabric::post_rma(uint32_t r, ibv_wr_opcode op, void* local,
                              const RmaReg& reg, uint64_t raddr, uint32_t rkey,
                              uint32_t len, uint64_t* ticket) {
   if (r >= cfg_.nranks || r == cfg_.rank) return Status::kInvalidParam;
+  start(r);                             // the first: connect now
+  if (!made(r)) return Status::kError;  // not a peer of this fabric
   VLink& l = links_[r];
-  if (l.state == VLink::State::kIdle) start(r);  // the first: connect now
   if (l.state == VLink::State::kConnecting) return Status::kInProgress;
   if (l.state != VLink::State::kReady) return Status::kError;
   // The caller's registration must hold the local bytes: the device would

@@ -204,6 +204,11 @@ TEST(VerbsNet, QueuePairsOnlyForThePeersTalkedTo) {
   const uint64_t link = plat::slot_stride(slot) * nslots +
                         plat::shadow_bytes(fc) + plat::kMaxSlots;
   for (int i = 0; i < 100; ++i) e.progress();
+  // Links are made for the peers talked to, not for the team.
+  auto links = [&t](uint32_t r) {
+    return static_cast<verbs::VerbsFabric*>(t.fab[r])->links_made();
+  };
+  for (uint32_t r = 0; r < 8; ++r) EXPECT_EQ(links(r), 0u) << "rank " << r;
   for (auto& n : e.nets) {
     EXPECT_EQ(n->counters().qps, 0u);
     EXPECT_EQ(n->counters().cqes, cq(2));
@@ -220,6 +225,7 @@ TEST(VerbsNet, QueuePairsOnlyForThePeersTalkedTo) {
     EXPECT_EQ(e.cms[i]->connections(), 3u) << "engine " << i;
     EXPECT_EQ(e.nets[i]->counters().cqes, cq(2) + cq(4)) << "engine " << i;
     EXPECT_EQ(e.nets[i]->counters().fabric_regs, 3 * link) << "engine " << i;
+    EXPECT_EQ(links(i), 3u) << "rank " << i;
   }
   ASSERT_TRUE(t.exchange(3, 1024, 30));
   for (auto& n : e.nets) {
@@ -227,6 +233,7 @@ TEST(VerbsNet, QueuePairsOnlyForThePeersTalkedTo) {
     EXPECT_EQ(n->counters().cqes, cq(2) + cq(4) + cq(1));
     EXPECT_EQ(n->counters().fabric_regs, 7 * link);
   }
+  for (uint32_t r = 0; r < 8; ++r) EXPECT_EQ(links(r), 7u) << "rank " << r;
   for (auto* f : t.fab) EXPECT_FALSE(f->peer_lost());
 }
 
