@@ -28,7 +28,8 @@ void seg_init(char* seg, const FabricConfig& c, int32_t owner) {
   // member pages for all the team's ranks, where it uses its peers' only.
 }
 
-Status InboxFabric::take_pairs(const bool* mine, bool self, char* seg) {
+Status InboxFabric::take_pairs(const bool* mine, bool self, char* seg,
+                               bool lazy) {
   const uint32_t n = cfg_.nranks;
   uint32_t count = 0;
   for (uint32_t r = 0; r < n; ++r)
@@ -43,16 +44,29 @@ Status InboxFabric::take_pairs(const bool* mine, bool self, char* seg) {
     }
   }
   npairs_ = 0;
+  nmade_pairs_ = 0;
+  pair_seg_ = seg;
   for (uint32_t r = 0; r < n; ++r) {
     if (!(r == cfg_.rank ? self : mine[r])) {
       idx_[r] = kNoPair;
       continue;
     }
-    idx_[r] = npairs_;
-    InboxPair* p = new (&pairs_[npairs_++]) InboxPair;
-    p->bind_rx(InboxView{seg_ctl(seg, r), seg_slots(seg, cfg_, r)});
+    // (A lazy pair's memory stays untouched until made: pages of a large
+    // block are a fresh mapping.)
+    idx_[r] = npairs_++ | kLazy;
+    if (!lazy) make_pair(r);
   }
   return Status::kOk;
+}
+
+uint32_t InboxFabric::make_pair(uint32_t r) {
+  const uint32_t k = idx_[r] & ~kLazy;
+  InboxPair* p = new (&pairs_[k]) InboxPair;
+  p->bind_rx(InboxView{seg_ctl(pair_seg_, r), seg_slots(pair_seg_, cfg_, r)});
+  p->bind_tx(shadow_of(r, k));
+  idx_[r] = k;
+  ++nmade_pairs_;
+  return k;
 }
 
 void InboxFabric::release_pairs() {

@@ -36,7 +36,7 @@ TcpFabric::~TcpFabric() {
 
 Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
   if (seg_ == nullptr) return Status::kNoMemory;
-  Status st = take_pairs(mine, false, seg_);
+  Status st = take_pairs(mine, false, seg_, true);
   if (failed(st)) return st;
   // The shadows and links of peers never reached stay untouched pages (a
   // large block is a fresh mapping); the addresses are all written.
@@ -77,7 +77,6 @@ Status TcpFabric::connect(const FabricAddr* addrs, const bool* mine) {
     p.rank = r;
     p.port = a.port;
     p.made = false;
-    pair_at(k).bind_tx(shadow_view(shadows_ + sb * k));
   }
   return Status::kOk;
 }
@@ -94,8 +93,8 @@ void TcpFabric::make(uint32_t k) {
   memcpy(l.peer_key, p.key, sizeof(l.peer_key));
   l.rma_min = p.rma_min;
   l.state = Link::State::kLive;
-  l.shadow = pair_at(k).tx();
-  l.rx = pair_at(k).rx();
+  l.shadow = pair(p.rank).tx();  // (the pair is made now)
+  l.rx = pair(p.rank).rx();
   if (leaving_ || failed_) owe_bye(l);
   peers_[k].made = true;
   made_[nmade_++] = k;
@@ -113,14 +112,15 @@ Link& TcpFabric::reached(uint32_t k) {
 void TcpFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
                           uint8_t kind, uint32_t lag) {
   const uint32_t k = pair_of(peer);
-  pair_at(k).tx_commit(cfg_, len, key, kind, lag);
+  pair(peer).tx_commit(cfg_, len, key, kind, lag);
   ++events_;
   net_->kick(&reached(k));  // (the first message: sent once connected)
 }
 
 void TcpFabric::rx_release(uint32_t peer, uint32_t i) {
   const uint32_t k = pair_of(peer);
-  if (!pair_at(k).rx_release(i)) return;
+  InboxPair* pp = made_pair(peer);
+  if (pp == nullptr || !pp->rx_release(i)) return;
   ++events_;
   net_->owe_credit(&made(k), false);  // made by the message's frame already
 }

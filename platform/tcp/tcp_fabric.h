@@ -162,6 +162,11 @@ class TcpFabric final : public InboxFabric {
   bool drained() const;
 
  private:
+  // A pair's sending side: our shadow of the peer's inbox (lazy pairs).
+  InboxView shadow_of(uint32_t r, uint32_t k) override {
+    (void)r;
+    return shadow_view(shadows_ + shadow_bytes(cfg_) * k);
+  }
   // A registration (mem_reg): its bytes, what peers may do, its key.
   struct Reg {
     uint64_t addr;

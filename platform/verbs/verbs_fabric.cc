@@ -133,7 +133,7 @@ uint32_t VerbsFabric::cq_with_room() {
 
 Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
   const uint32_t n = cfg_.nranks;
-  Status st = take_pairs(mine, false, seg_);
+  Status st = take_pairs(mine, false, seg_, true);
   if (failed(st)) return st;
   auto* cm_addrs = new (std::nothrow) FabricAddr[n];
   if (cm_addrs == nullptr) return Status::kNoMemory;
@@ -166,12 +166,7 @@ Status VerbsFabric::connect(const FabricAddr* addrs, const bool* mine) {
               strerror(errno));
     return Status::kNoResource;
   }
-  // The pairs send into their shadows from the first message; the links
-  // come when a peer is talked to (make).
-  const size_t sb = shadow_bytes(cfg_);
-  for (uint32_t r = 0; r < n; ++r)
-    if (mine[r] && r != cfg_.rank)
-      pair(r).bind_tx(shadow_view(shadows_ + sb * r));
+  // The pairs and links come when a peer is talked to (make).
   return Status::kOk;
 }
 
@@ -288,7 +283,8 @@ void VerbsFabric::tx_commit(uint32_t peer, uint32_t len, const MsgKey& key,
 }
 
 void VerbsFabric::rx_release(uint32_t peer, uint32_t i) {
-  if (!pair(peer).rx_release(i)) return;
+  InboxPair* pp = made_pair(peer);
+  if (pp == nullptr || !pp->rx_release(i)) return;
   ++events_;
   if (!made(peer)) return;  // (a message came on its link: never)
   links_[peer].credit_owed = true;

@@ -161,6 +161,11 @@ class VerbsFabric final : public InboxFabric {
   bool cm_closed = false;
 
  private:
+  // A pair's sending side: our shadow of the peer's inbox (lazy pairs).
+  InboxView shadow_of(uint32_t r, uint32_t k) override {
+    (void)k;
+    return shadow_view(shadows_ + shadow_bytes(cfg_) * r);
+  }
   // Link r's queue pair, made now if it is idle; its hello goes at once
   // (after seal).
   void start(uint32_t r);

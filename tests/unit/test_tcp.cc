@@ -205,6 +205,11 @@ TEST(Tcp, ConnectionsOnlyToThePeersTalkedTo) {
   ASSERT_TRUE(t.open(e, 8, 4096, 4));
   for (int i = 0; i < 100; ++i) e.progress();
   for (auto& n : e.nets) EXPECT_EQ(n->connections(), 0u);
+  // Inbox pairs too, for the peers talked to (InboxFabric::take_pairs).
+  auto pairs = [&t](uint32_t r) {
+    return static_cast<plat::InboxFabric*>(t.fab[r])->pairs_made();
+  };
+  for (uint32_t r = 0; r < 8; ++r) EXPECT_EQ(pairs(r), 0u) << "rank " << r;
   auto settled = [&e](uint32_t want) {
     auto all = [&e, want] {
       for (auto& n : e.nets)
@@ -222,10 +227,13 @@ TEST(Tcp, ConnectionsOnlyToThePeersTalkedTo) {
   ASSERT_TRUE(ucct::exchange_messages([&e] { e.progress(); }, t.fab, doubling,
                                       6, 4096, 20));
   EXPECT_TRUE(settled(3));
-  for (uint32_t i = 0; i < 8; ++i)
+  for (uint32_t i = 0; i < 8; ++i) {
     EXPECT_EQ(e.nets[i]->connections(), 3u) << "engine " << i;
+    EXPECT_EQ(pairs(i), 3u) << "rank " << i;
+  }
   ASSERT_TRUE(exchange(e, t, 3, 4096, 20));
   EXPECT_TRUE(settled(7));
+  for (uint32_t r = 0; r < 8; ++r) EXPECT_EQ(pairs(r), 7u) << "rank " << r;
   for (auto& n : e.nets) EXPECT_EQ(n->stats().bad_frames, 0u);
 }
 
