@@ -110,7 +110,7 @@ GpuDirectTeam* team_state(ucc_team* team) {
     t->tokens = static_cast<uint8_t*>(calloc(1, t->tokens_bytes));
     t->peers = static_cast<PeerPage*>(calloc(team->size, sizeof(PeerPage)));
     t->vblk = static_cast<uint64_t*>(
-        calloc(size_t{2} * team->size * team->size, sizeof(uint64_t)));
+        calloc(size_t{4} * team->size * team->size, sizeof(uint64_t)));
     t->vside = static_cast<VSide*>(calloc(1, sizeof(VSide)));
     ok = t->page != nullptr && t->tokens != nullptr && t->peers != nullptr &&
          t->vblk != nullptr && t->vside != nullptr;

@@ -176,9 +176,9 @@ struct GpuDirectTeam {
   uint8_t* tokens;  // nreqs * (size + 1) tokens, pinned by nothing
   size_t tokens_bytes;
   PeerPage* peers;  // size entries; the worker's
-  // The worker's scratch: 2 * size * size block lengths (gpu_work_v.cc;
-  // reduce_scatterv: 2 * size addresses), and one table copied out of a
-  // page.
+  // The worker's scratch: 2 * size * size block lengths and 2 * size *
+  // size addresses of a batch's moves (gpu_work_v.cc; reduce_scatterv:
+  // 2 * size addresses), and one table copied out of a page.
   uint64_t* vblk;
   gd::VSide* vside;
 };

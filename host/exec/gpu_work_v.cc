@@ -14,10 +14,13 @@
 //
 // Every batch first copies the ranks' tables out of their pages again
 // and checks them whole, lengths agreeing between every pair of ends,
-// before it queues anything: a rank that rewrites its table between two
-// batches so that lengths disagree fails the collective (every rank gets
-// an error); one whose table still agrees names only its own
-// allocations, each block checked against the allocation it names.
+// then resolves every end of its moves, each block's entries read again
+// and required to say what was checked (its length, an allocation of the
+// table's), and only then queues them: a rank that rewrites its table
+// mid-collective fails it on every rank, with nothing of that batch on
+// the stream. Each block is checked against the allocation it names,
+// through an IPC handle the worker cannot tie to its owner (as a token's:
+// the ranks are one job's processes, docs/gpu.md, "Trust").
 #include <cstddef>
 #include <cstring>
 
@@ -85,14 +88,21 @@ bool resolve_end(GpuDirectCtx& g, Request* r, const Token* tok, const End& e,
     *out = base + e.at;
     return true;
   }
-  // Only this block's entries, copied out, then checked against the
-  // allocation they name: the rest of the table may have changed.
+  // Only this block's entries, copied out, then checked against what
+  // check() read (the owner may have rewritten its table since) and the
+  // allocation they name.
   const uint8_t* vt = table_of(r, tok, e.rank);
   if (vt == nullptr || e.at >= gpu::kMaxPeers) return false;
   const uint8_t* side = vt + (e.dst ? sizeof(VSide) : 0);
   VBlock b{};
   memcpy(&b, side + offsetof(VSide, blk) + e.at * sizeof(VBlock), sizeof(b));
-  if (b.alloc >= gpu::kMaxPeers) return false;
+  uint32_t nalloc = 0;
+  memcpy(&nalloc, side + offsetof(VSide, nalloc), sizeof(nalloc));
+  if (b.len != len || nalloc > gpu::kMaxPeers || b.alloc >= nalloc) {
+    UCC_ERROR("GPU direct: rank %u changed its block table mid-collective",
+              e.rank);
+    return false;
+  }
   VAlloc a{};
   memcpy(&a, side + offsetof(VSide, alloc) + b.alloc * sizeof(VAlloc),
          sizeof(a));
@@ -292,35 +302,46 @@ bool v_path(const Request* r) {
 Queued queue_moves(GpuDirectCtx& g, Request* r, const Token* tok,
                    cu::CuStream s, cu::CuResult* cr, bool* flagged) {
   GpuDirectReq& q = r->gd;
-  Plan plan(r);
-  if (!plan.check(tok)) return Queued::kFailed;
   // Half of the cache, so that other collectives in flight find room.
   constexpr uint32_t kRefs = sizeof(q.refs) / sizeof(q.refs[0]);
   const uint32_t half = g.cap / 2 < 4 ? 4 : g.cap / 2;
   const uint32_t most = half < kRefs ? half : kRefs;
-  const uint32_t total = plan.count();
-  Swaps sw(g, s);
-  uint32_t k = q.next;
-  for (; k < total && *cr == cu::kSuccess; ++k) {
-    const Move m = plan.at(k);
+  // No room at all (collectives in flight hold the cache): none is
+  // taken, the next progress looks again.
+  if (!room(g, q, most)) return Queued::kMore;
+  Plan plan(r);
+  if (!plan.check(tok)) return Queued::kFailed;
+  const uint32_t n = r->team->size, total = plan.count();
+  // Every end of the batch is resolved before the first move is queued:
+  // a move that cannot be made fails the collective with nothing of the
+  // batch on the stream (earlier batches have completed).
+  uint64_t* const from = r->team->gd->vblk + 2 * size_t{n} * n;
+  uint64_t* const to = from + size_t{n} * n;
+  uint32_t end = q.next;
+  for (; end < total; ++end) {
+    const Move m = plan.at(end);
     if (m.len == 0) continue;
     if (!room(g, q, most)) break;
-    uint64_t from = 0, to = 0;
-    if (!resolve_end(g, r, tok, m.from, m.len, &from) ||
-        !resolve_end(g, r, tok, m.to, m.len, &to)) {
-      UCC_ERROR("GPU direct: move %u of collective %llu cannot be made", k,
+    if (!resolve_end(g, r, tok, m.from, m.len, &from[end]) ||
+        !resolve_end(g, r, tok, m.to, m.len, &to[end])) {
+      UCC_ERROR("GPU direct: move %u of collective %llu cannot be made", end,
                 static_cast<unsigned long long>(q.seq));
       return Queued::kFailed;
     }
-    if (plan.swaps())
-      sw.add(from, to, m.len);
-    else
-      *cr = drv().memcpy_dtod_async(to, from, m.len, s);
   }
-  q.next = k;
-  const bool last = k == total;
+  Swaps sw(g, s);
+  for (uint32_t k = q.next; k < end && *cr == cu::kSuccess; ++k) {
+    const Move m = plan.at(k);
+    if (m.len == 0) continue;
+    if (plan.swaps())
+      sw.add(from[k], to[k], m.len);
+    else
+      *cr = drv().memcpy_dtod_async(to[k], from[k], m.len, s);
+  }
+  q.next = end;
+  const bool last = end == total;
   if (plan.swaps() && *cr == cu::kSuccess)
-    *cr = sw.end(r, tok, r->team->size, last, flagged);
+    *cr = sw.end(r, tok, n, last, flagged);
   if (!last) ++g.stats.batches;
   return last ? Queued::kDone : Queued::kMore;
 }

@@ -60,6 +60,9 @@ Status InboxFabric::take_pairs(const bool* mine, bool self, char* seg,
 }
 
 uint32_t InboxFabric::make_pair(uint32_t r) {
+  // Callers route each rank to the transport that serves it (links.h);
+  // a pair for any other would be written out of bounds.
+  if (idx_[r] == kNoPair) __builtin_trap();
   const uint32_t k = idx_[r] & ~kLazy;
   InboxPair* p = new (&pairs_[k]) InboxPair;
   p->bind_rx(InboxView{seg_ctl(pair_seg_, r), seg_slots(pair_seg_, cfg_, r)});
