@@ -189,6 +189,14 @@ class Fabric {
   virtual void fail() {}
   // Control messages (nonzero kind) received so far.
   virtual uint32_t attention() const = 0;
+  // The peers anything can have come from, for a transport that makes
+  // its links on demand (a link is made by the first frame from a peer,
+  // if not before): heard_count() of them, heard_peer(0..count-1), in
+  // the order made, so that a poller looks at those and not the team.
+  // kAllPeers: every peer it serves may have sent something.
+  static constexpr uint32_t kAllPeers = UINT32_MAX;
+  virtual uint32_t heard_count() const { return kAllPeers; }
+  virtual uint32_t heard_peer(uint32_t i) const { return i; }
   // Messages committed plus released so far: lets a poller tell whether a
   // pass moved anything (for idle back-off).
   virtual uint64_t events() const = 0;

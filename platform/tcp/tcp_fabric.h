@@ -103,6 +103,10 @@ class TcpFabric final : public InboxFabric {
   void waiting_on(uint32_t peer) override;
   void fail() override;
   uint32_t attention() const override;
+  uint32_t heard_count() const override { return nmade_; }
+  uint32_t heard_peer(uint32_t i) const override {
+    return peers_[made_[i]].rank;
+  }
   uint64_t events() const override { return events_; }
   bool tx_flushed() const override;
   // One-sided, emulated (tcp_rma.cc): the target's progress moves the

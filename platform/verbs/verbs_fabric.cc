@@ -367,16 +367,19 @@ uint64_t VerbsFabric::progress(bool cm_too) {
   if (cm_closed) return ev;
   // A peer's hello or goodbye to a link of ours still idle (hellos and
   // goodbyes count as the manager's attention): the link starts, or
-  // takes the goodbye. (Every remote rank not talked to yet is looked
-  // at, once per change of the manager's attention: a member hears a
-  // hello from each peer that talks to it first, no more.)
+  // takes the goodbye. Looked for among the peers the manager has heard
+  // from (TCP: the links its frames made), not the team.
   const uint32_t attn = cm_->attention();
   if (attn != cm_attention_) {
     cm_attention_ = attn;
-    for (uint32_t r = 0; r < cfg_.nranks; ++r)
+    const uint32_t heard = cm_->heard_count();
+    const uint32_t m = heard == kAllPeers ? cfg_.nranks : heard;
+    for (uint32_t i = 0; i < m; ++i) {
+      const uint32_t r = heard == kAllPeers ? i : cm_->heard_peer(i);
       if (made(r) ? links_[r].state == VLink::State::kIdle
                   : serves(r) && r != cfg_.rank)
         ev += read_cm(r);
+    }
   }
   if (connecting_ != 0 || cm_too || leaving_ || acks_owed_ != 0) {
     for (uint32_t k = 0; k < nmade_; ++k) {
