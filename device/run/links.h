@@ -154,6 +154,23 @@ class Links {
     if (net_ != nullptr) net_->fail();
   }
   bool tx_flushed() const { return net_ == nullptr || net_->tx_flushed(); }
+  // fn(p) for every rank a message can have come from, each once: the
+  // ranks of this host (shared memory) and the net's peers it has heard
+  // from (Fabric::heard_count), or every rank where the net cannot tell.
+  // A sweep of the inboxes then costs the peers talked to, not the team.
+  template <typename Fn>
+  void each_heard(Fn&& fn) const {
+    const uint32_t heard = net_ != nullptr ? net_->heard_count() : 0;
+    if (heard == plat::Fabric::kAllPeers) {
+      for (uint32_t p = 0; p < cfg_.nranks; ++p) fn(p);
+      return;
+    }
+    const uint32_t me = nodes_.node[cfg_.rank];
+    const uint32_t* on = nodes_.order + nodes_.node_first[me];
+    for (uint32_t i = 0; i < nodes_.node_size[me]; ++i)
+      if (!mem_.remote[on[i]]) fn(on[i]);
+    for (uint32_t i = 0; i < heard; ++i) fn(net_->heard_peer(i));
+  }
 
   // One-sided operations: over the network only (fabric.h).
   uint64_t rma_min(uint32_t p) const {

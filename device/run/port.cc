@@ -181,8 +181,14 @@ Port::Class Port::classify(const MsgKey& k) const {
 }
 
 void Port::drop_held(uint32_t id) {
-  for (uint32_t p = 0; p < nranks_; ++p) {
-    if (owner_[p] == id + 1) owner_[p] = 0;
+  // Stops at the last one it holds: a team of thousands is not walked
+  // for the few slots a collective keeps.
+  uint32_t left = nheld_[id];
+  for (uint32_t p = 0; p < nranks_ && left != 0; ++p) {
+    if (owner_[p] == id + 1) {
+      owner_[p] = 0;
+      --left;
+    }
   }
   nheld_[id] = 0;
 }
@@ -266,12 +272,12 @@ void Port::release_any(uint32_t peer, const MsgKey& k, MsgKind kind) {
 
 uint64_t Port::sweep() {
   uint64_t moved = 0;
-  for (uint32_t p = 0; p < nranks_; ++p) {
+  links_.each_heard([&](uint32_t p) {
     uint32_t n = links_.rx_poll(p);
     // The sender has room for any collective while two slots are free;
     // the last free one it keeps for its oldest (reserve()), which may
     // not be one we can take messages for yet.
-    if (n + 1 < links_.nslots()) continue;
+    if (n + 1 < links_.nslots()) return;
     // Move a prefix, oldest first, so that the store keeps holding only
     // messages older than the ones left in the inbox.
     for (uint32_t s = 0; s < n; ++s) {
@@ -289,7 +295,7 @@ uint64_t Port::sweep() {
       links_.rx_release(p, s);
       ++moved;
     }
-  }
+  });
   return moved;
 }
 

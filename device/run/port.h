@@ -386,7 +386,7 @@ void Port::scan_aborts(Fn&& fn, uint32_t* future_left) {
       }
     }
   }
-  for (uint32_t p = 0; p < nranks_; ++p) {
+  links_.each_heard([&](uint32_t p) {
     uint32_t n = links_.rx_poll(p);
     for (uint32_t i = 0; i < n; ++i) {
       const MsgHdr* h = links_.rx_hdr(p, i);
@@ -401,7 +401,7 @@ void Port::scan_aborts(Fn&& fn, uint32_t* future_left) {
       else if (c == Class::kFuture)
         ++future;
     }
-  }
+  });
   *future_left = future;
 }
 

@@ -116,6 +116,9 @@ class VerbsFabric final : public InboxFabric {
     if (!broken_) break_links();
   }
   uint32_t attention() const override;
+  // Messages come only on links made (a peer writes after our hello).
+  uint32_t heard_count() const override { return nmade_; }
+  uint32_t heard_peer(uint32_t i) const override { return made_[i]; }
   uint64_t events() const override { return events_; }
   bool tx_flushed() const override;
   uint64_t rma_min(uint32_t peer) const override {
