@@ -167,6 +167,12 @@ class SimFabric final : public Fabric {
     send(to, m, uint64_t{len} + kWireHeader);
   }
 
+  // Messages come only from peers touched (a message touches its sender).
+  uint32_t heard_count() const override {
+    return static_cast<uint32_t>(heard_.size());
+  }
+  uint32_t heard_peer(uint32_t i) const override { return heard_[i]; }
+
   uint32_t rx_poll(uint32_t peer) override {
     auto it = peers_.find(peer);
     if (it == peers_.end()) return 0;
@@ -274,6 +280,7 @@ class SimFabric final : public Fabric {
     auto it = peers_.find(peer);
     if (it != peers_.end()) return it->second;
     ++world().ctr.touched;
+    heard_.push_back(peer);
     return peers_[peer];
   }
   Peer* link(uint32_t peer) {
@@ -345,6 +352,7 @@ class SimFabric final : public Fabric {
   std::deque<sg4::CommPtr> sends_;  // ours under way, oldest first
   std::vector<uint32_t> ids_;  // peers' fabric ids by team rank; 0: none
   std::unordered_map<uint32_t, Peer> peers_;
+  std::vector<uint32_t> heard_;  // the peers touched, in order
   uint32_t attention_ = 0;
   uint64_t events_ = 0;
   double owed_ = 0;        // work not charged yet (below kTick)
