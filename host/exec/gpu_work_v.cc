@@ -24,7 +24,6 @@
 #include <cstddef>
 #include <cstring>
 
-#include "device/gpu/gpu_kernels.h"
 #include "host/api/objects.h"
 #include "host/coll/request.h"
 #include "host/exec/gpu_direct_impl.h"
@@ -329,19 +328,19 @@ Queued queue_moves(GpuDirectCtx& g, Request* r, const Token* tok,
       return Queued::kFailed;
     }
   }
+  const bool swaps = plan.swaps();
   Swaps sw(g, s);
   for (uint32_t k = q.next; k < end && *cr == cu::kSuccess; ++k) {
     const Move m = plan.at(k);
     if (m.len == 0) continue;
-    if (plan.swaps())
+    if (swaps)
       sw.add(from[k], to[k], m.len);
     else
       *cr = drv().memcpy_dtod_async(to[k], from[k], m.len, s);
   }
   q.next = end;
   const bool last = end == total;
-  if (plan.swaps() && *cr == cu::kSuccess)
-    *cr = sw.end(r, tok, n, last, flagged);
+  if (swaps && *cr == cu::kSuccess) *cr = sw.end(r, tok, n, last, flagged);
   if (!last) ++g.stats.batches;
   return last ? Queued::kDone : Queued::kMore;
 }
