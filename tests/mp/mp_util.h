@@ -381,22 +381,31 @@ void compare_elems(Report& rep, const DtypeInfo& t, const void* data, Desc desc,
 
 // Progresses ctx until every request in reqs has left UCC_INPROGRESS.
 // Returns UCC_OK when all ended UCC_OK, the first error otherwise, or
-// UCC_ERR_TIMED_OUT.
+// UCC_ERR_TIMED_OUT once timeout_s has passed with none of them ending: a
+// hang, where a slow machine only moves the deadline on. (Under ctest -j2
+// beside tests whose ranks never yield, each hand-over between ranks waits
+// for a scheduler slice: 18 collectives of 256-byte slots in flight took
+// 60 s on the CI VM once, though every few seconds one of them ended.)
 inline ucc_status_t wait_all(ucc_context_h ctx, ucc_coll_req_h* reqs, size_t n,
                              double timeout_s = 60) {
-  const double deadline = now_s() + timeout_s;
+  double deadline = now_s() + timeout_s;
+  size_t last_busy = n + 1;
   unsigned polls = 0;
   for (;;) {
-    bool busy = false;
+    size_t busy = 0;
     ucc_status_t worst = UCC_OK;
     for (size_t i = 0; i < n; ++i) {
       const ucc_status_t st = ucc_collective_test(reqs[i]);
       if (st == UCC_INPROGRESS)
-        busy = true;
+        ++busy;
       else if (st != UCC_OK && worst == UCC_OK)
         worst = st;
     }
-    if (!busy) return worst;
+    if (busy == 0) return worst;
+    if (busy < last_busy) {
+      last_busy = busy;
+      deadline = now_s() + timeout_s;
+    }
     const ucc_status_t pst = ucc_context_progress(ctx);
     if (pst < 0) return pst;
     if ((++polls & 127) == 0) {
