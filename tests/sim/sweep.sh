@@ -14,7 +14,9 @@
 # engine's rates are fixed (--copy-gbs 40 --reduce-gbs 17, measured on the
 # development VM) so that runs repeat, and each size runs its checked
 # iteration and one timed one (SWEEP_ITERS, "-n 1 -w 0"): simulated time
-# repeats itself, and the real time is what bounds a sweep. From about
+# repeats itself, and the real time is what bounds a sweep. Each message
+# costs its sender and its receiver SWEEP_MSG_US us of engine work
+# (default 0.2, docs/scale.md "The model"; 0: the network alone). From about
 # 11,000 ranks one process maps more regions than Linux's default
 # vm.max_map_count (65,530; 5.8 per member): raise it first
 # (sysctl -w vm.max_map_count=262144; docs/scale.md, "16,384 ranks").
@@ -30,6 +32,7 @@ limit=${SWEEP_TIMEOUT:-300}
 mem_mb=${SWEEP_MEM_MB:-4000}
 ranks=${SWEEP_RANKS:-64 256 1024 4096}
 colls=${SWEEP_COLLS:-allreduce bcast barrier allgather alltoall reduce_scatter}
+msg_us=${SWEEP_MSG_US:-0.2}
 read -r -a iters <<< "${SWEEP_ITERS:--n 1 -w 0}"
 for coll in $colls; do
   for n in $ranks; do
@@ -46,7 +49,7 @@ for coll in $colls; do
       f=$out/${coll}_n${n}_ppn${ppn}.txt
       echo "== $(date +%T) $coll n=$n ppn=$ppn up to $max elements"
       timeout "$limit" "$sim" --platform "$platform" -N "$n" --ppn "$ppn" \
-        --copy-gbs 40 --reduce-gbs 17 "${iters[@]}" -c "$coll" -b 2 -e "$max" -f 8 \
+        --copy-gbs 40 --reduce-gbs 17 --msg-us "$msg_us" "${iters[@]}" -c "$coll" -b 2 -e "$max" -f 8 \
         > "$f" 2> "$f.err" || echo "   stopped ($?): $(grep -c '^ ' "$f") sizes"
     done
   done
